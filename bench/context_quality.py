@@ -1,0 +1,155 @@
+"""Context quality on the IRC disentanglement logs, scored as ../shared/data/README.md defines.
+
+For every trigger T (an annotated message with an earlier message in its gold conversation) the
+gold context G is the earlier messages of that conversation and C the selected context (T
+excluded). Prints micro precision, recall, F1 and parent recall for our builder and, in the same
+run, for the baselines: last 30, last 10, reply chain only, and the seed's algorithm read
+literally.
+
+    python -m bench.context_quality [DATA_DIR] [--set key=value ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import baselines
+from conversation.builder import ContextBuilder
+from conversation.cache import ChannelCache
+from conversation.log_source import LogSource
+from conversation.reader import ChannelReader
+from conversation.settings import ContextSettings
+from conversation.source import MessageLike
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc-dev"
+
+Selector = Callable[[MessageLike, ChannelReader], Awaitable[list[MessageLike]]]
+
+
+@dataclass
+class Score:
+    hits: int = 0
+    selected: int = 0
+    gold: int = 0
+    triggers: int = 0
+    with_parent: int = 0
+    parent_found: int = 0
+    rest_calls: int = 0
+    seconds: float = 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.hits / self.selected if self.selected else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.hits / self.gold if self.gold else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    @property
+    def parent_recall(self) -> float:
+        return self.parent_found / self.with_parent if self.with_parent else 0.0
+
+
+def gold_triggers(gold_path: Path) -> dict[int, tuple[set[int], set[int]]]:
+    """Trigger id -> (gold context, gold parents), per the data README."""
+    labels = json.loads(gold_path.read_text())["messages"]
+    by_conversation: dict[str, list[int]] = {}
+    for message_id, label in labels.items():
+        by_conversation.setdefault(label["conversation"], []).append(int(message_id))
+    triggers = {}
+    for message_id, label in labels.items():
+        if not label["annotated"]:
+            continue
+        trigger = int(message_id)
+        earlier = {m for m in by_conversation[label["conversation"]] if m < trigger}
+        if earlier:
+            triggers[trigger] = (earlier, {int(p) for p in label["parents"] if int(p) < trigger})
+    return triggers
+
+
+def selectors(settings: ContextSettings) -> dict[str, Selector]:
+    builder = ContextBuilder(settings)
+
+    async def ours(trigger: MessageLike, reader: ChannelReader) -> list[MessageLike]:
+        return (await builder.build(trigger, reader)).messages
+
+    return {
+        "threadwise builder": ours,
+        "last 30 messages": lambda t, r: baselines.last_n(t, r, 30),
+        "last 10 messages": lambda t, r: baselines.last_n(t, r, 10),
+        "reply chain only": baselines.reply_chain,
+        "seed tik/tok, literal": lambda t, r: baselines.seed_literal(t, r, settings),
+    }
+
+
+async def score_all(data_dir: Path, settings: ContextSettings, only: set[str] | None = None):
+    scores: dict[str, Score] = {}
+    chosen = {k: v for k, v in selectors(settings).items() if not only or k in only}
+    for log_path in sorted(data_dir.glob("*.json")):
+        if log_path.name.endswith(".gold.json"):
+            continue
+        source = LogSource.from_file(log_path)
+        triggers = gold_triggers(log_path.with_suffix(".gold.json"))
+        for name, select in chosen.items():
+            score = scores.setdefault(name, Score())
+            started = time.perf_counter()
+            for trigger_id, (gold, parents) in triggers.items():
+                trigger = source.message(trigger_id)
+                reader = ChannelReader(source, ChannelCache(source.channel_id))
+                context = {m.id for m in await select(trigger, reader)}
+                context.discard(trigger_id)
+                score.triggers += 1
+                score.hits += len(context & gold)
+                score.selected += len(context)
+                score.gold += len(gold)
+                score.rest_calls += reader.rest_calls
+                if parents:
+                    score.with_parent += 1
+                    score.parent_found += bool(context & parents)
+            score.seconds += time.perf_counter() - started
+    return scores
+
+
+def print_table(scores: dict[str, Score], settings: ContextSettings) -> None:
+    baseline = scores.get("seed tik/tok, literal")
+    print(
+        f"context quality, min_linear={settings.min_linear} max_total={settings.max_total} "
+        f"threshold={settings.time_threshold_minutes} min; "
+        f"{next(iter(scores.values())).triggers} triggers"
+    )
+    print("| selector | precision | recall | F1 | parent recall | F1 vs seed | REST/trigger (cold) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, s in scores.items():
+        ratio = f"{s.f1 / baseline.f1:.2f}x" if baseline and baseline.f1 else "-"
+        print(
+            f"| {name} | {s.precision:.3f} | {s.recall:.3f} | {s.f1:.3f} | "
+            f"{s.parent_recall:.3f} | {ratio} | {s.rest_calls / max(s.triggers, 1):.2f} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a [context] setting, e.g. --set max_total=40")
+    parser.add_argument("--only", action="append", help="run only these selectors")
+    args = parser.parse_args()
+    overrides = dict(item.split("=", 1) for item in args.set)
+    settings = ContextSettings.model_validate(overrides)
+    scores = asyncio.run(score_all(args.data, settings, set(args.only or [])))
+    print_table(scores, settings)
+
+
+if __name__ == "__main__":
+    main()

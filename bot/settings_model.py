@@ -1,0 +1,92 @@
+"""The ``[model]`` section of ``config.toml``: which OpenAI-compatible endpoint answers, and how.
+
+Kept apart from ``bot.config`` so the model client and its tests need nothing else; the config
+loader composes it (and lets the ``MODEL_API_KEY`` environment variable win over the file).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from conversation.settings import StrictSection
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are {bot_name}, a helpful assistant chatting on the Discord server {server}, "
+    "in #{channel}. The current time is {now}. Several people may be talking at once: each "
+    "message is labelled with its author, answer the one who addressed you. Be concise and use "
+    "Discord markdown."
+)
+
+
+class ModelSettings(StrictSection):
+    """Endpoint, sampling and robustness knobs of the chat model.
+
+    Any server speaking the OpenAI ``/chat/completions`` protocol works: Ollama (the default
+    address), llama.cpp's server, vLLM, OpenRouter, OpenAI itself.
+    """
+
+    base_url: str = Field(
+        "http://127.0.0.1:11434/v1",
+        min_length=1,
+        description="Base URL of the OpenAI-compatible API, up to and including /v1.",
+    )
+    api_key: SecretStr | None = Field(
+        None, description="Bearer token; the MODEL_API_KEY environment variable wins over this."
+    )
+    name: str = Field("llama3.1", min_length=1, description="Model name sent in each request.")
+    temperature: float = Field(0.7, ge=0, le=2, description="Sampling temperature (0..2).")
+    max_tokens: int | None = Field(
+        None, gt=0, description="Cap on answer tokens; unset leaves it to the server."
+    )
+    system_prompt: str = Field(
+        DEFAULT_SYSTEM_PROMPT,
+        description="Persona; may use {bot_name}, {server}, {channel} and {now}.",
+    )
+    stream: bool = Field(True, description="Stream the answer (messages update as it is written).")
+    timeout_seconds: float = Field(
+        300.0, gt=0, description="Total time for one answer, retries and waits included."
+    )
+    connect_timeout_seconds: float = Field(
+        10.0, gt=0, description="Time allowed to open the TCP/TLS connection."
+    )
+    idle_timeout_seconds: float = Field(
+        120.0,
+        gt=0,
+        description="Streaming only: longest silence from the server (before the first token "
+        "too, so it must cover loading the model and reading the prompt).",
+    )
+    max_retries: int = Field(
+        3, ge=0, description="Extra attempts after a connection error, 408, 429 or 5xx."
+    )
+    retry_base_seconds: float = Field(
+        1.0, ge=0, description="First backoff delay; doubles each retry, with jitter."
+    )
+    retry_max_seconds: float = Field(
+        30.0, ge=0, description="Cap on one backoff delay, including a server's Retry-After."
+    )
+    vision: bool = Field(False, description="Send images as image parts (the model must see).")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {value!r}")
+        return value
+
+    @field_validator("api_key")
+    @classmethod
+    def _blank_key_is_none(cls, value: SecretStr | None) -> SecretStr | None:
+        # An empty MODEL_API_KEY= line in a .env file means "no key", not an empty bearer token.
+        if value is not None and not value.get_secret_value().strip():
+            return None
+        return value
+
+    @model_validator(mode="after")
+    def _timeouts_fit(self) -> ModelSettings:
+        if self.connect_timeout_seconds > self.timeout_seconds:
+            raise ValueError(
+                f"connect_timeout_seconds ({self.connect_timeout_seconds}) must not exceed "
+                f"timeout_seconds ({self.timeout_seconds})"
+            )
+        return self

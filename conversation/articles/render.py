@@ -1,0 +1,72 @@
+"""Turning article results into the XML suffix appended to a message for the model.
+
+Everything in it comes from outside (a page's title and text, a URL a member typed), so every
+piece is escaped: a page that contains ``</embedding>`` or a quote must stay inside its element,
+or a web page could write instructions that look like the bot's own structure. Characters XML
+1.0 cannot carry at all (most C0 controls, lone surrogates) are dropped, since escaping cannot
+express them and a parser would reject the whole prompt section.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from conversation.articles.models import ArticleResult
+
+_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_NEWLINES = re.compile(r"\r\n?")
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def xml_text(value: str) -> str:
+    """``value`` as XML character data."""
+    value = _NEWLINES.sub("\n", _NOT_XML_CHAR.sub("", value))
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def xml_attr(value: str) -> str:
+    """``value`` as a double-quoted attribute value; whitespace escaped so a parser's attribute
+    normalisation gives back the same string."""
+    return (
+        xml_text(value)
+        .replace('"', "&quot;")
+        .replace("'", "&apos;")
+        .replace("\n", "&#10;")
+        .replace("\t", "&#9;")
+    )
+
+
+def clip_text(text: str, max_chars: int) -> tuple[str, bool]:
+    """At most ``max_chars`` of ``text``, cut at a word boundary near the limit when there is
+    one; the flag says whether anything was cut."""
+    text = _BLANK_RUNS.sub("\n\n", _NEWLINES.sub("\n", text)).strip()
+    if len(text) <= max_chars:
+        return text, False
+    cut = text[:max_chars]
+    boundary = max(cut.rfind(" "), cut.rfind("\n"))
+    if boundary >= max_chars * 0.9:
+        cut = cut[:boundary]
+    return cut.rstrip(), True
+
+
+def render_embedding(result: ArticleResult) -> str:
+    """One ``<embedding>`` element: the title, a blank line, the text, and a note when cut."""
+    body = f"{result.title}\n\n{result.text}" if result.title else result.text
+    attributes = f'type="article" url="{xml_attr(result.url)}"'
+    if result.truncated:
+        attributes += ' truncated="true"'
+        body += (
+            f"\n[article truncated: first {len(result.text)} of"
+            f" {result.original_chars} characters shown]"
+        )
+    return f"<embedding {attributes}>{xml_text(body)}</embedding>"
+
+
+def render_embeddings(results: Iterable[ArticleResult]) -> str:
+    """The ``<embeddings>...</embeddings>`` suffix for a message's successful articles, in the
+    order given, or "" when none succeeded (failures stay in the results, with their reasons)."""
+    elements = [render_embedding(result) for result in results if result.ok]
+    if not elements:
+        return ""
+    return "<embeddings>" + "".join(elements) + "</embeddings>"

@@ -1,0 +1,223 @@
+"""Per-channel message cache that knows which stretches of history it holds completely.
+
+A cache of messages alone cannot answer "what came right before this message?": the answer may
+simply not be cached. So the cache also keeps *coverage*: id intervals in which every message
+that exists is cached. History pages add coverage, gateway events keep a live interval growing,
+deletions remove messages without breaking coverage. The builder then asks REST only for what
+falls outside coverage, which makes a warm busy channel cost no requests at all.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from enum import Enum
+
+from conversation.dce import time_snowflake
+from conversation.source import MessageLike
+
+LIVE = 1 << 64  # Upper bound of the live interval: every future message arrives by gateway.
+
+
+class Unknown(Enum):
+    """The cache cannot tell: the question needs a REST call."""
+
+    UNKNOWN = "unknown"
+
+
+UNKNOWN = Unknown.UNKNOWN
+
+
+class ChannelCache:
+    """Messages of one channel plus the id intervals known to be complete.
+
+    Bounded: beyond ``max_messages`` the oldest messages are dropped and the coverage shrinks
+    with them, so the cache never claims completeness for what it no longer holds.
+    """
+
+    def __init__(self, channel_id: int, *, max_messages: int = 5000) -> None:
+        self.channel_id = channel_id
+        self.max_messages = max_messages
+        self._ids: list[int] = []
+        self._messages: dict[int, MessageLike] = {}
+        self._covered: list[list[int]] = []  # sorted, disjoint, non-adjacent [lo, hi] pairs
+        self._deleted: set[int] = set()
+        self.last_used = time.monotonic()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, message_id: int) -> bool:
+        return message_id in self._messages
+
+    # ------------------------------------------------------------------ learning
+
+    def add(self, message: MessageLike) -> None:
+        """Store a message (a newer copy of an edited one replaces the old)."""
+        message_id = message.id
+        if message_id in self._deleted:
+            return
+        if message_id not in self._messages:
+            bisect.insort(self._ids, message_id)
+        self._messages[message_id] = message
+        self._learn_reference(message)
+        if len(self._ids) > self.max_messages:
+            self._evict()
+
+    def _learn_reference(self, message: MessageLike) -> None:
+        """A payload's ``referenced_message`` is a full message: keep it, or its deletion."""
+        reference = message.reference
+        if reference is None or reference.message_id is None:
+            return
+        resolved = reference.resolved
+        if resolved is None:
+            return
+        if getattr(resolved, "content", None) is None:  # nextcord's DeletedReferencedMessage
+            self._deleted.add(reference.message_id)
+            self._drop(reference.message_id)
+            return
+        if getattr(getattr(resolved, "channel", None), "id", self.channel_id) != self.channel_id:
+            return
+        if resolved.id not in self._messages:  # type: ignore[attr-defined]
+            self.add(resolved)  # type: ignore[arg-type]
+
+    def add_page(self, messages: list[MessageLike], lo: int, hi: int) -> None:
+        """Store a history page and record that it holds everything in ``[lo, hi]``."""
+        for message in messages:
+            self.add(message)
+        self.cover(lo, hi)
+
+    def cover(self, lo: int, hi: int) -> None:
+        if lo > hi:
+            return
+        merged: list[list[int]] = []
+        placed = False
+        for interval in self._covered:
+            if interval[1] + 1 < lo:
+                merged.append(interval)
+            elif hi + 1 < interval[0]:
+                if not placed:
+                    merged.append([lo, hi])
+                    placed = True
+                merged.append(interval)
+            else:
+                lo, hi = min(lo, interval[0]), max(hi, interval[1])
+        if not placed:
+            merged.append([lo, hi])
+        merged.sort()
+        self._covered = merged
+
+    def go_live(self, since: datetime | None = None) -> None:
+        """From now on every message arrives by gateway: history from ``since`` on is complete."""
+        since = since or datetime.now(UTC)
+        self.cover(time_snowflake(since), LIVE)
+
+    def stop_live(self, until: datetime | None = None) -> None:
+        """The gateway session was lost without resume: coverage stops where events stopped."""
+        end = time_snowflake(until or datetime.now(UTC))
+        for interval in self._covered:
+            if interval[1] == LIVE:
+                interval[1] = end
+        self._covered = [interval for interval in self._covered if interval[0] <= interval[1]]
+
+    def on_delete(self, message_id: int) -> None:
+        self._deleted.add(message_id)
+        self._drop(message_id)
+
+    def _drop(self, message_id: int) -> None:
+        if self._messages.pop(message_id, None) is not None:
+            index = bisect.bisect_left(self._ids, message_id)
+            del self._ids[index]
+
+    def _evict(self) -> None:
+        excess = len(self._ids) - self.max_messages
+        dropped, self._ids = self._ids[:excess], self._ids[excess:]
+        for message_id in dropped:
+            del self._messages[message_id]
+        floor = self._ids[0] if self._ids else 0
+        self._covered = [[max(lo, floor), hi] for lo, hi in self._covered if hi >= floor]
+        self._deleted = {message_id for message_id in self._deleted if message_id >= floor}
+
+    # ------------------------------------------------------------------ questions
+
+    def covering(self, message_id: int) -> tuple[int, int] | None:
+        """The complete interval holding ``message_id``, if any."""
+        index = bisect.bisect_right(self._covered, [message_id, LIVE + 1]) - 1
+        if index >= 0:
+            lo, hi = self._covered[index]
+            if lo <= message_id <= hi:
+                return lo, hi
+        return None
+
+    def get(self, message_id: int) -> MessageLike | None | Unknown:
+        """The message; ``None`` when it is known not to exist; ``UNKNOWN`` otherwise."""
+        message = self._messages.get(message_id)
+        if message is not None:
+            return message
+        if message_id in self._deleted or self.covering(message_id) is not None:
+            return None
+        return UNKNOWN
+
+    def is_deleted(self, message_id: int) -> bool:
+        return message_id in self._deleted
+
+    def previous(self, message_id: int) -> MessageLike | None | Unknown:
+        """The message right before ``message_id``; ``None`` at the channel's start."""
+        span = self.covering(message_id)
+        if span is None:
+            return UNKNOWN
+        index = bisect.bisect_left(self._ids, message_id) - 1
+        if index >= 0 and self._ids[index] >= span[0]:
+            return self._messages[self._ids[index]]
+        return None if span[0] == 0 else UNKNOWN
+
+    def next(self, message_id: int) -> MessageLike | None | Unknown:
+        """The message right after ``message_id``; ``None`` when none exists yet."""
+        span = self.covering(message_id)
+        if span is None:
+            return UNKNOWN
+        index = bisect.bisect_right(self._ids, message_id)
+        if index < len(self._ids) and self._ids[index] <= span[1]:
+            return self._messages[self._ids[index]]
+        return None if span[1] == LIVE else UNKNOWN
+
+    def lower_edge(self, message_id: int) -> int:
+        """Where a page fetched to extend coverage below ``message_id`` should start."""
+        span = self.covering(message_id)
+        return span[0] if span is not None else message_id
+
+    def upper_edge(self, message_id: int) -> int:
+        span = self.covering(message_id)
+        return span[1] if span is not None else message_id
+
+    def messages(self) -> Iterator[MessageLike]:
+        return (self._messages[message_id] for message_id in self._ids)
+
+
+class CacheRegistry:
+    """One cache per channel, shared by every trigger in it; bounded in channels too."""
+
+    def __init__(self, *, max_channels: int = 500, max_messages: int = 5000) -> None:
+        self.max_channels = max_channels
+        self.max_messages = max_messages
+        self._caches: dict[int, ChannelCache] = {}
+
+    def for_channel(self, channel_id: int) -> ChannelCache:
+        cache = self._caches.get(channel_id)
+        if cache is None:
+            if len(self._caches) >= self.max_channels:
+                stalest = min(self._caches.values(), key=lambda c: c.last_used)
+                del self._caches[stalest.channel_id]
+            cache = self._caches[channel_id] = ChannelCache(
+                channel_id, max_messages=self.max_messages
+            )
+        cache.last_used = time.monotonic()
+        return cache
+
+    def get(self, channel_id: int) -> ChannelCache | None:
+        return self._caches.get(channel_id)
+
+    def __iter__(self) -> Iterator[ChannelCache]:
+        return iter(list(self._caches.values()))

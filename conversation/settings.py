@@ -1,0 +1,98 @@
+"""Settings the conversation package needs, as pydantic models.
+
+They live here rather than in ``bot/`` because ``conversation/`` must stand on its own (tests and
+the replay tools use it without the bot); ``bot.config`` composes them into the full config file.
+Every field has the default documented in the repository's ``config.toml``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class StrictSection(BaseModel):
+    """Base for a config section: unknown keys are errors, so a typo never silently falls back."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class ContextSettings(StrictSection):
+    """Thresholds of the tik/tok context builder."""
+
+    min_linear: int = Field(10, ge=0, description="Recent messages always included.")
+    max_total: int = Field(30, ge=1, description="Hard cap on messages in a context.")
+    time_threshold_minutes: float = Field(
+        30, gt=0, description="A silence longer than this seals a direction of history."
+    )
+    participants_only: bool = Field(
+        True,
+        description="Temporal exploration links only messages by people taking part in the "
+        "conversation (false: every neighbour, as the original design).",
+    )
+    follow_mentions: bool = Field(
+        True, description="A message mentioning someone is linked to that person's latest message."
+    )
+    mention_scan_limit: int = Field(
+        200, ge=0, description="How many messages back to look for a mentioned person's message."
+    )
+    neighbour_scan_limit: int = Field(
+        200, ge=1, description="How many other conversations' messages a temporal step may skip."
+    )
+
+    @model_validator(mode="after")
+    def _linear_fits(self) -> ContextSettings:
+        if self.min_linear > self.max_total:
+            raise ValueError(
+                f"min_linear ({self.min_linear}) must not exceed max_total ({self.max_total})"
+            )
+        return self
+
+
+class ArticleSettings(StrictSection):
+    """Fetching and extracting linked articles (see ``conversation.articles``)."""
+
+    enabled: bool = True
+    allow_private_networks: bool = Field(
+        False,
+        description="Allow fetching from loopback/private/link-local addresses. Keep off: SSRF.",
+    )
+    timeout_seconds: float = Field(
+        10.0, gt=0, description="Total time for one page, redirects included (default 10)."
+    )
+    max_bytes: int = Field(
+        2_000_000, gt=0, description="Download cap per page, decompressed (default 2 MB)."
+    )
+    max_redirects: int = Field(
+        5, ge=0, description="Redirect hops followed, each re-checked by the address policy."
+    )
+    max_chars: int = Field(
+        20_000, ge=100, description="Article text kept per link; longer text is cut and marked."
+    )
+    max_urls_per_message: int = Field(3, ge=0, description="Links read from one message.")
+    max_urls_per_context: int = Field(10, ge=0, description="Links read for one whole context.")
+    max_concurrent_fetches: int = Field(
+        5, ge=1, description="Pages downloaded at once, across all contexts."
+    )
+    cache_max_entries: int = Field(256, ge=1, description="Results kept in the cache (LRU).")
+    cache_ttl_seconds: float = Field(
+        3600.0, gt=0, description="How long an extracted article is reused (default 1 h)."
+    )
+    failure_ttl_seconds: float = Field(
+        300.0, ge=0, description="How long a failure is reused before the link is tried again."
+    )
+    extract_workers: Literal["process", "thread"] = Field(
+        "process",
+        description="Where goose3 runs: 'process' never stalls the event loop; 'thread' uses "
+        "less memory but the GIL can stall the loop ~100 ms on a 1 MB page.",
+    )
+    extract_max_workers: int = Field(2, ge=1, description="goose3 workers (default 2).")
+    extract_timeout_seconds: float = Field(
+        15.0, gt=0, description="Time allowed for extracting one page (default 15)."
+    )
+    user_agent: str = Field(
+        "Mozilla/5.0 (compatible; threadwise/0.1; +article reader)",
+        min_length=1,
+        description="User-Agent sent when fetching pages.",
+    )

@@ -1,0 +1,88 @@
+"""What the context builder may ask of a channel and of a message.
+
+The builder explores raw message objects (nextcord ``Message`` in the bot, the same class built
+from a replayed log in tests) and never materializes anything while it explores. These protocols
+name the few attributes and calls it relies on, so a new source (another client library, a
+database) only has to provide them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+PAGE_LIMIT = 100  # Discord's maximum page size for channel history.
+
+
+class AuthorLike(Protocol):
+    id: int
+    bot: bool
+
+
+class ReferenceLike(Protocol):
+    message_id: int | None
+    # A message when the payload carried ``referenced_message``; a deleted marker when Discord
+    # said it was deleted (nextcord's ``DeletedReferencedMessage``); ``None`` when not sent.
+    resolved: object | None
+
+
+class MessageLike(Protocol):
+    """The parts of a message the builder reads (a nextcord ``Message`` satisfies it)."""
+
+    id: int
+    content: str
+
+    @property
+    def created_at(self) -> datetime: ...
+
+    @property
+    def author(self) -> AuthorLike: ...
+
+    @property
+    def mentions(self) -> Sequence[AuthorLike]: ...
+
+    @property
+    def reference(self) -> ReferenceLike | None: ...
+
+
+class SourceError(Exception):
+    """The channel could not be read; ``user_message`` is safe to show in Discord."""
+
+    def __init__(self, detail: str, *, user_message: str, status: int | None = None) -> None:
+        super().__init__(detail)
+        self.user_message = user_message
+        self.status = status
+
+
+@runtime_checkable
+class ChannelSource(Protocol):
+    """REST-like access to one channel; every call here costs one request against Discord."""
+
+    @property
+    def channel_id(self) -> int: ...
+
+    async def fetch_message(self, message_id: int) -> MessageLike | None:
+        """The message, or ``None`` when it does not exist (deleted, or never in this channel)."""
+        ...
+
+    async def history(
+        self,
+        *,
+        before: int | None = None,
+        after: int | None = None,
+        around: int | None = None,
+        limit: int = PAGE_LIMIT,
+    ) -> list[MessageLike]:
+        """One page of at most ``limit`` (<= 100) messages, newest first, as Discord returns it.
+
+        Exactly one of ``before``, ``after`` and ``around`` is given. ``before`` pages hold the
+        messages right before the id, ``after`` pages the ones right after it, ``around`` pages
+        the ones centred on it (the id itself included when it exists).
+        """
+        ...
+
+
+def reference_id(message: MessageLike) -> int | None:
+    reference = message.reference
+    return reference.message_id if reference is not None else None
