@@ -128,7 +128,9 @@ def print_table(scores: dict[str, Score], settings: ContextSettings) -> None:
         f"threshold={settings.time_threshold_minutes} min; "
         f"{next(iter(scores.values())).triggers} triggers"
     )
-    print("| selector | precision | recall | F1 | parent recall | F1 vs seed | REST/trigger (cold) |")
+    print(
+        "| selector | precision | recall | F1 | parent recall | F1 vs seed | REST/trigger (cold) |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, s in scores.items():
         ratio = f"{s.f1 / baseline.f1:.2f}x" if baseline and baseline.f1 else "-"
@@ -141,8 +143,13 @@ def print_table(scores: dict[str, Score], settings: ContextSettings) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a [context] setting, e.g. --set max_total=40")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a [context] setting, e.g. --set max_total=40",
+    )
     parser.add_argument("--only", action="append", help="run only these selectors")
     args = parser.parse_args()
     overrides = dict(item.split("=", 1) for item in args.set)

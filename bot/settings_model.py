@@ -6,7 +6,7 @@ loader composes it (and lets the ``MODEL_API_KEY`` environment variable win over
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator
 
 from conversation.settings import StrictSection
 
@@ -81,12 +81,3 @@ class ModelSettings(StrictSection):
         if value is not None and not value.get_secret_value().strip():
             return None
         return value
-
-    @model_validator(mode="after")
-    def _timeouts_fit(self) -> ModelSettings:
-        if self.connect_timeout_seconds > self.timeout_seconds:
-            raise ValueError(
-                f"connect_timeout_seconds ({self.connect_timeout_seconds}) must not exceed "
-                f"timeout_seconds ({self.timeout_seconds})"
-            )
-        return self

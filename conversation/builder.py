@@ -29,7 +29,7 @@ from datetime import timedelta
 from conversation.reader import ChannelReader
 from conversation.selection import ContextSelection, Reason, ReasonKind
 from conversation.settings import ContextSettings
-from conversation.source import MessageLike, reference_id
+from conversation.source import MessageLike, is_conversational, reference_id
 
 # Lower sorts first when a step has more candidates than room left.
 _PRIORITY: dict[ReasonKind, int] = {
@@ -95,9 +95,16 @@ class _Exploration:
         self.participants.update(user.id for user in message.mentions)
 
     def involves_participant(self, message: MessageLike) -> bool:
+        """Whether a message belongs to this conversation, judged by who speaks to whom.
+
+        A participant's message counts unless it is addressed only to outsiders (then it is
+        that person's other conversation); an outsider's message counts when it addresses a
+        participant (someone joining in).
+        """
+        addressed = [user.id for user in message.mentions]
         if message.author.id in self.participants:
-            return True
-        return any(user.id in self.participants for user in message.mentions)
+            return not addressed or any(user in self.participants for user in addressed)
+        return any(user in self.participants for user in addressed)
 
 
 class ContextBuilder:
@@ -114,10 +121,18 @@ class ContextBuilder:
         state.join(trigger)
         calls_before, log_start = reader.rest_calls, len(reader.log)
 
-        recent = await reader.recent(trigger, min(settings.min_linear, settings.max_total))
+        recent = await reader.recent(
+            trigger, min(settings.min_linear, settings.max_total), keep=is_conversational
+        )
         state.take(
             [_Candidate(_PRIORITY["linear"], -m.id, m, Reason(kind="linear")) for m in recent]
         )
+        # A small group talking together is one conversation even without mentions or replies.
+        speakers = {
+            m.author.id for m in recent if trigger.created_at - m.created_at <= self.threshold
+        }
+        if len(speakers | {trigger.author.id}) <= settings.small_group_size:
+            state.participants.update(speakers)
         # Linear messages are context but only seed exploration when they take part: in a busy
         # channel they mostly belong to other conversations.
         frontier = [trigger, *(m for m in recent if state.involves_participant(m))]
@@ -159,14 +174,19 @@ class ContextBuilder:
                 parent = None if state.knows(referenced) else await reader.get(referenced)
                 reason = Reason(kind="reference", via=message.id)
                 if parent is not None:
-                    candidates.append(_Candidate(_PRIORITY["reference"], -parent.id, parent, reason))
+                    candidates.append(
+                        _Candidate(_PRIORITY["reference"], -parent.id, parent, reason)
+                    )
                 elif state.knows(referenced):
                     state.note(referenced, reason)
                 else:
                     state.problems.append(
                         f"message {message.id} replies to {referenced}, which is gone"
                     )
-            if self.settings.follow_mentions:
+            # Only the trigger's mentions are followed: later in the walk, mentions already
+            # steer the temporal step through the participants, and following them again
+            # pulled in other conversations (lower F1 on the IRC logs).
+            if self.settings.follow_mentions and message is state.trigger:
                 for user in message.mentions:
                     answered = await self._latest_by(user.id, message, reader)
                     if answered is not None:
@@ -198,6 +218,8 @@ class ContextBuilder:
         candidates: list[_Candidate] = []
         for message in frontier:
             for direction in ("before", "after"):
+                if direction == "after" and message is state.trigger:
+                    continue  # never past the trigger
                 neighbour = await self._neighbour(message, direction, state, reader)
                 if neighbour is None:
                     continue
@@ -206,8 +228,9 @@ class ContextBuilder:
                 if direction == "after" and reference_id(neighbour) == message.id:
                     kind = "reply"
                 candidates.append(
-                    _Candidate(_PRIORITY[kind], -neighbour.id, neighbour,
-                               Reason(kind=kind, via=message.id))
+                    _Candidate(
+                        _PRIORITY[kind], -neighbour.id, neighbour, Reason(kind=kind, via=message.id)
+                    )
                 )
         return candidates
 
@@ -231,6 +254,9 @@ class ContextBuilder:
                 return None
             if abs(found.created_at - message.created_at) > self.threshold:
                 return None
+            if not is_conversational(found):
+                current = found
+                continue
             if not self.settings.participants_only or state.involves_participant(found):
                 return None if state.knows(found.id) else found
             current = found

@@ -151,7 +151,7 @@ class ChannelCache:
                 return lo, hi
         return None
 
-    def get(self, message_id: int) -> MessageLike | None | Unknown:
+    def get(self, message_id: int) -> MessageLike | Unknown | None:
         """The message; ``None`` when it is known not to exist; ``UNKNOWN`` otherwise."""
         message = self._messages.get(message_id)
         if message is not None:
@@ -163,7 +163,7 @@ class ChannelCache:
     def is_deleted(self, message_id: int) -> bool:
         return message_id in self._deleted
 
-    def previous(self, message_id: int) -> MessageLike | None | Unknown:
+    def previous(self, message_id: int) -> MessageLike | Unknown | None:
         """The message right before ``message_id``; ``None`` at the channel's start."""
         span = self.covering(message_id)
         if span is None:
@@ -173,7 +173,7 @@ class ChannelCache:
             return self._messages[self._ids[index]]
         return None if span[0] == 0 else UNKNOWN
 
-    def next(self, message_id: int) -> MessageLike | None | Unknown:
+    def next(self, message_id: int) -> MessageLike | Unknown | None:
         """The message right after ``message_id``; ``None`` when none exists yet."""
         span = self.covering(message_id)
         if span is None:

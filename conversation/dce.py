@@ -219,7 +219,9 @@ def parse_export(raw: Any, *, source: str = "<export>") -> ChannelExport:
         channel = DceChannel.model_validate(raw.get("channel") or {})
         guild = DceGuild.model_validate(raw.get("guild") or {})
     except ValidationError as error:
-        raise ExportError(f"{source}: bad channel or guild header: {_first_error(error)}") from error
+        raise ExportError(
+            f"{source}: bad channel or guild header: {_first_error(error)}"
+        ) from error
     by_id: dict[str, DceMessage] = {}
     duplicates: list[str] = []
     for index, item in enumerate(raw["messages"]):

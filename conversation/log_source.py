@@ -62,10 +62,21 @@ class LogSource:
     def _bot_user_payload(self) -> dict[str, Any]:
         for user in self.export.users():
             if int(user.id) == self.bot_user_id:
-                return {"id": user.id, "username": user.name, "discriminator": "0", "avatar": None,
-                        "bot": True, "global_name": user.nickname}
-        return {"id": str(self.bot_user_id), "username": "assistant", "discriminator": "0",
-                "avatar": None, "bot": True}
+                return {
+                    "id": user.id,
+                    "username": user.name,
+                    "discriminator": "0",
+                    "avatar": None,
+                    "bot": True,
+                    "global_name": user.nickname,
+                }
+        return {
+            "id": str(self.bot_user_id),
+            "username": "assistant",
+            "discriminator": "0",
+            "avatar": None,
+            "bot": True,
+        }
 
     def _make_channel(self) -> Any:
         export = self.export
@@ -120,8 +131,11 @@ class LogSource:
         limit: int = PAGE_LIMIT,
     ) -> list[MessageLike]:
         self.calls["history"] += 1
-        return list(page_of(self.messages, self._ids, before=before, after=after, around=around,
-                            limit=limit))
+        return list(
+            page_of(
+                self.messages, self._ids, before=before, after=after, around=around, limit=limit
+            )
+        )
 
 
 def page_of(

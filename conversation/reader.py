@@ -9,6 +9,7 @@ REST calls are what a context costs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -88,15 +89,18 @@ class ChannelReader:
             answer = self.cache.next(message.id)
         return None if answer is UNKNOWN else answer
 
-    async def recent(self, trigger: MessageLike, count: int) -> list[MessageLike]:
-        """The ``count`` messages right before the trigger, newest first."""
+    async def recent(
+        self, trigger: MessageLike, count: int, keep: Callable[[MessageLike], bool] | None = None
+    ) -> list[MessageLike]:
+        """The ``count`` messages right before the trigger that ``keep`` accepts, newest first."""
         found: list[MessageLike] = []
         current = trigger
         while len(found) < count:
             previous = await self.previous(current)
             if previous is None:
                 break
-            found.append(previous)
+            if keep is None or keep(previous):
+                found.append(previous)
             current = previous
         return found
 

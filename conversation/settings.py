@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, IPvAnyNetwork, model_validator
 
 
 class StrictSection(BaseModel):
@@ -31,6 +31,12 @@ class ContextSettings(StrictSection):
         description="Temporal exploration links only messages by people taking part in the "
         "conversation (false: every neighbour, as the original design).",
     )
+    small_group_size: int = Field(
+        3,
+        ge=0,
+        description="When at most this many people spoke in the recent messages, they all take "
+        "part in the conversation, mentions or not.",
+    )
     follow_mentions: bool = Field(
         True, description="A message mentioning someone is linked to that person's latest message."
     )
@@ -45,7 +51,7 @@ class ContextSettings(StrictSection):
     def _linear_fits(self) -> ContextSettings:
         if self.min_linear > self.max_total:
             raise ValueError(
-                f"min_linear ({self.min_linear}) must not exceed max_total ({self.max_total})"
+                f"min_linear: must not exceed max_total ({self.min_linear} > {self.max_total})"
             )
         return self
 
@@ -64,6 +70,11 @@ class ArticleSettings(StrictSection):
     max_bytes: int = Field(
         2_000_000, gt=0, description="Download cap per page, decompressed (default 2 MB)."
     )
+    allowed_networks: tuple[IPvAnyNetwork, ...] = Field(
+        (),
+        description="Private networks reachable all the same (an intranet wiki), as CIDR strings; "
+        "default none.",
+    )
     max_redirects: int = Field(
         5, ge=0, description="Redirect hops followed, each re-checked by the address policy."
     )
@@ -73,7 +84,7 @@ class ArticleSettings(StrictSection):
     max_urls_per_message: int = Field(3, ge=0, description="Links read from one message.")
     max_urls_per_context: int = Field(10, ge=0, description="Links read for one whole context.")
     max_concurrent_fetches: int = Field(
-        5, ge=1, description="Pages downloaded at once, across all contexts."
+        10, ge=1, description="Pages downloaded at once, across all contexts (default 10)."
     )
     cache_max_entries: int = Field(256, ge=1, description="Results kept in the cache (LRU).")
     cache_ttl_seconds: float = Field(

@@ -83,6 +83,17 @@ class ChannelSource(Protocol):
         ...
 
 
+# Message types that are part of a conversation: default, reply, slash and context-menu command
+# results, thread starters. Joins, pins, boosts and the like are not context.
+CONVERSATIONAL_TYPES = frozenset({0, 19, 20, 21, 23})
+
+
+def is_conversational(message: MessageLike) -> bool:
+    kind = getattr(message, "type", None)
+    value = getattr(kind, "value", kind)
+    return value is None or value in CONVERSATIONAL_TYPES
+
+
 def reference_id(message: MessageLike) -> int | None:
     reference = message.reference
     return reference.message_id if reference is not None else None

@@ -34,6 +34,9 @@ class ArticleCache:
         self._clock = clock
         self._entries: OrderedDict[str, tuple[float, ArticleResult]] = OrderedDict()
         self._inflight: dict[str, asyncio.Task[ArticleResult]] = {}
+        self.hits = 0  # answered from a finished result
+        self.joins = 0  # answered by a load already in progress
+        self.loads = 0  # loads started
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -69,20 +72,23 @@ class ArticleCache:
         cancelled does not cancel a load others may be waiting for (hence the shield)."""
         cached = self.get(key)
         if cached is not None:
+            self.hits += 1
             return cached
         task = self._inflight.get(key)
         if task is None:
+            self.loads += 1
             task = asyncio.create_task(self._load(key, load), name=f"article {key}")
+            # A callback, not a `finally`: a task cancelled before it starts never runs one.
+            task.add_done_callback(lambda _: self._inflight.pop(key, None))
             self._inflight[key] = task
+        else:
+            self.joins += 1
         return await asyncio.shield(task)
 
     async def _load(self, key: str, load: Callable[[], Awaitable[ArticleResult]]) -> ArticleResult:
-        try:
-            result = await load()
-            self.put(key, result)
-            return result
-        finally:
-            self._inflight.pop(key, None)
+        result = await load()
+        self.put(key, result)
+        return result
 
     async def aclose(self) -> None:
         """Cancel loads nobody will collect any more."""

@@ -36,6 +36,10 @@ class Extracted(BaseModel):
     text: str
 
 
+class GooseError(Exception):
+    """goose3 failed on a page; a plain message so it survives the trip back from a worker."""
+
+
 def extract_article(html: str) -> Extracted:
     """goose3 on an already downloaded page. Runs in a worker.
 
@@ -45,8 +49,12 @@ def extract_article(html: str) -> Extracted:
     """
     if not html.strip():
         return Extracted(title="", text="")
-    with Goose({"enable_image_fetching": False}) as goose:
-        article = goose.extract(raw_html=html)
+    try:
+        with Goose({"enable_image_fetching": False}) as goose:
+            article = goose.extract(raw_html=html)
+    except Exception as exc:
+        # lxml's errors carry an unpicklable error log: pass on the message, not the object.
+        raise GooseError(f"{type(exc).__name__}: {exc}") from None
     return Extracted(title=(article.title or "").strip(), text=(article.cleaned_text or "").strip())
 
 
@@ -97,10 +105,8 @@ class Extractor:
             raise ArticleFailure(
                 ArticleStatus.EXTRACT_ERROR, "the extraction worker died (out of memory?)"
             ) from exc
-        except Exception as exc:
-            raise ArticleFailure(
-                ArticleStatus.EXTRACT_ERROR, f"goose3 failed: {type(exc).__name__}: {exc}"
-            ) from exc
+        except GooseError as exc:
+            raise ArticleFailure(ArticleStatus.EXTRACT_ERROR, f"goose3 failed: {exc}") from exc
 
     def _replace_broken(self, broken: Executor) -> None:
         if self._executor is broken:

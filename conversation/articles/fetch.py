@@ -17,7 +17,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver
 from yarl import URL
 
-from conversation.articles.guard import GuardedResolver, block_reason, check_url
+from conversation.articles.guard import AddressPolicy, GuardedResolver, check_url
 from conversation.articles.models import ArticleFailure, ArticleStatus
 from conversation.settings import ArticleSettings
 
@@ -41,7 +41,7 @@ def create_session(settings: ArticleSettings, resolver: AbstractResolver) -> aio
     ``GuardedResolver``; no cookies are kept (one site's cookies are nobody's business) and no
     proxy is taken from the environment (it would connect on our behalf, unchecked)."""
     connector = aiohttp.TCPConnector(
-        resolver=GuardedResolver(resolver, allow_private=settings.allow_private_networks),
+        resolver=GuardedResolver(resolver, AddressPolicy.from_settings(settings)),
         limit=settings.max_concurrent_fetches,
         ttl_dns_cache=30,
     )
@@ -79,6 +79,7 @@ class PageFetcher:
     def __init__(self, session: aiohttp.ClientSession, settings: ArticleSettings) -> None:
         self._session = session
         self._settings = settings
+        self._policy = AddressPolicy.from_settings(settings)
 
     async def fetch(self, url: str) -> Page:
         """The page at ``url``; raises ``ArticleFailure`` for every way that can fail."""
@@ -101,7 +102,7 @@ class PageFetcher:
         settings = self._settings
         current = _parse(url)
         for _hop in range(settings.max_redirects + 1):
-            check_url(current, allow_private=settings.allow_private_networks)
+            check_url(current, self._policy)
             async with self._session.get(current, allow_redirects=False) as response:
                 self._check_peer(response)
                 if response.status in REDIRECT_STATUSES:
@@ -118,10 +119,13 @@ class PageFetcher:
                     )
                 if response.content_type not in HTML_TYPES:
                     raise ArticleFailure(
-                        ArticleStatus.NOT_HTML, f"content type {response.content_type!r} is not HTML"
+                        ArticleStatus.NOT_HTML,
+                        f"content type {response.content_type!r} is not HTML",
                     )
                 body = await self._read_capped(response)
-                return Page(url=url, final_url=str(current), html=decode_html(body, response.charset))
+                return Page(
+                    url=url, final_url=str(current), html=decode_html(body, response.charset)
+                )
         raise ArticleFailure(
             ArticleStatus.TOO_MANY_REDIRECTS, f"more than {settings.max_redirects} redirects"
         )
@@ -129,11 +133,11 @@ class PageFetcher:
     def _check_peer(self, response: aiohttp.ClientResponse) -> None:
         """Second line of defence: the resolver already refused these addresses, but should a
         connection ever reach one by another path, its answer is not used."""
-        if self._settings.allow_private_networks or response.connection is None:
+        if response.connection is None:
             return
         transport = response.connection.transport
         peer = transport.get_extra_info("peername") if transport is not None else None
-        if peer and (reason := block_reason(str(peer[0]))) is not None:
+        if peer and (reason := self._policy.refusal(str(peer[0]))) is not None:
             raise ArticleFailure(
                 ArticleStatus.BLOCKED, f"connected to refused address {peer[0]}: {reason}"
             )

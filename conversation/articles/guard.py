@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from conversation.articles.models import ArticleFailure, ArticleStatus
+from conversation.settings import ArticleSettings
 
 # IANA special-purpose registries, written out rather than trusting ``ipaddress``'s flags alone:
 # those flags changed between patch releases (3.11.10, 3.12.4), and CGNAT is not "private".
@@ -128,7 +130,32 @@ def _literal_ip(host: str) -> IPv4Address | IPv6Address | None:
         return None
 
 
-def check_url(url: URL, *, allow_private: bool) -> None:
+@dataclass(frozen=True)
+class AddressPolicy:
+    """Which addresses may be connected to: public ones, plus the operator's exceptions."""
+
+    allow_private: bool = False
+    allowed_networks: tuple[IPv4Network | IPv6Network, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: ArticleSettings) -> AddressPolicy:
+        return cls(settings.allow_private_networks, tuple(settings.allowed_networks))
+
+    def refusal(self, address: str | IPv4Address | IPv6Address) -> str | None:
+        """Why ``address`` is refused, or None when it may be connected to."""
+        if self.allow_private:
+            return None
+        if self.allowed_networks:
+            try:
+                ip = ip_address(address.split("%", 1)[0]) if isinstance(address, str) else address
+            except ValueError:
+                return f"not an IP address: {address!r}"
+            if any(ip.version == net.version and ip in net for net in self.allowed_networks):
+                return None
+        return block_reason(address)
+
+
+def check_url(url: URL, policy: AddressPolicy) -> None:
     """Refuse what no address check can fix: other schemes, credentials, and literal addresses
     outside the policy. Runs on the first URL and on every redirect target."""
     if url.scheme not in ("http", "https"):
@@ -137,10 +164,8 @@ def check_url(url: URL, *, allow_private: bool) -> None:
         raise ArticleFailure(ArticleStatus.INVALID_URL, "credentials in a URL are not allowed")
     if not url.host:
         raise ArticleFailure(ArticleStatus.INVALID_URL, "the URL has no host")
-    if allow_private:
-        return
     literal = _literal_ip(url.host)
-    if literal is not None and (reason := block_reason(literal)) is not None:
+    if literal is not None and (reason := policy.refusal(literal)) is not None:
         raise ArticleFailure(ArticleStatus.BLOCKED, f"address {literal} is refused: {reason}")
 
 
@@ -148,27 +173,26 @@ class GuardedResolver(AbstractResolver):
     """Wraps a resolver and keeps only the addresses the policy allows: the connector connects
     only to addresses this returns, so the address checked is the address connected to."""
 
-    def __init__(self, inner: AbstractResolver, *, allow_private: bool) -> None:
+    def __init__(self, inner: AbstractResolver, policy: AddressPolicy) -> None:
         self._inner = inner
-        self._allow_private = allow_private
+        self._policy = policy
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         answers = await self._inner.resolve(host, port, family)
-        if self._allow_private:
-            return answers
         allowed: list[ResolveResult] = []
         refused: list[str] = []
         for answer in answers:
-            reason = block_reason(answer["host"])
+            reason = self._policy.refusal(answer["host"])
             if reason is None:
                 allowed.append(answer)
             else:
                 refused.append(f"{answer['host']} ({reason})")
         if not allowed:
             raise ArticleFailure(
-                ArticleStatus.BLOCKED, f"{host} resolves only to refused addresses: " + ", ".join(refused)
+                ArticleStatus.BLOCKED,
+                f"{host} resolves only to refused addresses: " + ", ".join(refused),
             )
         return allowed
 
@@ -181,7 +205,9 @@ class StaticResolver(AbstractResolver):
     names; it goes through ``GuardedResolver`` like the real one."""
 
     def __init__(self, table: Mapping[str, Sequence[str]]) -> None:
-        self._table = {name.lower().rstrip("."): list(addresses) for name, addresses in table.items()}
+        self._table = {
+            name.lower().rstrip("."): list(addresses) for name, addresses in table.items()
+        }
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET

@@ -37,17 +37,21 @@ def xml_attr(value: str) -> str:
     )
 
 
-def clip_text(text: str, max_chars: int) -> tuple[str, bool]:
+def normalize_text(text: str) -> str:
+    """Unix newlines, at most one blank line in a row, no surrounding whitespace."""
+    return _BLANK_RUNS.sub("\n\n", _NEWLINES.sub("\n", text)).strip()
+
+
+def clip_text(text: str, max_chars: int) -> str:
     """At most ``max_chars`` of ``text``, cut at a word boundary near the limit when there is
-    one; the flag says whether anything was cut."""
-    text = _BLANK_RUNS.sub("\n\n", _NEWLINES.sub("\n", text)).strip()
+    one (a word cut in half reads as a typo to the model)."""
     if len(text) <= max_chars:
-        return text, False
+        return text
     cut = text[:max_chars]
     boundary = max(cut.rfind(" "), cut.rfind("\n"))
     if boundary >= max_chars * 0.9:
         cut = cut[:boundary]
-    return cut.rstrip(), True
+    return cut.rstrip()
 
 
 def render_embedding(result: ArticleResult) -> str:

@@ -24,9 +24,7 @@ def _trim(url: str) -> str:
     (``https://en.wikipedia.org/wiki/Foo_(bar)``)."""
     while url:
         last = url[-1]
-        if last in _TRAILING:
-            url = url[:-1]
-        elif last in _PAIRS and url.count(last) > url.count(_PAIRS[last]):
+        if last in _TRAILING or (last in _PAIRS and url.count(last) > url.count(_PAIRS[last])):
             url = url[:-1]
         else:
             break
@@ -61,8 +59,13 @@ def dedupe(urls: Iterable[str]) -> list[str]:
     return unique
 
 
-def find_urls(content: str, embed_urls: Iterable[str], limit: int) -> list[str]:
+def message_links(content: str, embed_urls: Iterable[str]) -> list[str]:
     """Links of one message: those in its text first, then those of its link embeds (Discord
-    often previews the same link; those are merged), at most ``limit``."""
+    often previews the same link; those are merged)."""
     embeds = [url.strip() for url in embed_urls if _EMBED_LINK.fullmatch(url.strip())]
-    return dedupe([*links_in(content), *embeds])[: max(limit, 0)]
+    return dedupe([*links_in(content), *embeds])
+
+
+def find_urls(content: str, embed_urls: Iterable[str], limit: int) -> list[str]:
+    """``message_links``, at most ``limit`` of them."""
+    return message_links(content, embed_urls)[: max(limit, 0)]

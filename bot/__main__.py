@@ -1,0 +1,5 @@
+"""``python -m bot``: see ``bot.cli``."""
+
+from bot.cli import main
+
+raise SystemExit(main())

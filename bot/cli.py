@@ -1,0 +1,197 @@
+"""``python -m bot``: run the bot, replay channel logs, inspect and export what it did.
+
+Every subcommand takes ``--config PATH`` (default ``./config.toml``). Operator mistakes (a broken
+config, a missing log, an unknown message id) end with one clear line on stderr and exit code 2,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bot.config import Config, ConfigError, load_config
+from conversation.dce import ExportError
+
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    """A problem the operator can fix, shown as one line."""
+
+
+def _config_parent() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="configuration file (default: ./config.toml, or built-in defaults if absent)",
+    )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _config_parent()
+    parser = argparse.ArgumentParser(
+        prog="python -m bot",
+        description="threadwise: a Discord bot that answers with any LLM and understands which "
+        "messages a reply is about.",
+        epilog="Start with: python -m bot replay examples/support-channel.json",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", parents=[common], help="run the Discord bot")
+    run.set_defaults(handler=_run)
+
+    replay = commands.add_parser(
+        "replay",
+        parents=[common],
+        help="show what the bot would send the model for a message of a channel log",
+        description="Build and materialize the context of one message of a DiscordChatExporter "
+        "JSON log, and print exactly what the model would be sent, with why each message was "
+        "chosen. If [model] points at a reachable endpoint, its answer is printed too.",
+    )
+    replay.add_argument("log", type=Path, help="DiscordChatExporter JSON export")
+    replay.add_argument("--trigger", type=int, help="message id (default: the last message)")
+    replay.add_argument("--format", choices=("text", "json"), default="text")
+    replay.add_argument(
+        "--no-model", action="store_true", help="do not ask the model, only show the prompt"
+    )
+    replay.set_defaults(handler=_replay)
+
+    contexts = commands.add_parser(
+        "contexts",
+        parents=[common],
+        help="context selection for many triggers of a log, as JSON lines",
+        description="One JSON line per trigger: {trigger, context, reasons, rest_calls}; "
+        "rest_calls is what the build would cost against Discord with a cold cache.",
+    )
+    contexts.add_argument("log", type=Path, help="DiscordChatExporter JSON export")
+    contexts.add_argument(
+        "--triggers", type=Path, help="file of message ids, one per line (default: every message)"
+    )
+    contexts.set_defaults(handler=_contexts)
+
+    export = commands.add_parser(
+        "export", parents=[common], help="write training data (OpenAI chat JSONL)"
+    )
+    export.add_argument("--since", help="only interactions from this date on (YYYY-MM-DD)")
+    export.add_argument("--channel", type=int, help="only this channel id")
+    export.add_argument("--out", type=Path, help="output file (default: stdout)")
+    export.set_defaults(handler=_export)
+
+    explain = commands.add_parser(
+        "explain", parents=[common], help="show which messages an answer used, and why"
+    )
+    explain.add_argument("message_id", type=int, help="the bot's answer or its trigger")
+    explain.set_defaults(handler=_explain)
+
+    forget = commands.add_parser(
+        "forget-user", parents=[common], help="remove a person's content from the store"
+    )
+    forget.add_argument("user_id", type=int)
+    forget.set_defaults(handler=_forget_user)
+
+    check = commands.add_parser(
+        "check-config", parents=[common], help="validate the config and print it, secrets masked"
+    )
+    check.set_defaults(handler=_check_config)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Callable[[argparse.Namespace, Config], int] = args.handler
+    try:
+        config = load_config(args.config)
+        return handler(args, config)
+    except (ConfigError, ExportError, CommandError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # output piped into head(1) and the like
+        sys.stderr.close()
+        return 0
+
+
+# ---------------------------------------------------------------------------- handlers
+
+
+def _check_config(args: argparse.Namespace, config: Config) -> int:
+    source = args.config or "defaults (no ./config.toml)"
+    if args.config is None and Path("config.toml").exists():
+        source = "config.toml"
+    print(f"# effective configuration from {source}; secrets masked")
+    for section, values in config.masked().items():
+        print(f"\n[{section}]")
+        for key, value in values.items():
+            print(f"{key} = {json.dumps(value)}")
+    return 0
+
+
+def _contexts(args: argparse.Namespace, config: Config) -> int:
+    from conversation.log_source import LogSource
+    from conversation.replay import select_contexts
+
+    source = LogSource.from_file(args.log)
+    triggers = _read_ids(args.triggers) if args.triggers else None
+    if triggers is not None:
+        missing = [t for t in triggers if source.message(t) is None]
+        if missing:
+            raise CommandError(f"{args.triggers}: message {missing[0]} is not in {args.log}")
+
+    async def emit() -> None:
+        async for selection in select_contexts(source, config.context, triggers):
+            report = selection.report()
+            sys.stdout.write(report.model_dump_json(exclude={"problems"}) + "\n")
+
+    asyncio.run(emit())
+    return 0
+
+
+def _read_ids(path: Path) -> list[int]:
+    try:
+        lines = path.read_text().split()
+    except OSError as error:
+        raise CommandError(f"{path}: cannot read: {error.strerror}") from error
+    try:
+        return [int(line) for line in lines]
+    except ValueError as error:
+        raise CommandError(f"{path}: expected one message id per line ({error})") from error
+
+
+def _replay(args: argparse.Namespace, config: Config) -> int:
+    from bot.replay_command import replay
+
+    return replay(args, config)
+
+
+def _run(args: argparse.Namespace, config: Config) -> int:
+    from bot.app import run_bot
+
+    return run_bot(config, config_path=args.config)
+
+
+def _export(args: argparse.Namespace, config: Config) -> int:
+    from bot.store_commands import export_command
+
+    return export_command(args, config)
+
+
+def _explain(args: argparse.Namespace, config: Config) -> int:
+    from bot.store_commands import explain_command
+
+    return explain_command(args, config)
+
+
+def _forget_user(args: argparse.Namespace, config: Config) -> int:
+    from bot.store_commands import forget_user_command
+
+    return forget_user_command(args, config)

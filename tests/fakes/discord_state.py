@@ -1,0 +1,595 @@
+"""What the fake Discord knows: users, guilds, channels, messages, commands, interactions.
+
+Kept apart from the HTTP and websocket code so that REST handlers, gateway dispatches and the
+test-facing helpers (``user_says`` …) all change one store and render messages one way: a message
+is stored once, and its ``referenced_message`` is resolved when it is served, the way Discord
+does, so an edit or deletion of the referenced message shows up in later fetches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from conversation.dce import (
+    PRIVATE_CHANNEL_TYPES,
+    ChannelExport,
+    DceUser,
+    PayloadBuilder,
+    member_payload,
+    snowflake_time,
+    time_snowflake,
+    user_payload,
+)
+
+Clock = Callable[[], datetime]
+Payload = dict[str, Any]
+
+USER_MENTION = re.compile(r"<@!?(\d+)>")
+ROLE_MENTION = re.compile(r"<@&(\d+)>")
+EVERYONE_MENTION = re.compile(r"@(everyone|here)\b")
+
+# Permission bits (https://discord.com/developers/docs/topics/permissions).
+MENTION_EVERYONE = 1 << 17
+DEFAULT_BOT_PERMISSIONS = (
+    (1 << 6)  # ADD_REACTIONS
+    | (1 << 10)  # VIEW_CHANNEL
+    | (1 << 11)  # SEND_MESSAGES
+    | (1 << 14)  # EMBED_LINKS
+    | (1 << 15)  # ATTACH_FILES
+    | (1 << 16)  # READ_MESSAGE_HISTORY
+    | (1 << 31)  # USE_APPLICATION_COMMANDS
+    | (1 << 35)  # CREATE_PUBLIC_THREADS
+    | (1 << 38)  # SEND_MESSAGES_IN_THREADS
+)
+MESSAGE_FLAG_EPHEMERAL = 1 << 6
+MESSAGE_FLAG_LOADING = 1 << 7
+
+
+class ApiError(Exception):
+    """A Discord error response: status plus the JSON body Discord would send."""
+
+    def __init__(
+        self, status: int, code: int, message: str, *, errors: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(f"{status} {message} (code {code})")
+        self.status = status
+        self.body: Payload = {"message": message, "code": code}
+        if errors is not None:
+            self.body["errors"] = errors
+
+
+def unknown_message() -> ApiError:
+    return ApiError(404, 10008, "Unknown Message")
+
+
+def unknown_channel() -> ApiError:
+    return ApiError(404, 10003, "Unknown Channel")
+
+
+def invalid_form(field_name: str, code: str, message: str) -> ApiError:
+    errors = {field_name: {"_errors": [{"code": code, "message": message}]}}
+    return ApiError(400, 50035, "Invalid Form Body", errors=errors)
+
+
+class SnowflakeMint:
+    """Mints strictly increasing snowflakes whose timestamp part is the clock's time.
+
+    When the clock lags behind ids already seen (a replayed log from the future, or many ids in
+    one millisecond), the next id is the last one plus one: order wins over the clock.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._last = 0
+
+    def saw(self, snowflake: int) -> None:
+        self._last = max(self._last, snowflake)
+
+    def mint(self) -> int:
+        self._last = max(time_snowflake(self._clock()), self._last + 1)
+        return self._last
+
+
+@dataclass
+class GuildRecord:
+    id: str
+    name: str
+    roles: dict[str, Payload] = field(default_factory=dict)
+    members: dict[str, Payload] = field(default_factory=dict)
+    channel_ids: list[str] = field(default_factory=list)
+    thread_ids: list[str] = field(default_factory=list)
+
+
+class ChannelMessages:
+    """One channel's messages ordered by snowflake; pages are served newest first."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.by_id: dict[int, Payload] = {}
+
+    def put(self, payload: Payload) -> None:
+        message_id = int(payload["id"])
+        if message_id not in self.by_id:
+            if not self.ids or message_id > self.ids[-1]:
+                self.ids.append(message_id)
+            else:
+                bisect.insort(self.ids, message_id)
+        self.by_id[message_id] = payload
+
+    def remove(self, message_id: int) -> Payload | None:
+        payload = self.by_id.pop(message_id, None)
+        if payload is not None:
+            del self.ids[bisect.bisect_left(self.ids, message_id)]
+        return payload
+
+    def page(
+        self,
+        limit: int,
+        *,
+        before: int | None = None,
+        after: int | None = None,
+        around: int | None = None,
+    ) -> list[int]:
+        """Ids Discord would return. Precedence: around, then after, then before.
+
+        ``around`` returns ``limit`` messages centred on the id: the message itself when it
+        exists, ``(limit - 1) // 2`` newer ones and the rest older ones (a short side is not
+        filled from the other). ``after`` returns the ``limit`` oldest messages after the id.
+        """
+        ids = self.ids
+        if around is not None:
+            newer_count = (limit - 1) // 2
+            start = bisect.bisect_left(ids, around)
+            anchored = start < len(ids) and ids[start] == around
+            older_count = limit - newer_count - (1 if anchored else 0)
+            older = ids[max(0, start - older_count) : start]
+            newer_start = start + 1 if anchored else start
+            newer = ids[newer_start : newer_start + newer_count]
+            chosen = [*older, *([around] if anchored else []), *newer]
+        elif after is not None:
+            start = bisect.bisect_right(ids, after)
+            chosen = ids[start : start + limit]
+        elif before is not None:
+            end = bisect.bisect_left(ids, before)
+            chosen = ids[max(0, end - limit) : end]
+        else:
+            chosen = ids[-limit:]
+        return chosen[::-1]
+
+
+@dataclass
+class InteractionRecord:
+    """An interaction the fake dispatched, and everything the bot answered to it."""
+
+    id: str
+    token: str
+    payload: Payload
+    callbacks: list[Payload] = field(default_factory=list)
+    original_message_id: str | None = None
+    followup_message_ids: list[str] = field(default_factory=list)
+    ephemeral_messages: list[Payload] = field(default_factory=list)
+
+
+class DiscordState:
+    """The fake's world. Every mutation returns the payloads the gateway should dispatch."""
+
+    def __init__(
+        self,
+        *,
+        bot_id: int,
+        bot_name: str,
+        application_id: int,
+        clock: Clock,
+        bot_permissions: int = DEFAULT_BOT_PERMISSIONS,
+    ) -> None:
+        self.clock = clock
+        self.mint = SnowflakeMint(clock)
+        self.bot = DceUser(id=str(bot_id), name=bot_name, discriminator="0000", is_bot=True)
+        self.application_id = str(application_id)
+        self.bot_permissions = bot_permissions
+        self.users: dict[str, DceUser] = {self.bot.id: self.bot}
+        self.guilds: dict[str, GuildRecord] = {}
+        self.channels: dict[str, Payload] = {}
+        self.messages: dict[str, ChannelMessages] = {}
+        self.message_channel: dict[int, str] = {}
+        self.deleted: set[int] = set()
+        self.global_commands: dict[str, Payload] = {}
+        self.guild_commands: dict[str, dict[str, Payload]] = {}
+        self.interactions: dict[str, InteractionRecord] = {}
+        self.exports: list[ChannelExport] = []
+
+    # ------------------------------------------------------------------ users, guilds, channels
+
+    def add_user(self, user: DceUser) -> DceUser:
+        """Register a user (first registration wins, so log authors keep their roles)."""
+        return self.users.setdefault(user.id, user)
+
+    def user(self, user: int | str | DceUser) -> DceUser:
+        if isinstance(user, DceUser):
+            return self.add_user(user)
+        found = self.users.get(str(user))
+        if found is None:
+            raise KeyError(f"unknown user id {user}: load a log with them or call add_user first")
+        return found
+
+    def channel(self, channel_id: int | str) -> Payload:
+        found = self.channels.get(str(channel_id))
+        if found is None:
+            raise unknown_channel()
+        return found
+
+    def is_private(self, channel_id: int | str) -> bool:
+        return self.channel(channel_id)["type"] in PRIVATE_CHANNEL_TYPES
+
+    def guild_of(self, channel_id: int | str) -> str | None:
+        return self.channel(channel_id).get("guild_id")
+
+    def load_export(self, export: ChannelExport) -> tuple[str | None, list[str]]:
+        """Store an export; returns (guild id if the guild is new, ids of new channels)."""
+        builder = PayloadBuilder(export)
+        channel_id = export.channel.id
+        if channel_id in self.messages:
+            raise ValueError(f"{export.path}: channel {channel_id} is already loaded")
+        self.exports.append(export)
+        for user in export.users():
+            self.add_user(user)
+        new_guild: str | None = None
+        new_channels: list[str] = []
+        if export.is_private:
+            recipients = [
+                user_payload(user) for user in export.users() if user.id != self.bot.id
+            ] or [user_payload(self.bot)]
+            self.channels[channel_id] = {
+                "id": channel_id,
+                "type": export.channel.type_value,
+                "recipients": recipients,
+                "last_message_id": export.messages[-1].id if export.messages else None,
+            }
+            new_channels.append(channel_id)
+        else:
+            guild_payload = builder.guild()
+            guild = self.guilds.get(export.guild.id)
+            if guild is None:
+                guild = self._new_guild(export.guild.id, export.guild.name)
+                new_guild = guild.id
+            for role in guild_payload["roles"]:
+                guild.roles.setdefault(role["id"], role)
+            for member in guild_payload["members"]:
+                guild.members.setdefault(member["user"]["id"], member)
+            for channel in guild_payload["channels"]:
+                if channel["id"] not in self.channels:
+                    self.channels[channel["id"]] = channel
+                    guild.channel_ids.append(channel["id"])
+                    new_channels.append(channel["id"])
+            for thread in guild_payload["threads"]:
+                if thread["id"] not in self.channels:
+                    self.channels[thread["id"]] = thread
+                    guild.thread_ids.append(thread["id"])
+                    new_channels.append(thread["id"])
+        store = self.messages.setdefault(channel_id, ChannelMessages())
+        for message in export.messages:
+            payload = builder.message(message)
+            store.put(payload)
+            self.message_channel[int(message.id)] = channel_id
+            self.mint.saw(int(message.id))
+        return new_guild, new_channels
+
+    def _new_guild(self, guild_id: str, name: str) -> GuildRecord:
+        guild = GuildRecord(id=guild_id, name=name)
+        self.guilds[guild_id] = guild
+        bot_role_id = str(self.mint.mint())
+        guild.roles[bot_role_id] = {
+            "id": bot_role_id,
+            "name": self.bot.name,
+            "permissions": str(self.bot_permissions),
+            "position": 1,
+            "color": 0,
+            "hoist": False,
+            "managed": True,
+            "mentionable": False,
+            "tags": {"bot_id": self.bot.id},
+        }
+        guild.members[self.bot.id] = member_payload(self.bot) | {
+            "user": user_payload(self.bot),
+            "roles": [bot_role_id],
+        }
+        return guild
+
+    def guild_create(self, guild_id: str) -> Payload:
+        guild = self.guilds[guild_id]
+        return {
+            "id": guild.id,
+            "name": guild.name,
+            "owner_id": "0",
+            "unavailable": False,
+            "large": False,
+            "joined_at": datetime(2015, 1, 1, tzinfo=UTC).isoformat(),
+            "features": [],
+            "emojis": [],
+            "stickers": [],
+            "member_count": len(guild.members),
+            "roles": list(guild.roles.values()),
+            "members": list(guild.members.values()),
+            "channels": [self.channels[cid] for cid in guild.channel_ids],
+            "threads": [self.channels[tid] for tid in guild.thread_ids],
+            "voice_states": [],
+            "presences": [],
+        }
+
+    def ensure_member(self, guild_id: str, user: DceUser) -> Payload:
+        guild = self.guilds[guild_id]
+        member = guild.members.get(user.id)
+        if member is None:
+            member = member_payload(user) | {"user": user_payload(user)}
+            guild.members[user.id] = member
+        return member
+
+    def open_dm(self, recipient: DceUser) -> Payload:
+        """The DM channel with a user, created on first use as Discord does."""
+        for channel in self.channels.values():
+            if channel["type"] == 1 and any(r["id"] == recipient.id for r in channel["recipients"]):
+                return channel
+        channel_id = str(self.mint.mint())
+        channel = {
+            "id": channel_id,
+            "type": 1,
+            "recipients": [user_payload(recipient)],
+            "last_message_id": None,
+        }
+        self.channels[channel_id] = channel
+        self.messages[channel_id] = ChannelMessages()
+        return channel
+
+    # ------------------------------------------------------------------ messages
+
+    def store(self, channel_id: int | str) -> ChannelMessages:
+        self.channel(channel_id)
+        return self.messages.setdefault(str(channel_id), ChannelMessages())
+
+    def raw_message(self, channel_id: int | str, message_id: int | str) -> Payload:
+        payload = self.store(channel_id).by_id.get(int(message_id))
+        if payload is None:
+            raise unknown_message()
+        return payload
+
+    def render(self, payload: Payload, *, nested: bool = False) -> Payload:
+        """A stored message as Discord serves it, ``referenced_message`` resolved now."""
+        rendered = dict(payload)
+        reference = payload.get("message_reference")
+        if nested:
+            rendered.pop("referenced_message", None)
+        elif reference and (payload.get("type") == 19 or "referenced_message" in payload):
+            referenced_id = int(reference["message_id"])
+            where = self.message_channel.get(referenced_id)
+            if where is not None:
+                target = self.messages[where].by_id[referenced_id]
+                rendered["referenced_message"] = self.render(target, nested=True)
+            elif referenced_id in self.deleted:
+                rendered["referenced_message"] = None
+        return rendered
+
+    def page(
+        self,
+        channel_id: int | str,
+        limit: int,
+        *,
+        before: int | None = None,
+        after: int | None = None,
+        around: int | None = None,
+    ) -> list[Payload]:
+        store = self.store(channel_id)
+        ids = store.page(limit, before=before, after=after, around=around)
+        return [self.render(store.by_id[message_id]) for message_id in ids]
+
+    def create_message(
+        self,
+        channel_id: int | str,
+        author: DceUser,
+        content: str,
+        *,
+        reply_to: int | str | None = None,
+        mentions: list[DceUser] | None = None,
+        mention_roles: list[str] | None = None,
+        mention_everyone: bool = False,
+        message_type: int | None = None,
+        extra: Payload | None = None,
+        stored: bool = True,
+    ) -> Payload:
+        """Mint a new message and return it rendered; ``stored=False`` keeps it out of the
+        channel (an ephemeral interaction reply)."""
+        channel = self.channel(channel_id)
+        channel_id = channel["id"]
+        reference: Payload | None = None
+        if reply_to is not None:
+            where = self.message_channel.get(int(reply_to))
+            if where is None:
+                raise unknown_message()
+            reference = {"message_id": str(reply_to), "channel_id": where}
+            if self.channels[where].get("guild_id"):
+                reference["guild_id"] = self.channels[where]["guild_id"]
+        message_id = self.mint.mint()
+        payload: Payload = {
+            "id": str(message_id),
+            "channel_id": channel_id,
+            "author": user_payload(author),
+            "content": content,
+            "timestamp": snowflake_time(message_id).isoformat(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": mention_everyone,
+            "mentions": [self.mention(channel_id, user) for user in mentions or []],
+            "mention_roles": list(mention_roles or []),
+            "attachments": [],
+            "embeds": [],
+            "components": [],
+            "pinned": False,
+            "flags": 0,
+            "type": message_type if message_type is not None else (19 if reference else 0),
+        }
+        guild_id = channel.get("guild_id")
+        if guild_id is not None:
+            payload["guild_id"] = guild_id
+            payload["member"] = {
+                k: v for k, v in self.ensure_member(guild_id, author).items() if k != "user"
+            }
+        if reference is not None:
+            payload["message_reference"] = reference
+        if extra:
+            payload.update(extra)
+        if not stored:
+            return self.render(payload)
+        self.messages.setdefault(channel_id, ChannelMessages()).put(payload)
+        self.message_channel[message_id] = channel_id
+        if "last_message_id" in channel:
+            channel["last_message_id"] = str(message_id)
+        return self.render(payload)
+
+    def mention(self, channel_id: str, user: DceUser) -> Payload:
+        mention = user_payload(user)
+        guild_id = self.channels[channel_id].get("guild_id")
+        if guild_id is not None:
+            mention["member"] = {
+                k: v for k, v in self.ensure_member(guild_id, user).items() if k != "user"
+            }
+        return mention
+
+    def mentioned_users(self, content: str) -> list[DceUser]:
+        """Users of ``<@id>`` mentions in order, unknown ids skipped as Discord does."""
+        seen: dict[str, DceUser] = {}
+        for user_id in USER_MENTION.findall(content):
+            if user_id in self.users and user_id not in seen:
+                seen[user_id] = self.users[user_id]
+        return list(seen.values())
+
+    def edit_message(
+        self, channel_id: int | str, message_id: int | str, changes: Payload
+    ) -> Payload:
+        payload = self.raw_message(channel_id, message_id)
+        payload.update(changes)
+        payload["edited_timestamp"] = self.clock().astimezone(UTC).isoformat()
+        return self.render(payload)
+
+    def delete_message(self, channel_id: int | str, message_id: int | str) -> Payload:
+        """Remove a message; returns the MESSAGE_DELETE payload."""
+        channel = self.channel(channel_id)
+        payload = self.store(channel_id).remove(int(message_id))
+        if payload is None:
+            raise unknown_message()
+        self.message_channel.pop(int(message_id), None)
+        self.deleted.add(int(message_id))
+        event: Payload = {"id": str(message_id), "channel_id": channel["id"]}
+        if channel.get("guild_id"):
+            event["guild_id"] = channel["guild_id"]
+        return event
+
+    # ------------------------------------------------------------------ application commands
+
+    def commands(self, guild_id: str | None) -> dict[str, Payload]:
+        if guild_id is None:
+            return self.global_commands
+        if guild_id not in self.guilds:
+            raise ApiError(403, 50001, "Missing Access")
+        return self.guild_commands.setdefault(guild_id, {})
+
+    def upsert_command(self, guild_id: str | None, body: Payload) -> tuple[Payload, bool]:
+        """Create or replace a command by (type, name); returns it and whether it is new."""
+        commands = self.commands(guild_id)
+        if not isinstance(body, dict) or not body.get("name"):
+            raise invalid_form("name", "BASE_TYPE_REQUIRED", "This field is required")
+        command_type = body.get("type", 1)
+        for existing in commands.values():
+            if existing["name"] == body["name"] and existing.get("type", 1) == command_type:
+                existing.update(body)
+                existing["version"] = str(self.mint.mint())
+                return existing, False
+        command_id = str(self.mint.mint())
+        command = {
+            "id": command_id,
+            "application_id": self.application_id,
+            "type": command_type,
+            "description": "",
+            "options": [],
+            "default_member_permissions": None,
+            "dm_permission": True,
+            "nsfw": False,
+            "version": command_id,
+        } | body
+        command["id"] = command_id
+        if guild_id is not None:
+            command["guild_id"] = guild_id
+        commands[command_id] = command
+        return command, True
+
+    def overwrite_commands(self, guild_id: str | None, bodies: Any) -> list[Payload]:
+        if not isinstance(bodies, list):
+            raise ApiError(400, 50035, "Invalid Form Body")
+        commands = self.commands(guild_id)
+        kept = {(c["name"], c.get("type", 1)): c for c in commands.values()}
+        commands.clear()
+        result = []
+        for body in bodies:
+            previous = kept.get((body.get("name"), body.get("type", 1)))
+            if previous is not None:
+                commands[previous["id"]] = previous
+            command, _ = self.upsert_command(guild_id, body)
+            result.append(command)
+        return result
+
+    def find_command(self, name: str, guild_id: str | None) -> Payload:
+        scopes = [self.guild_commands.get(guild_id, {})] if guild_id else []
+        for scope in [*scopes, self.global_commands]:
+            for command in scope.values():
+                if command["name"] == name:
+                    return command
+        raise KeyError(f"no application command named {name!r} is registered")
+
+
+def hide_content(payload: Payload, bot_id: str) -> Payload:
+    """A message as an app without the MESSAGE_CONTENT privilege sees it.
+
+    Discord blanks content, embeds, attachments and components except in DMs, in messages that
+    mention the app and in the app's own messages; a nested ``referenced_message`` follows the
+    same rule.
+    """
+    if payload.get("guild_id") is None or payload.get("author", {}).get("id") == bot_id:
+        return payload
+    if any(user["id"] == bot_id for user in payload.get("mentions", [])):
+        return payload
+    hidden = payload | {"content": "", "embeds": [], "attachments": [], "components": []}
+    referenced = payload.get("referenced_message")
+    if referenced:
+        hidden["referenced_message"] = hide_content(referenced, bot_id)
+    return hidden
+
+
+class Signal:
+    """Lets tests wait for a condition on the fake's records without polling with sleeps."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+        """Return ``predicate()``'s first truthy value; TimeoutError naming ``what`` if none."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            result = predicate()
+            if result:
+                return result
+            self._event.clear()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise TimeoutError(f"fake Discord: timed out after {timeout}s waiting for {what}")
+            try:
+                await asyncio.wait_for(self._event.wait(), remaining)
+            except TimeoutError:
+                continue

@@ -1,0 +1,216 @@
+"""The tik/tok builder on replayed channel logs: edge cases by hand, invariants by hypothesis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.synthetic import busy_channel
+from conversation.builder import ContextBuilder
+from conversation.cache import ChannelCache
+from conversation.dce import parse_export
+from conversation.log_source import LogSource
+from conversation.reader import ChannelReader
+from conversation.selection import ContextSelection
+from conversation.settings import ContextSettings
+
+LOGS = Path(__file__).parent / "logs"
+
+
+async def build(
+    source: LogSource, trigger_index: int = -1, cache: ChannelCache | None = None, **overrides
+) -> ContextSelection:
+    settings = ContextSettings(**overrides)
+    trigger = source.messages[trigger_index]
+    reader = ChannelReader(source, cache if cache is not None else ChannelCache(source.channel_id))
+    return await ContextBuilder(settings).build(trigger, reader)
+
+
+def contents(selection: ContextSelection) -> list[str]:
+    return [message.content for message in selection.messages]
+
+
+async def test_reply_to_deleted_message_is_reported_not_fetched():
+    source = LogSource.from_file(LOGS / "reply_to_deleted.json")
+    selection = await build(source, trigger_index=2, min_linear=2)
+    assert contents(selection) == ["anyone tried the new release?", "yes, it broke my build"]
+    assert any("gone" in problem for problem in selection.problems)
+    # Discord said "deleted" in the payload (referenced_message: null): no fetch is spent on it.
+    assert source.calls["fetch_message"] == 0
+    assert selection.rest_calls == 1  # the one history page for the linear messages
+
+
+async def test_reply_chain_across_days_is_followed_whatever_its_age():
+    source = LogSource.from_file(LOGS / "chain_across_days.json")
+    selection = await build(source, min_linear=1)
+    assert contents(selection) == [
+        "Does anyone know how to configure the proxy?",
+        "Set HTTPS_PROXY in the service file",
+        "That worked, thanks! What about no_proxy?",
+        "good morning",
+    ]
+    kinds = {m.content: [r.kind for r in selection.reasons[m.id]] for m in selection.messages}
+    assert kinds["good morning"] == ["linear"]
+    assert kinds["Set HTTPS_PROXY in the service file"] == ["reference"]
+    # Each link names the message it came through.
+    first = selection.messages[0]
+    assert selection.reasons[first.id][0].via == selection.messages[1].id
+
+
+async def test_a_long_silence_seals_the_old_conversation():
+    source = LogSource.from_file(LOGS / "sealing_silence.json")
+    selection = await build(source, min_linear=2)
+    assert contents(selection) == [
+        "new topic: pizza or tacos?",
+        "tacos",
+        "with extra salsa",
+        "deal",
+        "who orders?",
+    ]
+
+
+async def test_min_linear_reaches_past_a_silence():
+    source = LogSource.from_file(LOGS / "sealing_silence.json")
+    selection = await build(source, min_linear=7)
+    assert "friday then" in contents(selection)
+    assert "Old topic: the database migration" not in contents(selection)
+
+
+async def test_interleaved_conversations_are_told_apart_by_who_speaks():
+    source = LogSource.from_file(LOGS / "interleaved.json")
+    trigger = next(i for i, m in enumerate(source.messages) if m.content == "that worked!")
+    selection = await build(source, trigger_index=trigger, min_linear=0)
+    assert contents(selection) == [
+        "my laptop won't boot after the update",
+        "did you try safe mode?",
+        "safe mode shows a kernel panic",
+        "boot the previous kernel from grub",
+    ]
+
+
+async def test_interleaved_without_participant_filter_takes_everything_recent():
+    source = LogSource.from_file(LOGS / "interleaved.json")
+    trigger = next(i for i, m in enumerate(source.messages) if m.content == "that worked!")
+    selection = await build(source, trigger_index=trigger, min_linear=0, participants_only=False)
+    assert "yes, 7pm at the usual place" in contents(selection)
+
+
+async def test_reply_to_a_message_outside_the_log_is_reported():
+    source = LogSource.from_file(LOGS / "reply_outside_log.json")
+    selection = await build(source, trigger_index=1, min_linear=5)
+    assert contents(selection) == ["hello"]
+    assert any("gone" in problem for problem in selection.problems)
+    # The linear page reached the channel's start, so the cache already knows the id is gone.
+    assert selection.rest_calls == 1
+    assert source.calls["fetch_message"] == 0
+
+
+async def test_reply_to_an_unknown_old_message_costs_one_page_around_it():
+    source = LogSource.from_file(LOGS / "chain_across_days.json")
+    # Two pages of one message each: the linear page cannot reach the day-old reference.
+    trigger = source.messages[-1]
+    reader = ChannelReader(source, ChannelCache(source.channel_id), page_limit=1)
+    selection = await ContextBuilder(ContextSettings(min_linear=1)).build(trigger, reader)
+    assert "That worked, thanks! What about no_proxy?" in contents(selection)
+    pages = [e.detail.split()[0] for e in selection.work_log if e.action == "history_page"]
+    assert pages[0] == "before" and "around" in pages
+
+
+async def test_payload_reference_is_used_before_any_fetch():
+    source = LogSource.from_file(LOGS / "quirks_thread.json")
+    selection = await build(source, min_linear=0)
+    # Alice's pin notice is not conversation: the walk skips it though she takes part.
+    assert contents(selection) == ["I am a bot"]
+    assert selection.reasons[selection.messages[-1].id][0].kind == "reference"
+    assert selection.rest_calls == 1  # a page for the temporal neighbours, none for the reference
+
+
+async def test_warm_cache_fed_like_the_gateway_costs_no_rest_calls():
+    export = parse_export(busy_channel(seed=3, messages=400, silence_rate=0))
+    source = LogSource(export)
+    cache = ChannelCache(source.channel_id)
+    first = source.messages[0]
+    cache.go_live(first.created_at)
+    for message in source.messages:  # what MESSAGE_CREATE events would have delivered
+        cache.add(message)
+    selection = await build(source, cache=cache)
+    assert len(selection.messages) >= 10
+    assert selection.rest_calls == 0
+    assert source.total_calls == 0
+
+
+async def test_deleted_message_event_removes_it_from_later_contexts():
+    source = LogSource.from_file(LOGS / "sealing_silence.json")
+    cache = ChannelCache(source.channel_id)
+    before = await build(source, cache=cache, min_linear=2)
+    gone = before.messages[-1]
+    cache.on_delete(gone.id)
+    after = await build(source, cache=cache, min_linear=2)
+    assert gone.id not in after.ids and len(after.ids) == len(before.ids) - 1
+
+
+# ---------------------------------------------------------------------------- properties
+
+_SOURCES: dict[int, LogSource] = {}
+
+
+def synthetic_source(seed: int) -> LogSource:
+    if seed not in _SOURCES:
+        _SOURCES[seed] = LogSource(parse_export(busy_channel(seed=seed, messages=300)))
+    return _SOURCES[seed]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 3),
+    position=st.floats(0, 1),
+    min_linear=st.integers(0, 15),
+    extra=st.integers(0, 30),
+    threshold=st.sampled_from([1, 5, 30, 240]),
+    participants_only=st.booleans(),
+)
+async def test_builder_invariants(seed, position, min_linear, extra, threshold, participants_only):
+    source = synthetic_source(seed)
+    index = int(position * (len(source.messages) - 1))
+    trigger = source.messages[index]
+    options = dict(
+        min_linear=min_linear,
+        max_total=max(1, min_linear + extra),
+        time_threshold_minutes=threshold,
+        participants_only=participants_only,
+    )
+    selection = await build(source, trigger_index=index, **options)
+    ids = selection.ids
+
+    assert len(ids) <= options["max_total"]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert all(message_id < trigger.id for message_id in ids)
+    recent = [m.id for m in source.messages[max(0, index - min_linear) : index]]
+    assert set(recent) <= set(ids)
+    parent = trigger.reference.message_id if trigger.reference else None
+    if parent is not None and source.message(parent) and options["max_total"] > min_linear:
+        assert parent in ids
+    assert all(selection.reasons[message_id] for message_id in ids)
+
+    again = await build(source, trigger_index=index, **options)
+    assert again.ids == ids
+    assert again.reasons == selection.reasons
+
+
+@pytest.mark.parametrize("min_linear,max_total", [(10, 30), (0, 5), (5, 5)])
+async def test_cap_is_exact_on_a_busy_channel(min_linear, max_total):
+    source = synthetic_source(1)
+    sizes = []
+    for index in range(100, 300, 10):
+        selection = await build(
+            source,
+            trigger_index=index,
+            min_linear=min_linear,
+            max_total=max_total,
+            participants_only=False,
+        )
+        sizes.append(len(selection.ids))
+    assert max(sizes) == max_total  # the cap is reached in a busy channel, and never passed
