@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from conversation.articles import ArticleService  # noqa: E402
-from conversation.articles.extract import Extractor, extract_article  # noqa: E402
+from conversation.articles.extract import Extractor, WorkerKind, extract_article  # noqa: E402
 from conversation.settings import ArticleSettings  # noqa: E402
 
 PAGE_DELAY = 0.2
@@ -43,7 +43,8 @@ PARAGRAPH = (
 
 def big_page(size: int = 1_000_000) -> str:
     body = PARAGRAPH * (size // len(PARAGRAPH))
-    return f"<html><head><title>A very long report</title></head><body><article>{body}</article></body></html>"
+    head = "<html><head><title>A very long report</title></head>"
+    return f"{head}<body><article>{body}</article></body></html>"
 
 
 def make_app(hits: list[str]) -> web.Application:
@@ -100,9 +101,9 @@ async def timed(work: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
-async def bench_fetching(kind: str, base: str, hits: list[str]) -> None:
+async def bench_fetching(kind: WorkerKind, base: str, hits: list[str]) -> float:
     urls = [f"{base}/article/{i}" for i in range(LINKS)]
-    settings = ArticleSettings(allow_private_networks=True, extract_workers=kind)  # type: ignore[arg-type]
+    settings = ArticleSettings(allow_private_networks=True, extract_workers=kind)
     async with ArticleService(settings) as service:
         await service.fetch(f"{base}/article/warm-up")  # workers spawned, as in a running bot
         hits.clear()
@@ -141,7 +142,8 @@ async def bench_stalls(rounds: int) -> None:
         extract_article(html)
 
     rows: dict[str, list[tuple[float, float]]] = {"on-loop": [], "thread": [], "process": []}
-    extractors = {kind: Extractor(kind, 1, 60) for kind in ("thread", "process")}  # type: ignore[arg-type]
+    kinds: tuple[WorkerKind, ...] = ("thread", "process")
+    extractors = {kind: Extractor(kind, 1, 60) for kind in kinds}
     try:
         for extractor in extractors.values():
             await extractor.extract("<p>warm-up</p>")
@@ -164,6 +166,7 @@ async def bench_stalls(rounds: int) -> None:
 
 async def main() -> None:
     hits: list[str] = []
+    kinds: tuple[WorkerKind, ...] = ("process", "thread")
     runner = web.AppRunner(make_app(hits))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -182,7 +185,18 @@ async def main() -> None:
             f"  sequential, on the loop : {seq_time * 1000:6.0f} ms for {seq_ok}/{LINKS} articles"
             f" (worst loop stall {seq_stall * 1000:.0f} ms)"
         )
-        for kind in ("process", "thread"):
+        pages = [
+            TEMPLATE.replace("Keep Its Rain", f"Keep Its Rain, part {i}") for i in range(LINKS)
+        ]
+        start = time.perf_counter()
+        for page in pages:
+            extract_article(page)
+        goose_time = time.perf_counter() - start
+        print(
+            f"  (goose3 alone on these {LINKS} pages, one after another:"
+            f" {goose_time * 1000:.0f} ms)"
+        )
+        for kind in kinds:
             took = await bench_fetching(kind, base, hits)
             print(
                 f"    -> {seq_time / took:.1f}x faster than sequential;"

@@ -44,6 +44,7 @@ _FENCE = re.compile(rf"^{_FENCE_BODY}$", re.MULTILINE)
 _FENCE_LINE = re.compile(_FENCE_BODY)
 _FENCE_MAX = 8 + 10 + 32  # longest fence line without its trailing blanks
 _WHITESPACE = re.compile(r"\s+")
+_VISIBLE = re.compile(r"\S")
 _SENTENCE_END = frozenset(".!?…")
 _CLOSERS = frozenset("\"')]*_”’»")
 _GLUE = frozenset("\u200d\ufe0f\ufe0e")
@@ -166,6 +167,9 @@ class _Splitter:
         end = self.text.find("\n", position)
         return len(self.text) if end < 0 else end
 
+    def _visible(self, start: int, end: int) -> bool:
+        return _VISIBLE.search(self.text, start, end) is not None
+
     def _looks_like_fence(self, start: int, end: int) -> bool:
         """Would ``text[start:end]`` become a fence line once it stands on a line of its own?"""
         text = self.text
@@ -181,7 +185,7 @@ class _Splitter:
         ``strict`` also refuses cuts that leave an empty code block on either side.
         """
         text = self.text
-        if end <= start or not text[start:end].strip():
+        if end <= start or not self._visible(start, end):
             return False
         state, block = self.state(end)
         if state == _BAD:
@@ -191,7 +195,7 @@ class _Splitter:
         # A piece of a line must not turn into a fence line when it stands alone.
         line_start = self._line_start(end)
         head_start = max(line_start, start)
-        whole_line = head_start == line_start and not text[end : self._line_end(end)].strip()
+        whole_line = head_start == line_start and not self._visible(end, self._line_end(end))
         if not whole_line and self._looks_like_fence(head_start, end):
             return False
         if resume != self._line_start(resume) and self._looks_like_fence(
@@ -201,9 +205,9 @@ class _Splitter:
         if end < len(text) and (text[end] in _GLUE or unicodedata.combining(text[end])):
             return False
         if strict and state == _IN and block is not None:
-            if not text[block.open_end : end].strip():
+            if not self._visible(block.open_end, end):
                 return False  # would end with an opening fence and nothing in it
-            if block.close_start is not None and not text[resume : block.close_start].strip():
+            if block.close_start is not None and not self._visible(resume, block.close_start):
                 return False  # the next chunk would open a block only to close it
         return True
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 
+from bot.mentions import MentionSettings
 from bot.settings_model import ModelSettings
 from conversation.settings import ArticleSettings, ContextSettings, StrictSection
 
@@ -76,10 +77,6 @@ class PermissionSettings(StrictSection):
 
 
 class ReplySettings(StrictSection):
-    allow_user_mentions: bool = Field(
-        False, description="Let answers ping the users they mention (never @everyone or roles)."
-    )
-    ping_on_reply: bool = Field(False, description="Ping the person the answer replies to.")
     edit_interval_seconds: float = Field(
         1.0, ge=0.2, description="While streaming, edit the answer at most this often."
     )
@@ -111,6 +108,7 @@ class Config(StrictSection):
     triggers: TriggerSettings = TriggerSettings()
     permissions: PermissionSettings = PermissionSettings()
     replies: ReplySettings = ReplySettings()
+    mentions: MentionSettings = MentionSettings()
     attachments: AttachmentSettings = AttachmentSettings()
     storage: StorageSettings = StorageSettings()
     logging: LoggingSettings = LoggingSettings()

@@ -405,7 +405,13 @@ class ModelClient:
                 number, attempt_started, attempt_at = call.current
                 call.attempts.append(
                     self._attempt_record(
-                        call, number, attempt_started, stream, None, "failed", error,
+                        call,
+                        number,
+                        attempt_started,
+                        stream,
+                        None,
+                        "failed",
+                        error,
                         started_at=attempt_at,
                     )
                 )
@@ -457,8 +463,16 @@ class ModelClient:
                 error.partial_text = call.progress.text
                 if call.delivered:
                     call.attempts.append(
-                        self._attempt_record(call, number, attempt_started, stream, error.status,
-                                             "failed", error, started_at=attempt_at)
+                        self._attempt_record(
+                            call,
+                            number,
+                            attempt_started,
+                            stream,
+                            error.status,
+                            "failed",
+                            error,
+                            started_at=attempt_at,
+                        )
                     )
                     partial = ModelPartialError(error, call.progress.text)
                     raise self._finish_error(partial, call) from error
@@ -473,9 +487,15 @@ class ModelClient:
                     delay = None
                 call.attempts.append(
                     self._attempt_record(
-                        call, number, attempt_started, stream, error.status,
-                        "failed" if delay is None else "retried", error,
-                        started_at=attempt_at, delay=delay,
+                        call,
+                        number,
+                        attempt_started,
+                        stream,
+                        error.status,
+                        "failed" if delay is None else "retried",
+                        error,
+                        started_at=attempt_at,
+                        delay=delay,
                     )
                 )
                 if delay is None:

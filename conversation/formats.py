@@ -177,7 +177,7 @@ def to_anthropic(nodes: Iterable[MessageNode]) -> tuple[str, list[dict[str, Any]
         if not blocks:
             continue
         role = "assistant" if node.role == "assistant" else "user"
-        if False:
+        if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})

@@ -78,6 +78,9 @@ class BranchRecord:
     head: PVector | None = None
 
 
+_ROOT_BRANCHES: PVector = pvector([BranchRecord(None, None, None, 0)])
+
+
 @dataclass(frozen=True, slots=True)
 class GraphState:
     """All of a graph at one moment, as persistent vectors; transitions return a new state.
@@ -94,7 +97,7 @@ class GraphState:
     replaces: PVector = _EMPTY
     head: PVector = _EMPTY
     branch: int = 0
-    branches: PVector = pvector([BranchRecord(None, None, None, 0)])
+    branches: PVector = _ROOT_BRANCHES
     turns: PVector = _EMPTY
     turn_count: int = 0
     samples: PVector = _EMPTY
@@ -143,17 +146,20 @@ class GraphState:
         for j, node in enumerate(new):
             if node.role == "assistant":
                 # Positions only grow within a branch: every change here is after last_turn.
-                turns = turns.set(turn_count, start + j)
+                position = start + j
+                turns = turns.set(turn_count, position)
                 turn_count += 1
-                samples = samples.append(start + j)
-        return replace(
-            state,
-            nodes=state.nodes.extend(new),
-            replaces=state.replaces.extend(edges),
-            head=head,
-            turns=turns,
-            turn_count=turn_count,
-            samples=samples,
+                samples = samples.append(position)
+        # Plain constructor calls: dataclasses.replace costs several microseconds per change.
+        return GraphState(
+            state.nodes.extend(new),
+            state.replaces.extend(edges),
+            head,
+            state.branch,
+            state.branches,
+            turns,
+            turn_count,
+            samples,
         )
 
     def _fork(self, at: int, cause: str) -> GraphState:
@@ -161,7 +167,16 @@ class GraphState:
         branches = self.branches.set(self.branch, replace(record, head=self.head))
         branches = branches.append(BranchRecord(self.branch, at, cause, len(self.samples)))
         kept = bisect.bisect_left(self.turns, at, 0, self.turn_count)
-        return replace(self, branch=len(self.branches), branches=branches, turn_count=kept)
+        return GraphState(
+            self.nodes,
+            self.replaces,
+            self.head,
+            len(self.branches),
+            branches,
+            self.turns,
+            kept,
+            self.samples,
+        )
 
     def branch_head(self, branch: int) -> PVector:
         return self.head if branch == self.branch else self.branches[branch].head

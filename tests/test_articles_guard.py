@@ -134,7 +134,9 @@ def test_check_url_keeps_scheme_rules_even_when_private_is_allowed() -> None:
 
 async def test_resolver_keeps_only_allowed_answers() -> None:
     inner = StaticResolver({"mixed.test": ["10.0.0.7", "93.184.215.14", "::1"]})
-    answers = await GuardedResolver(inner, AddressPolicy()).resolve("mixed.test", 443, socket.AF_UNSPEC)
+    answers = await GuardedResolver(inner, AddressPolicy()).resolve(
+        "mixed.test", 443, socket.AF_UNSPEC
+    )
     assert [answer["host"] for answer in answers] == ["93.184.215.14"]
 
 

@@ -96,7 +96,9 @@ def _app(site: Site) -> web.Application:
     async def binary(request: web.Request) -> web.Response:
         kind = request.match_info["kind"]
         if kind == "pdf":
-            return web.Response(body=b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", content_type="application/pdf")
+            return web.Response(
+                body=b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", content_type="application/pdf"
+            )
         return web.Response(body=b"\x89PNG\r\n\x1a\n" + b"\0" * 64, content_type="image/png")
 
     async def redirect(request: web.Request) -> web.Response:

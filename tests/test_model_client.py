@@ -292,8 +292,16 @@ async def test_401_is_not_retried_and_never_leaks_the_key() -> None:
     assert "check [model] api_key" in error.detail
     assert len(error.attempts) == 1 and error.attempts[0].outcome == "failed"
     # ...and it appears nowhere else.
-    for text in (str(error), repr(error), error.detail, error.user_message, client_repr,
-                 repr(settings), settings.model_dump_json(), repr(error.attempts)):
+    for text in (
+        str(error),
+        repr(error),
+        error.detail,
+        error.user_message,
+        client_repr,
+        repr(settings),
+        settings.model_dump_json(),
+        repr(error.attempts),
+    ):
         assert secret not in text
 
 
@@ -462,8 +470,9 @@ async def test_mid_stream_error_object_is_a_server_error() -> None:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         await response.write(b": OPENROUTER PROCESSING\n\n")
-        await response.write(b'data: {"error": {"message": "Provider returned error", '
-                             b'"code": 502}}\n\n')
+        await response.write(
+            b'data: {"error": {"message": "Provider returned error", "code": 502}}\n\n'
+        )
         await response.write_eof()
         return response
 

@@ -74,6 +74,11 @@ class _Connection:
         self.compressor = zlib.compressobj() if compress else None
         self.lock = asyncio.Lock()
         self.session: Session | None = None
+        self.server_closed = False
+
+    async def close(self, code: int, message: bytes) -> None:
+        self.server_closed = True
+        await self.ws.close(code=code, message=message)
 
     async def send(self, frame: Payload) -> None:
         text = json.dumps(frame)
@@ -159,10 +164,10 @@ class Gateway:
         self._live.add(conn)
         try:
             if query.get("encoding", "json") != "json":
-                await ws.close(code=4002, message=b"Only encoding=json is supported by the fake.")
+                await conn.close(4002, message=b"Only encoding=json is supported by the fake.")
                 return ws
             if query.get("v", "10") not in {"9", "10"}:
-                await ws.close(code=4012, message=b"Invalid API version.")
+                await conn.close(4012, message=b"Invalid API version.")
                 return ws
             await conn.send(
                 {
@@ -174,16 +179,20 @@ class Gateway:
             )
             async for message in ws:
                 if message.type is not WSMsgType.TEXT:
-                    await ws.close(code=4002, message=b"Decode error.")
+                    await conn.close(4002, message=b"Decode error.")
                     break
                 await self._on_frame(conn, json.loads(message.data))
         except Exception:  # a bug in the fake: recorded so the test fixture can fail on it
             self.server_errors.append(traceback.format_exc())
-            await ws.close(code=1011, message=b"fake Discord bug")
+            await conn.close(1011, message=b"fake Discord bug")
         finally:
             self._live.discard(conn)
-            if conn.session is not None and conn.session.connection is conn:
-                conn.session.connection = None
+            session = conn.session
+            if session is not None and session.connection is conn:
+                session.connection = None
+                # A client closing with 1000/1001 ends its session, as on Discord: stop buffering.
+                if not conn.server_closed and ws.close_code in (1000, 1001):
+                    session.valid = False
             self.changed.notify()
         return ws
 
@@ -204,27 +213,27 @@ class Gateway:
         elif op == OP_RESUME:
             await self._resume(conn, frame["d"])
         elif conn.session is None:
-            await conn.ws.close(code=4003, message=b"Not authenticated.")
+            await conn.close(4003, message=b"Not authenticated.")
         elif op == OP_REQUEST_MEMBERS:
             await self._request_members(conn.session, frame["d"])
         elif op == OP_PRESENCE:
             pass  # recorded above; presence has no effect on the fake's world
         else:
-            await conn.ws.close(code=4001, message=b"Unknown opcode.")
+            await conn.close(4001, message=b"Unknown opcode.")
 
     async def _identify(self, conn: _Connection, data: Payload) -> None:
         if conn.session is not None:
-            await conn.ws.close(code=4005, message=b"Already authenticated.")
+            await conn.close(4005, message=b"Already authenticated.")
             return
         if data.get("token") != self.token:
-            await conn.ws.close(code=4004, message=b"Authentication failed.")
+            await conn.close(4004, message=b"Authentication failed.")
             return
         intents = data.get("intents")
         if not isinstance(intents, int):
-            await conn.ws.close(code=4013, message=b"Invalid intent(s).")
+            await conn.close(4013, message=b"Invalid intent(s).")
             return
         if intents & PRIVILEGED_INTENTS & ~self.allowed_privileged_intents:
-            await conn.ws.close(code=4014, message=b"Disallowed intent(s).")
+            await conn.close(4014, message=b"Disallowed intent(s).")
             return
         session = Session(id=secrets.token_hex(16), intents=intents, connection=conn)
         conn.session = session
@@ -349,7 +358,7 @@ class Gateway:
         """Close every connection with a close code (4000 lets nextcord resume)."""
         targets = list(self._live)
         await asyncio.gather(
-            *(conn.ws.close(code=code, message=message.encode()) for conn in targets)
+            *(conn.close(code, message.encode()) for conn in targets)
         )
         return len(targets)
 

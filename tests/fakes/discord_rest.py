@@ -191,16 +191,16 @@ class RestApi:
                 response = await handler(request)
         except ApiError as error:
             response = json_response(error.body, status=error.status)
-        except Exception as error:  # a bug in the fake: recorded, and answered without retries
-            self.server_errors.append(f"{request.method} {path}: {traceback.format_exc()}")
-            body_text = {"message": f"fake Discord bug: {error!r}", "code": 0}
-            response = json_response(body_text, status=503)
         except web.HTTPNotFound:
             handled = False
             response = json_response(default_error_body(404, "/"), status=404)
         except web.HTTPMethodNotAllowed:
             handled = False
             response = json_response({"message": "405: Method Not Allowed", "code": 0}, status=405)
+        except Exception as error:  # a bug in the fake: recorded, and answered without retries
+            self.server_errors.append(f"{request.method} {path}: {traceback.format_exc()}")
+            body_text = {"message": f"fake Discord bug: {error!r}", "code": 0}
+            response = json_response(body_text, status=503)
         self.requests.append(
             RecordedRequest(
                 method=request.method,

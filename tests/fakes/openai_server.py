@@ -181,9 +181,9 @@ class FakeOpenAI:
         """The recorded ``POST /v1/chat/completions`` requests only."""
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
-    async def wait_for_chat_requests(self, count: int, timeout: float = 5.0) -> None:
-        """Wait until at least ``count`` chat requests arrived (TimeoutError otherwise)."""
-        async with asyncio.timeout(timeout), self._arrived:
+    async def wait_for_chat_requests(self, count: int) -> None:
+        """Wait until at least ``count`` chat requests arrived (wrap in ``asyncio.timeout``)."""
+        async with self._arrived:
             await self._arrived.wait_for(lambda: len(self.chat_requests) >= count)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -481,5 +481,7 @@ def long_answer_with_code(min_chars: int = 5000) -> str:
             f"    if line.startswith('case{number}_{i}'):\n        handle(line, state={i})"
             for i in range(12)
         )
-        sections.append(f"```python\ndef parse_{number}(lines):\n{code_lines}\n    return state\n```")
+        sections.append(
+            f"```python\ndef parse_{number}(lines):\n{code_lines}\n    return state\n```"
+        )
     return "\n\n".join(sections)

@@ -1,0 +1,155 @@
+"""One answer, start to end: build the context, ask the model, post the reply, keep a record.
+
+An answer is an *interaction* (seed 004): the trigger and everything done to answer it. Whatever
+fails, the user gets one short line, the operator the detail in the log, the record says what
+happened, and the bot keeps running.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from bot.config import Config
+from bot.model_client import Completion, ModelClient, ModelError
+from bot.replier import ReplyStreamer
+from conversation.builder import ContextBuilder
+from conversation.cache import CacheRegistry
+from conversation.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
+from conversation.materialize import Materializer
+from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt
+from conversation.reader import ChannelReader
+
+log = logging.getLogger("threadwise.answer")
+
+Outcome = Literal["success", "failure", "partial"]
+
+
+@dataclass
+class AnswerResult:
+    """Everything the interaction record needs about one answer."""
+
+    trigger: Any
+    started_at: datetime
+    ended_at: datetime | None = None
+    prepared: PreparedPrompt | None = None
+    completion: Completion | None = None
+    answer: str = ""
+    posted_ids: list[int] = field(default_factory=list)
+    outcome: Outcome = "failure"
+    error: str | None = None
+    model_attempts: list[Any] = field(default_factory=list)
+    request: dict[str, Any] | None = None
+    overhead_seconds: float | None = None  # trigger to model request, our own cost
+
+
+Recorder = Callable[[AnswerResult], Awaitable[None]]
+
+
+class Answerer:
+    """Shared by all channels: the caches, the builder, the materializer and the model."""
+
+    def __init__(
+        self,
+        config: Config,
+        caches: CacheRegistry,
+        materializer: Materializer,
+        model: ModelClient,
+        *,
+        bot_name: Callable[[], str],
+        recorder: Recorder | None = None,
+    ) -> None:
+        self.config = config
+        self.caches = caches
+        self.builder = ContextBuilder(config.context)
+        self.materializer = materializer
+        self.model = model
+        self.bot_name = bot_name
+        self.recorder = recorder
+
+    async def answer(self, trigger: Any) -> AnswerResult:
+        result = AnswerResult(trigger=trigger, started_at=datetime.now(UTC))
+        began = time.perf_counter()
+        channel = trigger.channel
+        streamer = ReplyStreamer(
+            trigger, self.config.mentions, edit_interval=self.config.replies.edit_interval_seconds
+        )
+        text = ""
+
+        async def on_delta(delta: str) -> None:
+            nonlocal text
+            text += delta
+            await streamer.update(text)
+
+        try:
+            async with channel.typing():
+                reader = ChannelReader(
+                    DiscordChannelSource(channel), self.caches.for_channel(channel.id)
+                )
+                persona = persona_for(self.config.model.system_prompt, self.bot_name(), channel)
+                result.prepared = await prepare_prompt(
+                    trigger, reader, self.builder, self.materializer, persona
+                )
+                result.overhead_seconds = time.perf_counter() - began
+                completion = await self.model.complete(
+                    result.prepared.request_messages, on_delta=on_delta
+                )
+            result.completion = completion
+            result.request = completion.request
+            result.model_attempts = list(completion.attempts)
+            result.answer = completion.text
+            shown = completion.text
+            if HISTORY_UNREADABLE in result.prepared.selection.problems:
+                shown = f"{shown}\n\n*({HISTORY_UNREADABLE})*"
+            await streamer.finish(shown)
+            result.outcome = "success"
+        except ModelError as error:
+            log.warning("model failed for message %s: %s", trigger.id, error.detail)
+            result.error = error.detail
+            result.model_attempts = list(error.attempts)
+            result.request = error.request
+            result.answer = error.partial_text
+            result.outcome = "partial" if error.partial_text else "failure"
+            await self._tell_user(streamer, error.user_message, error.partial_text)
+        except Exception as error:  # a bug or Discord trouble: the bot must keep running
+            log.exception("answer to message %s failed", trigger.id)
+            result.error = f"{type(error).__name__}: {error}"
+            await self._tell_user(streamer, "Something went wrong on my side, sorry.", text)
+        result.posted_ids = streamer.message_ids
+        result.ended_at = datetime.now(UTC)
+        self._log(result)
+        if self.recorder is not None:
+            try:
+                await self.recorder(result)
+            except Exception:
+                log.exception("could not record the interaction for message %s", trigger.id)
+        return result
+
+    @staticmethod
+    async def _tell_user(streamer: ReplyStreamer, line: str, partial: str) -> None:
+        try:
+            await streamer.fail(line, partial)
+        except Exception:
+            log.exception("could not tell the user about a failure")
+
+    def _log(self, result: AnswerResult) -> None:
+        prepared = result.prepared
+        completion = result.completion
+        usage = completion.usage if completion else None
+        log.info(
+            "answer channel=%s trigger=%s outcome=%s context=%s rest_calls=%s model_latency=%s "
+            "tokens=%s/%s posted=%d",
+            result.trigger.channel.id,
+            result.trigger.id,
+            result.outcome,
+            len(prepared.selection.messages) if prepared else "-",
+            prepared.selection.rest_calls if prepared else "-",
+            f"{completion.latency_seconds:.2f}s" if completion else "-",
+            usage.prompt_tokens if usage else "-",
+            usage.completion_tokens if usage else "-",
+            len(result.posted_ids),
+        )

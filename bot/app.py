@@ -1,0 +1,221 @@
+"""The Discord client: gateway events in, answers out.
+
+Gateway events feed the per-channel caches (create, edit, delete), so a busy channel's context
+costs no REST calls. Triggers are debounced per person (a burst of messages gets one answer)
+and answered one at a time per channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import nextcord
+
+from bot.answer import Answerer, Recorder
+from bot.config import Config, ConfigError, require_token
+from bot.mentions import allowed_mentions
+from bot.model_client import ModelClient
+from bot.triggers import permitted, trigger_kind
+from conversation.articles.service import ArticleService
+from conversation.cache import CacheRegistry, ChannelCache
+from conversation.materialize import MaterializeOptions, Materializer
+
+log = logging.getLogger("threadwise")
+
+INTENT_HELP = (
+    "Discord refused the Message Content intent. Enable it for your bot in the developer "
+    "portal (Applications > your bot > Bot > Privileged Gateway Intents > Message Content)."
+)
+
+
+def make_intents() -> nextcord.Intents:
+    intents = nextcord.Intents.default()
+    intents.message_content = True  # privileged: without it, content is empty in guilds
+    return intents
+
+
+class ThreadwiseClient(nextcord.Client):
+    """nextcord client wired to the builder, the materializer, the model and the store."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        articles: ArticleService | None,
+        model: ModelClient,
+        recorder: Recorder | None = None,
+        **client_options: Any,
+    ) -> None:
+        super().__init__(
+            intents=make_intents(),
+            allowed_mentions=allowed_mentions(config.mentions),
+            guild_ready_timeout=config.discord.guild_ready_timeout,
+            **client_options,
+        )
+        self.config = config
+        self.caches = CacheRegistry()
+        self.materializer = Materializer(MaterializeOptions(), articles)
+        self.answerer = Answerer(
+            config,
+            self.caches,
+            self.materializer,
+            model,
+            bot_name=lambda: self.user.display_name if self.user else "assistant",
+            recorder=recorder,
+        )
+        self._live_since: datetime | None = None
+        self._disconnected_at: datetime | None = None
+        self._pending: dict[tuple[int, int], Any] = {}
+        self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.answers_started = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def login(self, token: str) -> None:
+        # nextcord keeps its REST base as a class attribute; set it before the first request.
+        nextcord.http.Route.BASE = self.config.discord.api_base
+        await super().login(token)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await super().close()
+
+    async def on_ready(self) -> None:
+        assert self.user is not None
+        now = datetime.now(UTC)
+        if self._live_since is not None:
+            # A new session (not a resume): events between the two were never delivered.
+            for cache in self.caches:
+                cache.stop_live(self._disconnected_at or now)
+                cache.go_live(now)
+        self._live_since = now
+        self.materializer.options = MaterializeOptions(
+            bot_user_id=self.user.id,
+            vision=self.config.model.vision,
+            max_text_chars=self.config.attachments.max_text_chars,
+            max_text_attachments=self.config.attachments.max_text_attachments,
+        )
+        log.info("connected as %s (%s) to %d guild(s)", self.user, self.user.id, len(self.guilds))
+
+    async def on_disconnect(self) -> None:
+        self._disconnected_at = datetime.now(UTC)
+
+    def cache_for(self, channel_id: int) -> ChannelCache:
+        fresh = self.caches.get(channel_id) is None
+        cache = self.caches.for_channel(channel_id)
+        if fresh and self._live_since is not None:
+            cache.go_live(self._live_since)
+        return cache
+
+    # ------------------------------------------------------------------ gateway events
+
+    async def on_message(self, message: nextcord.Message) -> None:
+        cache = self.cache_for(message.channel.id)
+        cache.add(message)
+        if self.user is None:
+            return
+        reference = message.reference
+        replies_to_bot = False
+        if reference is not None and reference.message_id is not None:
+            known = cache.get(reference.message_id)
+            replies_to_bot = getattr(getattr(known, "author", None), "id", None) == self.user.id
+        kind = trigger_kind(message, self.user.id, self.config.triggers, bot_message=replies_to_bot)
+        if kind is None:
+            return
+        if not permitted(message, self.config.permissions):
+            log.info("ignored message %s from %s: not permitted", message.id, message.author.id)
+            return
+        task = asyncio.create_task(self._debounced_answer(message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def on_raw_message_edit(self, payload: nextcord.RawMessageUpdateEvent) -> None:
+        data = payload.data
+        cache = self.caches.get(payload.channel_id)
+        if cache is None or "content" not in data or "author" not in data:
+            return
+        channel = self.get_channel(payload.channel_id)
+        if channel is None:
+            return
+        cache.add(nextcord.Message(state=self._connection, channel=channel, data=data))  # type: ignore[arg-type]
+
+    async def on_raw_message_delete(self, payload: nextcord.RawMessageDeleteEvent) -> None:
+        cache = self.caches.get(payload.channel_id)
+        if cache is not None:
+            cache.on_delete(payload.message_id)
+
+    async def on_raw_bulk_message_delete(self, payload: nextcord.RawBulkMessageDeleteEvent) -> None:
+        cache = self.caches.get(payload.channel_id)
+        if cache is not None:
+            for message_id in payload.message_ids:
+                cache.on_delete(message_id)
+
+    # ------------------------------------------------------------------ answering
+
+    async def _debounced_answer(self, message: nextcord.Message) -> None:
+        """Wait out a burst: only the person's latest message in it is answered."""
+        key = (message.channel.id, message.author.id)
+        self._pending[key] = message
+        await asyncio.sleep(self.config.triggers.burst_window_seconds)
+        if self._pending.get(key) is not message:
+            return
+        del self._pending[key]
+        async with self._locks[message.channel.id]:
+            cache = self.caches.get(message.channel.id)
+            if cache is not None and cache.is_deleted(message.id):
+                log.info("message %s was deleted before the answer; not answering", message.id)
+                return
+            self.answers_started += 1
+            await self.answerer.answer(message)
+
+
+async def serve(config: Config, token: str, *, recorder: Recorder | None = None) -> None:
+    """Run until cancelled, with one article service and one model session for all answers."""
+    async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
+        client = ThreadwiseClient(config, articles=articles, model=model, recorder=recorder)
+        try:
+            await client.start(token)
+        finally:
+            if not client.is_closed():
+                await client.close()
+
+
+def run_bot(config: Config, *, config_path: Path | None = None) -> int:
+    """``python -m bot run``: exit codes 0 (stopped), 2 (config), 3 (Discord refused us)."""
+    token = require_token(config, config_path)
+    logging.basicConfig(
+        level=config.logging.level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        asyncio.run(_serve_with_store(config, token))
+    except nextcord.PrivilegedIntentsRequired:
+        print(f"error: {INTENT_HELP}", file=sys.stderr)
+        return 3
+    except nextcord.LoginFailure:
+        print(
+            "error: Discord rejected the token ([discord] token / DISCORD_TOKEN).", file=sys.stderr
+        )
+        return 3
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+async def _serve_with_store(config: Config, token: str) -> None:
+    from bot.recording import open_recorder
+
+    async with open_recorder(config) as recorder:
+        await serve(config, token, recorder=recorder)
+
+
+__all__ = ["ConfigError", "ThreadwiseClient", "run_bot", "serve"]

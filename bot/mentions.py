@@ -1,0 +1,57 @@
+"""Who the bot's messages may ping: nobody, unless the operator says otherwise.
+
+A model can be talked into writing ``@everyone`` or ``<@&role>``; what Discord does with that is
+decided by the ``allowed_mentions`` sent with each message, so that is the real guard. The
+text-level defuse of ``@everyone``/``@here`` is defence in depth: it also covers a message sent
+through a code path that forgot to pass ``allowed_mentions``, and text quoted elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+import nextcord
+from pydantic import Field
+
+from conversation.settings import StrictSection
+
+ZERO_WIDTH_SPACE = "\u200b"
+_MASS_MENTION = re.compile(r"@(?=(?:everyone|here))", re.IGNORECASE)
+
+
+class MentionSettings(StrictSection):
+    """The ``[mentions]`` section: what the bot's own messages may ping."""
+
+    allow_user_mentions: bool = Field(
+        False, description="Let <@user> in an answer ping that user (off: shown, no ping)."
+    )
+    allow_role_mentions: bool = Field(False, description="Let <@&role> in an answer ping the role.")
+    allow_everyone: bool = Field(
+        False, description="Let @everyone / @here in an answer ping. Keep off."
+    )
+    mention_replied_user: bool = Field(
+        False, description="Ping the author of the message the bot replies to."
+    )
+
+
+def allowed_mentions(settings: MentionSettings) -> nextcord.AllowedMentions:
+    """The ``AllowedMentions`` for every message the bot sends (and for the client default)."""
+    return nextcord.AllowedMentions(
+        everyone=settings.allow_everyone,
+        users=settings.allow_user_mentions,
+        roles=settings.allow_role_mentions,
+        replied_user=settings.mention_replied_user,
+    )
+
+
+def defuse_mass_mentions(text: str) -> str:
+    """Put a zero-width space after the ``@`` of every ``@everyone``/``@here`` (any case).
+
+    Idempotent; the text reads the same in Discord but can no longer ping anyone.
+    """
+    return _MASS_MENTION.sub("@" + ZERO_WIDTH_SPACE, text)
+
+
+def make_safe(text: str, settings: MentionSettings) -> str:
+    """Defuse mass mentions unless the operator allowed them. Apply before splitting."""
+    return text if settings.allow_everyone else defuse_mass_mentions(text)

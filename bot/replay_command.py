@@ -1,0 +1,139 @@
+"""``python -m bot replay``: what the bot would send the model for one message of a channel log.
+
+Operators use it to see *why* the bot answered as it did, and to tune ``[context]``: every
+message is shown with the reason it was selected and the message it came through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bot.config import Config
+from bot.model_client import ModelClient, ModelError
+from conversation.articles.service import ArticleService
+from conversation.builder import ContextBuilder
+from conversation.cache import ChannelCache
+from conversation.log_source import LogSource
+from conversation.materialize import MaterializeOptions, Materializer
+from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt
+from conversation.reader import ChannelReader
+
+
+def replay(args: argparse.Namespace, config: Config) -> int:
+    from bot.cli import CommandError
+
+    source = LogSource.from_file(args.log)
+    if not source.messages:
+        raise CommandError(f"{args.log}: the log has no messages")
+    trigger = source.messages[-1] if args.trigger is None else source.message(args.trigger)
+    if trigger is None:
+        raise CommandError(f"{args.log}: no message {args.trigger} in the log")
+    pages = _offline_pages(args.log)
+    prepared, answer = asyncio.run(_prepare(source, trigger, config, pages, not args.no_model))
+    if args.format == "json":
+        print(json.dumps(_as_json(prepared, answer), indent=2, ensure_ascii=False))
+    else:
+        _print_text(prepared, answer, source, pages)
+    return 0
+
+
+def _offline_pages(log: Path) -> dict[str, Path]:
+    """Bundled copies of linked pages beside the log (``pages/index.json``: url -> file)."""
+    index = log.parent / "pages" / "index.json"
+    if not index.exists():
+        return {}
+    mapping = json.loads(index.read_text(encoding="utf-8"))
+    return {url: index.parent / name for url, name in mapping.items()}
+
+
+async def _prepare(
+    source: LogSource, trigger: Any, config: Config, pages: dict[str, Path], ask_model: bool
+) -> tuple[PreparedPrompt, str]:
+    reader = ChannelReader(source, ChannelCache(source.channel_id))
+    options = MaterializeOptions(
+        bot_user_id=source.bot_user_id,
+        vision=config.model.vision,
+        max_text_chars=config.attachments.max_text_chars,
+        max_text_attachments=config.attachments.max_text_attachments,
+    )
+    async with ArticleService(config.articles, offline_pages=pages) as articles:
+        materializer = Materializer(options, articles)
+        bot_name = source.state.user.display_name if source.state.user else "assistant"
+        persona = persona_for(config.model.system_prompt, bot_name, source.channel)
+        prepared = await prepare_prompt(
+            trigger, reader, ContextBuilder(config.context), materializer, persona
+        )
+    answer = await _ask_model(prepared, config) if ask_model else "(not asked: --no-model)"
+    return prepared, answer
+
+
+async def _ask_model(prepared: PreparedPrompt, config: Config) -> str:
+    settings = config.model.model_copy(
+        update={"max_retries": 0, "connect_timeout_seconds": 3.0, "stream": False}
+    )
+    async with ModelClient(settings) as client:
+        try:
+            completion = await client.complete(prepared.request_messages)
+        except ModelError as error:
+            return (
+                f"(no model answered at {settings.base_url}: {error.detail}; "
+                "set [model] in config.toml to see its answer)"
+            )
+    return completion.text
+
+
+def _as_json(prepared: PreparedPrompt, answer: str) -> dict[str, Any]:
+    selection = prepared.selection
+    return {
+        "trigger": str(selection.trigger.id),
+        "messages": prepared.request_messages,
+        "reasons": selection.report().reasons,
+        "rest_calls": selection.rest_calls,
+        "articles": [
+            {"url": r.url, "status": str(r.status), "reason": r.reason}
+            for r in prepared.materialized.articles
+        ],
+        "problems": selection.problems + prepared.materialized.problems,
+        "answer": answer,
+    }
+
+
+def _print_text(
+    prepared: PreparedPrompt, answer: str, source: LogSource, pages: dict[str, Path]
+) -> None:
+    out = sys.stdout
+    selection = prepared.selection
+    total = len(source.messages)
+    out.write(
+        f"Context for message {selection.trigger.id} of {source.export.path} "
+        f"({len(selection.messages)} of {total - 1} earlier messages selected, "
+        f"{selection.rest_calls} REST call(s) with a cold cache)\n"
+    )
+    if pages:
+        out.write(
+            f"Linked pages read from the offline copies in {next(iter(pages.values())).parent}\n"
+        )
+    out.write("\n")
+    for view, node in zip(prepared.graph, prepared.graph.snapshot().nodes, strict=True):
+        reasons = list(node.metadata.get("reasons", ())) if node.metadata else []
+        if node.metadata and node.metadata.get("trigger"):
+            label = "trigger"
+        elif node.role == "system":
+            label = "system prompt"
+        else:
+            label = ", ".join(reasons) or "-"
+        when = node.created_at.strftime("%Y-%m-%d %H:%M") if node.created_at else ""
+        out.write(f"── {view['role']:<9} {when:<16}  [{label}]\n")
+        for line in str(view["content"]).splitlines() or [""]:
+            out.write(f"   {line}\n")
+    for article in prepared.materialized.articles:
+        status = "read" if article.ok else f"not used ({article.reason})"
+        out.write(f"\narticle {article.url}: {status}")
+    for problem in selection.problems:
+        out.write(f"\nnote: {problem}")
+    out.write(f"\n\nModel answer:\n{answer}\n")

@@ -1,0 +1,42 @@
+"""Interaction storage: what the bot sent, got back and did, in one SQLite file.
+
+See :class:`Store` for the API. Nothing here imports nextcord: the bot turns Discord events into
+calls on the store, and the CLI reads it.
+"""
+
+from bot.storage.errors import StoreError
+from bot.storage.explain import render_text, summarize
+from bot.storage.models import (
+    REMOVED,
+    ArticleEntry,
+    ContextEntry,
+    ExplainedMessage,
+    Explanation,
+    ForgetResult,
+    InteractionRecord,
+    MessageVersion,
+    PruneResult,
+    WorkLogEntry,
+)
+from bot.storage.schema import MIGRATIONS, migrate, schema_version
+from bot.storage.store import Store
+
+__all__ = [
+    "MIGRATIONS",
+    "REMOVED",
+    "ArticleEntry",
+    "ContextEntry",
+    "ExplainedMessage",
+    "Explanation",
+    "ForgetResult",
+    "InteractionRecord",
+    "MessageVersion",
+    "PruneResult",
+    "Store",
+    "StoreError",
+    "WorkLogEntry",
+    "migrate",
+    "render_text",
+    "schema_version",
+    "summarize",
+]

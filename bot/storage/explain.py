@@ -1,0 +1,157 @@
+"""Why an answer was what it was: building an :class:`Explanation` and rendering it as text.
+
+The text has to fit places of very different size (a terminal, Discord's 2000-character
+ephemeral reply), so it is built from lines in order of importance and, under a limit, the
+less important lines are dropped with a note saying how many, never cut mid-word silently.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+
+from bot.storage import reads
+from bot.storage.errors import StoreError
+from bot.storage.models import ExplainedMessage, Explanation, WorkLogEntry
+from bot.storage.nodes import excerpt
+from bot.storage.timefmt import from_db
+
+
+def build(conn: sqlite3.Connection, message_id: int) -> Explanation:
+    seq = reads.find_seq(conn, message_id)
+    if seq is None:
+        raise StoreError(
+            f"message {message_id} is neither the trigger nor part of an answer in the store"
+        )
+    row = reads.interaction_row(conn, seq)
+    pairs = reads.context_rows(conn, seq)
+    states = reads.current_states(
+        conn, [e.message_id for _, e in pairs if e is not None and e.message_id is not None]
+    )
+    context = [
+        ExplainedMessage(
+            position=position,
+            role=str(message.get("role", "?")),
+            message_id=entry.message_id if entry else None,
+            author_id=entry.author_id if entry else None,
+            name=entry.name if entry else None,
+            reasons=list(entry.reasons) if entry else [],
+            excerpt=excerpt(message),
+            state=states.get(entry.message_id) if entry and entry.message_id else None,
+        )
+        for position, (message, entry) in enumerate(pairs)
+    ]
+    log = reads.work_log(conn, seq)
+    return Explanation(
+        interaction_id=row["id"],
+        guild_id=row["guild_id"],
+        channel_id=row["channel_id"],
+        trigger_message_id=row["trigger_message_id"],
+        trigger_author_id=row["trigger_author_id"],
+        started_at=from_db(row["started_at"]),
+        ended_at=from_db(row["ended_at"]),
+        model=row["model"],
+        parameters=json.loads(row["parameters"]),
+        context=context,
+        articles=reads.articles(conn, seq),
+        answer_message_ids=reads.answer_ids(conn, seq),
+        usage=json.loads(row["usage"]),
+        latency_seconds=row["latency_seconds"],
+        outcome=row["outcome"],
+        error=row["error"],
+        work_log=log,
+        work_log_summary=summarize(log),
+        removed=bool(row["removed"]),
+    )
+
+
+def summarize(log: list[WorkLogEntry]) -> list[str]:
+    """One line per action, e.g. ``history_page: 2 (1 failed), 100 items``, in first-seen order."""
+    order: list[str] = []
+    runs: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    items: Counter[str] = Counter()
+    for entry in log:
+        if entry.action not in runs:
+            order.append(entry.action)
+        runs[entry.action] += 1
+        if entry.status == "failure":
+            failed[entry.action] += 1
+        if entry.count is not None:
+            items[entry.action] += entry.count
+    lines = []
+    for action in order:
+        line = f"{action}: {runs[action]}"
+        if failed[action]:
+            line += f" ({failed[action]} failed)"
+        if action in items:
+            line += f", {items[action]} items"
+        lines.append(line)
+    return lines
+
+
+def render_text(explanation: Explanation, limit: int | None = None) -> str:
+    """Compact text; with ``limit`` (2000 for Discord) it is guaranteed to fit."""
+    e = explanation
+    head = [
+        f"Answer to message {e.trigger_message_id} by user {e.trigger_author_id} "
+        f"in channel {e.channel_id}",
+        f"{e.started_at:%Y-%m-%d %H:%M:%S} UTC · {e.model} · {e.outcome}"
+        + (f" · {e.latency_seconds:.1f}s" if e.latency_seconds is not None else "")
+        + (
+            f" · tokens {e.usage.get('prompt_tokens', '?')}+"
+            f"{e.usage.get('completion_tokens', '?')}={e.usage.get('total_tokens', '?')}"
+            if e.usage
+            else ""
+        ),
+    ]
+    if e.error:
+        head.append(f"Error: {_one_line(e.error, 300)}")
+    if e.removed:
+        head.append("Content removed at the user's request.")
+    body: list[str] = []
+    if e.context:
+        body.append(f"Context ({len(e.context)} messages sent):")
+        for m in e.context:
+            who = m.name or (f"user {m.author_id}" if m.author_id else m.role)
+            where = f" [{m.message_id}]" if m.message_id else ""
+            state = f" ({m.state} since)" if m.state and m.state != "active" else ""
+            why = f" — {'; '.join(m.reasons)}" if m.reasons else ""
+            body.append(f"{m.position:>2}. {who}{where}{state}{why}: {m.excerpt}")
+    if e.articles:
+        body.append("Articles:")
+        for a in e.articles:
+            body.append(f"- {a.url}: {a.status}" + (f" ({a.reason})" if a.reason else ""))
+    if e.work_log_summary:
+        body.append("Work log: " + "; ".join(e.work_log_summary))
+    lines = head + body
+    text = "\n".join(lines)
+    if limit is None or len(text) <= limit:
+        return text
+    return _fit(head, body, limit)
+
+
+def _fit(head: list[str], body: list[str], limit: int) -> str:
+    kept = list(head)
+    for index, line in enumerate(body):
+        left = len(body) - index
+        note = (
+            f"… {left} more line{'s' if left != 1 else ''} not shown (see `python -m bot explain`)"
+        )
+        candidate = "\n".join([*kept, line])
+        if len(candidate) + 1 + len(note) > limit and index < len(body) - 1:
+            return _clip("\n".join([*kept, note]), limit)
+        if len(candidate) > limit:
+            return _clip("\n".join([*kept, note]), limit)
+        kept.append(line)
+    return _clip("\n".join(kept), limit)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

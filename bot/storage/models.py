@@ -1,0 +1,155 @@
+"""Data crossing the storage boundary: what the bot records, and what explanations give back.
+
+The bot builds an :class:`InteractionRecord` after each answer (or failure) and hands it to the
+store; everything is validated here so that a bad record is refused whole, before any row is
+written, instead of leaving a half-recorded interaction behind.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+Outcome = Literal["success", "failure", "partial"]
+VersionState = Literal["active", "superseded", "invalidated"]
+
+REMOVED = "[removed at the user's request]"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ContextEntry(_Frozen):
+    """Where one request message came from and why it was chosen (None fields for the prompt)."""
+
+    message_id: int | None = None
+    author_id: int | None = None
+    name: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+
+
+class WorkLogEntry(_Frozen):
+    """One thing done to answer: a history page fetched, a reference followed, a retry..."""
+
+    action: str
+    detail: str = ""
+    status: Literal["success", "failure"] = "success"
+    count: int | None = None
+
+
+class ArticleEntry(_Frozen):
+    """A linked page and what became of it (extracted, cached, refused, failed) and why."""
+
+    url: str
+    status: str
+    reason: str | None = None
+
+
+class InteractionRecord(_Frozen):
+    """One answer: its trigger, exactly what the model was sent, what came back, what was done.
+
+    ``context`` is aligned with ``request_messages`` (same length) so each sent message keeps
+    its Discord origin and selection reasons; use ``None`` for messages without one (the system
+    prompt).
+    """
+
+    id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    guild_id: int | None = None
+    channel_id: int
+    trigger_message_id: int
+    trigger_author_id: int
+    started_at: AwareDatetime
+    ended_at: AwareDatetime
+    model: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    request_messages: list[dict[str, Any]]
+    context: list[ContextEntry | None]
+    answer: str = ""
+    answer_message_ids: list[int] = Field(default_factory=list)
+    usage: dict[str, int] = Field(default_factory=dict)
+    latency_seconds: float | None = None
+    outcome: Outcome
+    error: str | None = None
+    work_log: list[WorkLogEntry] = Field(default_factory=list)
+    articles: list[ArticleEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _aligned(self) -> InteractionRecord:
+        if len(self.context) != len(self.request_messages):
+            raise ValueError(
+                f"context has {len(self.context)} entries but request_messages has "
+                f"{len(self.request_messages)}; they must be aligned (None for the system prompt)"
+            )
+        if self.ended_at < self.started_at:
+            raise ValueError("ended_at is before started_at")
+        return self
+
+
+class MessageVersion(_Frozen):
+    """One known version of a Discord message; version 1 is how the bot first saw it."""
+
+    message_id: int
+    version: int
+    channel_id: int | None
+    author_id: int | None
+    content: str | None
+    state: VersionState
+    superseded_by: int | None
+    edited_at: datetime | None
+    recorded_at: datetime
+
+
+class ExplainedMessage(_Frozen):
+    """A message the model was sent, with why it was chosen and what became of it since."""
+
+    position: int
+    role: str
+    message_id: int | None
+    author_id: int | None
+    name: str | None
+    reasons: list[str]
+    excerpt: str
+    state: VersionState | None = None
+
+
+class Explanation(_Frozen):
+    """Why an answer was what it was: the trigger, the context and reasons, what was done."""
+
+    interaction_id: str
+    guild_id: int | None
+    channel_id: int
+    trigger_message_id: int
+    trigger_author_id: int
+    started_at: datetime
+    ended_at: datetime
+    model: str
+    parameters: dict[str, Any]
+    context: list[ExplainedMessage]
+    articles: list[ArticleEntry]
+    answer_message_ids: list[int]
+    usage: dict[str, int]
+    latency_seconds: float | None
+    outcome: Outcome
+    error: str | None
+    work_log: list[WorkLogEntry]
+    work_log_summary: list[str]
+    removed: bool = False
+
+
+class PruneResult(_Frozen):
+    interactions: int
+    nodes: int
+    versions: int
+
+
+class ForgetResult(_Frozen):
+    """What forget_user changed (counts), so the operator sees it did something."""
+
+    context_messages: int
+    versions: int
+    interactions_emptied: int
+    nodes_removed: int

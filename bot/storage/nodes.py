@@ -1,0 +1,57 @@
+"""Content addressing of request messages, and their redaction for forget-user.
+
+A node is one OpenAI chat message exactly as it was sent. Its JSON is stored compactly with the
+caller's key order kept (so the export reproduces the message, not a re-sorted cousin of it) and
+its address is the SHA-256 of that text: consecutive answers in a channel send mostly the same
+messages, and each of them is stored once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from bot.storage.models import REMOVED
+
+
+def canonical_json(message: dict[str, Any]) -> str:
+    """Compact, key order as given, non-ASCII kept: the exact text stored and exported."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def node_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def redact_message(message: dict[str, Any]) -> dict[str, Any]:
+    """The message with its text, images and name replaced: only the role and shape remain."""
+    redacted = dict(message)
+    if "content" in redacted:
+        redacted["content"] = REMOVED
+    if "name" in redacted:
+        redacted["name"] = REMOVED
+    return redacted
+
+
+def excerpt(message: dict[str, Any], limit: int = 80) -> str:
+    """A one-line preview of a message's text parts, for explanations."""
+    content = message.get("content")
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+            elif isinstance(part, dict):
+                parts.append(f"[{part.get('type', 'part')}]")
+        content = " ".join(parts)
+    text = " ".join(str(content or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def message_text(message: dict[str, Any]) -> str | None:
+    """The text content of a message (for version 1 of a Discord message)."""
+    content = message.get("content")
+    if content is None or isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False)

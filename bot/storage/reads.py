@@ -1,0 +1,221 @@
+"""Queries that only read: rebuilding records, finding interactions, versions, the export.
+
+They run on short-lived connections of their own (WAL lets them read while the writer writes),
+so the CLI can use them synchronously, even against the file of a running bot.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime
+
+from bot.storage.errors import StoreError
+from bot.storage.models import (
+    ArticleEntry,
+    ContextEntry,
+    InteractionRecord,
+    MessageVersion,
+    WorkLogEntry,
+)
+from bot.storage.nodes import message_text
+from bot.storage.timefmt import from_db, to_db
+
+_COLUMNS = (
+    "seq, id, guild_id, channel_id, trigger_message_id, trigger_author_id, started_at, "
+    "ended_at, model, parameters, answer, usage, latency_seconds, outcome, error, "
+    "message_count, removed"
+)
+
+
+def find_seq(conn: sqlite3.Connection, message_id: int) -> int | None:
+    """The latest interaction triggered by, or answered with, this Discord message."""
+    row = conn.execute(
+        "SELECT MAX(seq) FROM (SELECT seq FROM interactions WHERE trigger_message_id = ? "
+        "UNION ALL SELECT seq FROM answer_messages WHERE message_id = ?)",
+        (message_id, message_id),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def seq_of(conn: sqlite3.Connection, interaction_id: str) -> int:
+    row = conn.execute("SELECT seq FROM interactions WHERE id = ?", (interaction_id,)).fetchone()
+    if row is None:
+        raise StoreError(f"no interaction with id {interaction_id}")
+    return int(row[0])
+
+
+def interaction_row(conn: sqlite3.Connection, seq: int) -> sqlite3.Row:
+    conn.row_factory = sqlite3.Row
+    row = conn.execute(f"SELECT {_COLUMNS} FROM interactions WHERE seq = ?", (seq,)).fetchone()
+    if row is None:
+        raise StoreError(f"no interaction #{seq}")
+    return row
+
+
+def context_rows(conn: sqlite3.Connection, seq: int) -> list[tuple[dict, ContextEntry | None]]:
+    rows = conn.execute(
+        "SELECT n.json, c.message_id, c.author_id, c.name, c.reasons FROM context c "
+        "JOIN nodes n ON n.id = c.node_id WHERE c.seq = ? ORDER BY c.position",
+        (seq,),
+    ).fetchall()
+    out: list[tuple[dict, ContextEntry | None]] = []
+    for text, message_id, author_id, name, reasons in rows:
+        entry = None
+        if message_id is not None or author_id is not None or name is not None or reasons:
+            entry = ContextEntry(
+                message_id=message_id,
+                author_id=author_id,
+                name=name,
+                reasons=json.loads(reasons) if reasons else [],
+            )
+        out.append((json.loads(text), entry))
+    return out
+
+
+def work_log(conn: sqlite3.Connection, seq: int) -> list[WorkLogEntry]:
+    return [
+        WorkLogEntry(action=a, detail=d, status=s, count=c)
+        for a, d, s, c in conn.execute(
+            "SELECT action, detail, status, count FROM work_log WHERE seq = ? ORDER BY position",
+            (seq,),
+        )
+    ]
+
+
+def articles(conn: sqlite3.Connection, seq: int) -> list[ArticleEntry]:
+    return [
+        ArticleEntry(url=u, status=s, reason=r)
+        for u, s, r in conn.execute(
+            "SELECT url, status, reason FROM articles WHERE seq = ? ORDER BY position", (seq,)
+        )
+    ]
+
+
+def answer_ids(conn: sqlite3.Connection, seq: int) -> list[int]:
+    return [
+        int(m)
+        for (m,) in conn.execute(
+            "SELECT message_id FROM answer_messages WHERE seq = ? ORDER BY position", (seq,)
+        )
+    ]
+
+
+def load_record(conn: sqlite3.Connection, seq: int) -> InteractionRecord:
+    """The interaction as recorded (a removed one comes back as its empty shell)."""
+    row = interaction_row(conn, seq)
+    pairs = context_rows(conn, seq)
+    return InteractionRecord(
+        id=row["id"],
+        guild_id=row["guild_id"],
+        channel_id=row["channel_id"],
+        trigger_message_id=row["trigger_message_id"],
+        trigger_author_id=row["trigger_author_id"],
+        started_at=from_db(row["started_at"]),
+        ended_at=from_db(row["ended_at"]),
+        model=row["model"],
+        parameters=json.loads(row["parameters"]),
+        request_messages=[message for message, _ in pairs],
+        context=[entry for _, entry in pairs],
+        answer=row["answer"] or "",
+        answer_message_ids=answer_ids(conn, seq),
+        usage=json.loads(row["usage"]),
+        latency_seconds=row["latency_seconds"],
+        outcome=row["outcome"],
+        error=row["error"],
+        work_log=work_log(conn, seq),
+        articles=articles(conn, seq),
+    )
+
+
+def versions(conn: sqlite3.Connection, message_id: int) -> list[MessageVersion]:
+    rows = conn.execute(
+        "SELECT v.version, v.channel_id, v.author_id, v.content, n.json, v.state, "
+        "v.superseded_by, v.edited_at, v.recorded_at FROM message_versions v "
+        "LEFT JOIN nodes n ON n.id = v.node_id WHERE v.message_id = ? ORDER BY v.version",
+        (message_id,),
+    ).fetchall()
+    return [
+        MessageVersion(
+            message_id=message_id,
+            version=version,
+            channel_id=channel_id,
+            author_id=author_id,
+            content=content if node is None else message_text(json.loads(node)),
+            state=state,
+            superseded_by=superseded_by,
+            edited_at=from_db(edited_at),
+            recorded_at=from_db(recorded_at),
+        )
+        for version, channel_id, author_id, content, node, state, superseded_by, edited_at, (
+            recorded_at
+        ) in rows
+    ]
+
+
+def current_states(conn: sqlite3.Connection, message_ids: list[int]) -> dict[int, str]:
+    """Each message's state now: that of its latest version."""
+    states: dict[int, str] = {}
+    for message_id in set(message_ids):
+        row = conn.execute(
+            "SELECT state FROM message_versions WHERE message_id = ? ORDER BY version DESC LIMIT 1",
+            (message_id,),
+        ).fetchone()
+        if row is not None:
+            states[message_id] = row[0]
+    return states
+
+
+def export_lines(
+    conn: sqlite3.Connection, since: datetime | None, channel_id: int | None
+) -> Iterator[str]:
+    """One OpenAI fine-tuning JSONL line per successful interaction, in recording order.
+
+    The lines are assembled from the stored node texts without parsing them: the messages come
+    out byte for byte as they were stored, and the export runs at the speed of the scan.
+    """
+    where = ["i.outcome = 'success'", "i.removed = 0"]
+    params: list[object] = []
+    if since is not None:
+        where.append("+i.started_at >= ?")  # unary + keeps the scan in seq order (no sort)
+        params.append(to_db(since))
+    if channel_id is not None:
+        where.append("i.channel_id = ?")
+        params.append(channel_id)
+    cursor = conn.execute(
+        "SELECT i.seq, CASE WHEN c.position IS NULL OR c.position = 0 THEN i.answer END, n.json "
+        "FROM interactions i LEFT JOIN context c ON c.seq = i.seq "
+        "LEFT JOIN nodes n ON n.id = c.node_id "
+        f"WHERE {' AND '.join(where)} ORDER BY i.seq, c.position",
+        params,
+    )
+    current: int | None = None
+    answer = ""
+    parts: list[str] = []
+    for seq, maybe_answer, text in cursor:
+        if seq != current:
+            if current is not None:
+                yield _line(parts, answer)
+            current, answer, parts = seq, maybe_answer or "", []
+        if text is not None:
+            parts.append(text)
+    if current is not None:
+        yield _line(parts, answer)
+
+
+def _line(parts: list[str], answer: str) -> str:
+    assistant = json.dumps(
+        {"role": "assistant", "content": answer}, ensure_ascii=False, separators=(",", ":")
+    )
+    parts.append(assistant)
+    return '{"messages":[' + ",".join(parts) + "]}"
+
+
+def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    tables = ("interactions", "nodes", "context", "answer_messages", "work_log", "articles")
+    counts = {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in tables}
+    counts["message_versions"] = int(
+        conn.execute("SELECT COUNT(*) FROM message_versions").fetchone()[0]
+    )
+    return counts

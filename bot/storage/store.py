@@ -1,0 +1,226 @@
+"""The store: a SQLite file of interactions, written by one thread, read by anyone.
+
+Async methods hand their work to the writer thread and await it, so the event loop never waits
+on the disk; reads are synchronous (they are index lookups, and the CLI has no loop) on
+connections of their own, which WAL lets run while the bot writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from bot.storage import explain as explain_mod
+from bot.storage import reads, writes
+from bot.storage.errors import StoreError
+from bot.storage.models import (
+    Explanation,
+    ForgetResult,
+    InteractionRecord,
+    MessageVersion,
+    PruneResult,
+)
+from bot.storage.schema import migrate
+from bot.storage.writer import Writer, connect
+
+
+def _setup(conn: sqlite3.Connection) -> None:
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise StoreError(f"could not switch the database to WAL mode (got {mode})")
+    # NORMAL in WAL mode survives a killed process (committed frames are in the WAL); only a
+    # power cut can lose the last commits, never corrupt the file.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    # Freed pages are zeroed, so deleted or rewritten text does not linger in the file.
+    conn.execute("PRAGMA secure_delete = ON")
+    migrate(conn)
+
+
+class Store:
+    """Use ``Store.open(path)``; close with ``close()`` or as a (sync or async) context manager."""
+
+    def __init__(self, path: Path, writer: Writer) -> None:
+        self.path = path
+        self._writer = writer
+
+    @classmethod
+    def open(cls, path: Path | str) -> Store:
+        """Open (creating the file and its folders on first run) and migrate the schema."""
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"{path.parent}: cannot create folder: {error.strerror}") from error
+        try:
+            writer = Writer(path, _setup)
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"{path}: cannot open the database: {error}") from error
+        return cls(path, writer)
+
+    def close(self) -> None:
+        """Finish queued writes, then close. Idempotent."""
+        self._writer.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.close)
+
+    # ----------------------------------------------------------------------- writes
+
+    async def _do(self, job: Any, **options: bool) -> Any:
+        return await asyncio.wrap_future(self._writer.submit(job, **options))
+
+    async def record(self, interaction: InteractionRecord) -> str:
+        """Store one interaction atomically; returns its id once it is committed."""
+        await self._do(
+            lambda conn, cache: writes.insert_interaction(conn, cache, interaction), groupable=True
+        )
+        return interaction.id
+
+    async def record_edit(
+        self,
+        message_id: int,
+        channel_id: int | None,
+        author_id: int | None,
+        new_content: str,
+        edited_at: datetime,
+    ) -> int:
+        """A Discord edit: a new version, the previous one superseded. Returns the version."""
+        return int(
+            await self._do(
+                lambda conn, _cache: writes.record_edit(
+                    conn, message_id, channel_id, author_id, new_content, edited_at
+                )
+            )
+        )
+
+    async def record_delete(self, message_id: int) -> bool:
+        """A Discord deletion: the current version is invalidated. True if it was known."""
+        return bool(await self._do(lambda conn, _cache: writes.record_delete(conn, message_id)))
+
+    async def forget_user(self, user_id: int) -> ForgetResult:
+        """Remove a person's text from every table, then from the file itself (VACUUM)."""
+
+        def job(conn: sqlite3.Connection, cache: writes.NodeCache) -> ForgetResult:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = writes.forget_user(conn, cache, user_id)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                cache.clear()
+                raise
+            _scrub_file(conn)
+            return result
+
+        return await self._do(job, transactional=False)  # type: ignore[no-any-return]
+
+    async def prune(self, older_than_days: int) -> PruneResult:
+        """Drop interactions older than N days and the nodes only they used."""
+        return await self._do(  # type: ignore[no-any-return]
+            lambda conn, cache: writes.prune(conn, cache, older_than_days)
+        )
+
+    # ------------------------------------------------------------------------ reads
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        conn = connect(self.path)
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            yield conn
+        finally:
+            conn.close()
+
+    def get_interaction(self, interaction_id: str) -> InteractionRecord:
+        with self._reader() as conn:
+            return reads.load_record(conn, reads.seq_of(conn, interaction_id))
+
+    def find_interaction(self, message_id: int) -> str | None:
+        """Id of the latest interaction with this trigger or answer message, if any."""
+        with self._reader() as conn:
+            seq = reads.find_seq(conn, message_id)
+            if seq is None:
+                return None
+            return str(
+                conn.execute("SELECT id FROM interactions WHERE seq = ?", (seq,)).fetchone()[0]
+            )
+
+    def explain(self, message_id: int) -> Explanation:
+        """Raises StoreError when no interaction has this trigger or answer message."""
+        with self._reader() as conn:
+            return explain_mod.build(conn, message_id)
+
+    async def explain_async(self, message_id: int) -> Explanation:
+        return await asyncio.to_thread(self.explain, message_id)
+
+    def message_versions(self, message_id: int) -> list[MessageVersion]:
+        with self._reader() as conn:
+            return reads.versions(conn, message_id)
+
+    def export_lines(
+        self, since: datetime | None = None, channel_id: int | None = None
+    ) -> Iterator[str]:
+        """JSONL lines (no newline) for OpenAI fine-tuning, one per successful interaction."""
+        if since is not None and since.tzinfo is None:
+            raise ValueError("since must be timezone-aware")
+        with self._reader() as conn:
+            yield from reads.export_lines(conn, since, channel_id)
+
+    def export(
+        self, since: datetime | None = None, channel_id: int | None = None
+    ) -> Iterator[dict]:
+        """``{"messages": [...sent..., {"role": "assistant", "content": answer}]}`` dicts."""
+        for line in self.export_lines(since, channel_id):
+            yield json.loads(line)
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table (for tests, benchmarks and operators' curiosity)."""
+        with self._reader() as conn:
+            return reads.table_counts(conn)
+
+
+def _scrub_file(conn: sqlite3.Connection) -> None:
+    """Move everything into the main file, rebuild it, and empty the WAL.
+
+    After a rewrite the old text can survive in three places: freed pages (secure_delete zeroes
+    them), WAL frames not yet checkpointed, and slack in pages still in use; VACUUM rebuilds the
+    file from the live rows only, and the TRUNCATE checkpoints empty the WAL.
+    """
+    _checkpoint(conn)
+    conn.execute("VACUUM")
+    _checkpoint(conn)
+
+
+def _checkpoint(conn: sqlite3.Connection) -> None:
+    busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    if busy:
+        raise StoreError(
+            "could not checkpoint the WAL (another process is reading the database); "
+            "stop the bot and run forget-user again"
+        )

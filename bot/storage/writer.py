@@ -1,0 +1,156 @@
+"""The single writer: one thread, one connection, one queue.
+
+SQLite allows one writer at a time; funnelling every write of the process through one thread
+means no two of our connections ever fight over the lock (no "database is locked" however many
+channels answer at once), and the event loop only awaits a future, never the disk. Consecutive
+``record`` jobs found waiting in the queue share one commit (each inside its own savepoint, so a
+bad record fails alone); a job's future resolves only after its data is committed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bot.storage.writes import NodeCache
+
+Job = Callable[[sqlite3.Connection, NodeCache], Any]
+MAX_GROUP = 64
+
+
+class _Task:
+    __slots__ = ("future", "groupable", "job", "transactional")
+
+    def __init__(self, job: Job, transactional: bool, groupable: bool) -> None:
+        self.job = job
+        self.transactional = transactional
+        self.groupable = groupable
+        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit) with our pragmas."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+class Writer:
+    def __init__(self, path: Path, setup: Callable[[sqlite3.Connection], None]) -> None:
+        self._path = path
+        self._setup = setup
+        self._queue: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
+        self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="threadwise-store", daemon=True)
+        self._thread.start()
+        self._ready.result()  # re-raises a failed open or migration here, in the caller
+
+    def submit(
+        self, job: Job, *, transactional: bool = True, groupable: bool = False
+    ) -> concurrent.futures.Future[Any]:
+        task = _Task(job, transactional, groupable)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the store is closed")
+            self._queue.put(task)
+        return task.future
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
+
+    # ------------------------------------------------------------------ thread side
+
+    def _run(self) -> None:
+        try:
+            conn = connect(self._path)
+            self._setup(conn)
+        except BaseException as error:
+            self._ready.set_exception(error)
+            return
+        self._ready.set_result(None)
+        cache = NodeCache()
+        carry: _Task | None = None
+        try:
+            while True:
+                task = carry if carry is not None else self._queue.get()
+                carry = None
+                if task is None:
+                    break
+                if not task.future.set_running_or_notify_cancel():
+                    continue
+                if not task.transactional:
+                    self._run_plain(conn, cache, task)
+                    continue
+                group = [task]
+                while task.groupable and len(group) < MAX_GROUP:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is not None and nxt.groupable:
+                        if nxt.future.set_running_or_notify_cancel():
+                            group.append(nxt)
+                    else:
+                        carry = nxt
+                        break
+                self._run_group(conn, cache, group)
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _run_plain(conn: sqlite3.Connection, cache: NodeCache, task: _Task) -> None:
+        try:
+            task.future.set_result(task.job(conn, cache))
+        except BaseException as error:
+            task.future.set_exception(error)
+
+    @staticmethod
+    def _run_group(conn: sqlite3.Connection, cache: NodeCache, group: list[_Task]) -> None:
+        results: list[tuple[_Task, bool, Any]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except BaseException as error:
+            for task in group:
+                task.future.set_exception(error)
+            return
+        for task in group:
+            mark = cache.mark()
+            conn.execute("SAVEPOINT job")
+            try:
+                value = task.job(conn, cache)
+            except BaseException as error:
+                conn.execute("ROLLBACK TO job")
+                conn.execute("RELEASE job")
+                cache.rollback_to(mark)
+                results.append((task, False, error))
+            else:
+                conn.execute("RELEASE job")
+                results.append((task, True, value))
+        try:
+            conn.execute("COMMIT")
+        except BaseException as error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            cache.clear()
+            for task in group:
+                task.future.set_exception(error)
+            return
+        cache.committed()
+        for task, ok, value in results:
+            if ok:
+                task.future.set_result(value)
+            else:
+                task.future.set_exception(value)

@@ -1,0 +1,286 @@
+"""Everything that changes the database, run only on the writer thread's connection.
+
+Each function expects to be called inside a transaction the caller opened (the writer wraps
+every job in one), so a failure anywhere rolls the whole change back: an interaction is either
+recorded with all its rows or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
+from bot.storage.errors import StoreError
+from bot.storage.models import REMOVED, ForgetResult, InteractionRecord, PruneResult
+from bot.storage.nodes import canonical_json, node_hash, redact_message
+from bot.storage.timefmt import now_db, to_db
+
+NODE_CACHE_LIMIT = 50_000
+
+
+class NodeCache:
+    """hash -> node id for nodes this connection knows exist, so shared nodes cost no query.
+
+    Ids added inside a transaction are tracked as pending so a rollback can forget them (the
+    rows they name are gone); anything that deletes nodes clears the cache.
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[bytes, int] = {}
+        self._pending: list[bytes] = []
+
+    def get(self, key: bytes) -> int | None:
+        return self._ids.get(key)
+
+    def add(self, key: bytes, node_id: int) -> None:
+        if len(self._ids) >= NODE_CACHE_LIMIT:
+            self._ids.clear()
+        self._ids[key] = node_id
+        self._pending.append(key)
+
+    def mark(self) -> int:
+        return len(self._pending)
+
+    def rollback_to(self, mark: int) -> None:
+        for key in self._pending[mark:]:
+            self._ids.pop(key, None)
+        del self._pending[mark:]
+
+    def committed(self) -> None:
+        self._pending.clear()
+
+    def clear(self) -> None:
+        self._ids.clear()
+        self._pending.clear()
+
+
+def node_id_for(conn: sqlite3.Connection, cache: NodeCache, text: str) -> int:
+    key = node_hash(text)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    row = conn.execute("SELECT id FROM nodes WHERE hash = ?", (key,)).fetchone()
+    if row is not None:
+        node_id = int(row[0])
+    else:
+        cursor = conn.execute("INSERT INTO nodes (hash, json) VALUES (?, ?)", (key, text))
+        node_id = int(cursor.lastrowid or 0)
+    cache.add(key, node_id)
+    return node_id
+
+
+def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: InteractionRecord) -> int:
+    """Write one interaction and all its rows; returns its ``seq``."""
+    node_ids = [node_id_for(conn, cache, canonical_json(m)) for m in rec.request_messages]
+    try:
+        cursor = conn.execute(
+            "INSERT INTO interactions (id, guild_id, channel_id, trigger_message_id, "
+            "trigger_author_id, started_at, ended_at, model, parameters, answer, usage, "
+            "latency_seconds, outcome, error, message_count, work_log_count, article_count) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rec.id,
+                rec.guild_id,
+                rec.channel_id,
+                rec.trigger_message_id,
+                rec.trigger_author_id,
+                to_db(rec.started_at),
+                to_db(rec.ended_at),
+                rec.model,
+                json.dumps(rec.parameters, ensure_ascii=False, separators=(",", ":")),
+                rec.answer,
+                json.dumps(rec.usage, separators=(",", ":")),
+                rec.latency_seconds,
+                rec.outcome,
+                rec.error,
+                len(rec.request_messages),
+                len(rec.work_log),
+                len(rec.articles),
+            ),
+        )
+    except sqlite3.IntegrityError as error:
+        if "interactions.id" in str(error):
+            raise StoreError(f"interaction {rec.id} is already recorded") from error
+        raise
+    seq = int(cursor.lastrowid or 0)
+    context_rows = []
+    for position, (node_id, entry) in enumerate(zip(node_ids, rec.context, strict=True)):
+        if entry is None:
+            context_rows.append((seq, position, node_id, None, None, None, None))
+        else:
+            reasons = json.dumps(entry.reasons, ensure_ascii=False) if entry.reasons else None
+            context_rows.append(
+                (seq, position, node_id, entry.message_id, entry.author_id, entry.name, reasons)
+            )
+    conn.executemany("INSERT INTO context VALUES (?, ?, ?, ?, ?, ?, ?)", context_rows)
+    if rec.answer_message_ids:
+        conn.executemany(
+            "INSERT OR IGNORE INTO answer_messages VALUES (?, ?, ?)",
+            [(mid, seq, pos) for pos, mid in enumerate(rec.answer_message_ids)],
+        )
+    if rec.work_log:
+        conn.executemany(
+            "INSERT INTO work_log VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (seq, pos, e.action, e.detail, e.status, e.count)
+                for pos, e in enumerate(rec.work_log)
+            ],
+        )
+    if rec.articles:
+        conn.executemany(
+            "INSERT INTO articles VALUES (?, ?, ?, ?, ?)",
+            [(seq, pos, a.url, a.status, a.reason) for pos, a in enumerate(rec.articles)],
+        )
+    # Version 1 of every Discord message is the node the bot first sent for it; later sends
+    # of the same message leave it alone (INSERT OR IGNORE on the primary key).
+    recorded = to_db(rec.started_at)
+    seen = [
+        (entry.message_id, rec.channel_id, entry.author_id, node_id, recorded)
+        for node_id, entry in zip(node_ids, rec.context, strict=True)
+        if entry is not None and entry.message_id is not None
+    ]
+    if seen:
+        conn.executemany(
+            "INSERT OR IGNORE INTO message_versions (message_id, version, channel_id, "
+            "author_id, node_id, content, state, superseded_by, edited_at, recorded_at) "
+            "VALUES (?, 1, ?, ?, ?, NULL, 'active', NULL, NULL, ?)",
+            seen,
+        )
+    return seq
+
+
+def record_edit(
+    conn: sqlite3.Connection,
+    message_id: int,
+    channel_id: int | None,
+    author_id: int | None,
+    new_content: str,
+    edited_at: datetime,
+) -> int:
+    """Add a version; the current one becomes superseded and points at it. Returns its number."""
+    row = conn.execute(
+        "SELECT MAX(version) FROM message_versions WHERE message_id = ?", (message_id,)
+    ).fetchone()
+    latest = int(row[0] or 0)
+    new_version = latest + 1
+    conn.execute(
+        "UPDATE message_versions SET state = 'superseded', superseded_by = ? "
+        "WHERE message_id = ? AND state = 'active'",
+        (new_version, message_id),
+    )
+    conn.execute(
+        "INSERT INTO message_versions (message_id, version, channel_id, author_id, node_id, "
+        "content, state, superseded_by, edited_at, recorded_at) "
+        "VALUES (?, ?, ?, ?, NULL, ?, 'active', NULL, ?, ?)",
+        (message_id, new_version, channel_id, author_id, new_content, to_db(edited_at), now_db()),
+    )
+    return new_version
+
+
+def record_delete(conn: sqlite3.Connection, message_id: int) -> bool:
+    """Invalidate the message's current version; returns whether the store knew the message.
+
+    An unknown message still gets an (empty) invalidated version, so that the deletion is known
+    if the message turns up later, e.g. in a cached context.
+    """
+    cursor = conn.execute(
+        "UPDATE message_versions SET state = 'invalidated' "
+        "WHERE message_id = ? AND state = 'active'",
+        (message_id,),
+    )
+    if cursor.rowcount:
+        return True
+    known = conn.execute(
+        "SELECT 1 FROM message_versions WHERE message_id = ? LIMIT 1", (message_id,)
+    ).fetchone()
+    if known is None:
+        conn.execute(
+            "INSERT INTO message_versions (message_id, version, channel_id, author_id, node_id, "
+            "content, state, superseded_by, edited_at, recorded_at) "
+            "VALUES (?, 1, NULL, NULL, NULL, NULL, 'invalidated', NULL, NULL, ?)",
+            (message_id, now_db()),
+        )
+    return known is not None
+
+
+def delete_orphan_nodes(conn: sqlite3.Connection) -> int:
+    cursor = conn.execute(
+        "DELETE FROM nodes WHERE id NOT IN (SELECT node_id FROM context) "
+        "AND id NOT IN (SELECT node_id FROM message_versions WHERE node_id IS NOT NULL)"
+    )
+    return cursor.rowcount
+
+
+def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> ForgetResult:
+    """Replace a person's text everywhere; their interactions keep only the shell.
+
+    The caller must checkpoint and VACUUM afterwards (outside the transaction) so that the old
+    bytes leave the file and the WAL, not only the tables.
+    """
+    cache.clear()
+    shells = [
+        int(seq)
+        for (seq,) in conn.execute(
+            "SELECT seq FROM interactions WHERE trigger_author_id = ? AND removed = 0", (user_id,)
+        )
+    ]
+    for seq in shells:
+        for table in ("context", "work_log", "articles"):
+            conn.execute(f"DELETE FROM {table} WHERE seq = ?", (seq,))
+        conn.execute(
+            "UPDATE interactions SET answer = NULL, error = NULL, message_count = 0, "
+            "work_log_count = 0, article_count = 0, removed = 1 WHERE seq = ?",
+            (seq,),
+        )
+    old_nodes = {
+        int(node_id)
+        for (node_id,) in conn.execute(
+            "SELECT node_id FROM context WHERE author_id = ? UNION "
+            "SELECT node_id FROM message_versions WHERE author_id = ? AND node_id IS NOT NULL",
+            (user_id, user_id),
+        )
+    }
+    context_changed = 0
+    versions_changed = 0
+    for old in sorted(old_nodes):
+        (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
+        new = node_id_for(conn, cache, canonical_json(redact_message(json.loads(text))))
+        context_changed += conn.execute(
+            "UPDATE context SET node_id = ? WHERE author_id = ? AND node_id = ?",
+            (new, user_id, old),
+        ).rowcount
+        versions_changed += conn.execute(
+            "UPDATE message_versions SET node_id = ? WHERE author_id = ? AND node_id = ?",
+            (new, user_id, old),
+        ).rowcount
+    conn.execute(
+        "UPDATE context SET name = ? WHERE author_id = ? AND name IS NOT NULL", (REMOVED, user_id)
+    )
+    versions_changed += conn.execute(
+        "UPDATE message_versions SET content = ? WHERE author_id = ? AND content IS NOT NULL",
+        (REMOVED, user_id),
+    ).rowcount
+    removed = delete_orphan_nodes(conn)
+    cache.clear()
+    return ForgetResult(
+        context_messages=context_changed,
+        versions=versions_changed,
+        interactions_emptied=len(shells),
+        nodes_removed=removed,
+    )
+
+
+def prune(conn: sqlite3.Connection, cache: NodeCache, older_than_days: int) -> PruneResult:
+    """Drop interactions (and versions) older than the cut-off, then the nodes nobody uses."""
+    if older_than_days <= 0:
+        raise ValueError(f"older_than_days must be positive, got {older_than_days}")
+    cutoff = to_db(datetime.now(UTC) - timedelta(days=older_than_days))
+    cache.clear()
+    interactions = conn.execute("DELETE FROM interactions WHERE started_at < ?", (cutoff,)).rowcount
+    versions = conn.execute(
+        "DELETE FROM message_versions WHERE recorded_at < ?", (cutoff,)
+    ).rowcount
+    nodes = delete_orphan_nodes(conn)
+    cache.clear()
+    return PruneResult(interactions=interactions, nodes=nodes, versions=versions)

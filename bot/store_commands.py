@@ -1,0 +1,100 @@
+"""The CLI's storage commands: export, explain, forget-user.
+
+Each returns an exit code; operator mistakes (a bad date, an unknown message id, a database
+from a newer version) become ``CommandError`` so the CLI prints one line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+from bot.config import Config
+from bot.storage import Store, StoreError, render_text
+
+
+def _open(config: Config) -> Store:
+    from bot.cli import CommandError
+
+    try:
+        return Store.open(config.storage.path)
+    except StoreError as error:
+        raise CommandError(str(error)) from error
+
+
+def _since(text: str | None) -> datetime | None:
+    from bot.cli import CommandError
+
+    if text is None:
+        return None
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d")
+    except ValueError as error:
+        raise CommandError(f"--since: expected a date like 2024-05-31, got {text!r}") from error
+    return day.replace(tzinfo=UTC)
+
+
+def export_command(args: argparse.Namespace, config: Config) -> int:
+    """Write one JSONL line per successful interaction to ``--out`` or stdout."""
+    from bot.cli import CommandError
+
+    since = _since(args.since)
+    out: Path | None = args.out
+    with _open(config) as store:
+        lines = store.export_lines(since=since, channel_id=args.channel)
+        if out is None:
+            count = _write(lines, sys.stdout)
+            sys.stdout.flush()
+        else:
+            # Write beside the target and rename, so a failed export never leaves half a file.
+            partial = out.with_name(out.name + ".partial")
+            try:
+                with partial.open("w", encoding="utf-8") as handle:
+                    count = _write(lines, handle)
+                partial.replace(out)
+            except OSError as error:
+                partial.unlink(missing_ok=True)
+                raise CommandError(f"{out}: cannot write: {error.strerror}") from error
+    print(f"exported {count} interaction{'s' if count != 1 else ''}", file=sys.stderr)
+    return 0
+
+
+def _write(lines: Iterable[str], handle: TextIO) -> int:
+    count = 0
+    for line in lines:
+        handle.write(line + "\n")
+        count += 1
+    return count
+
+
+def explain_command(args: argparse.Namespace, config: Config) -> int:
+    from bot.cli import CommandError
+
+    with _open(config) as store:
+        try:
+            explanation = store.explain(args.message_id)
+        except StoreError as error:
+            raise CommandError(str(error)) from error
+    print(render_text(explanation))
+    return 0
+
+
+def forget_user_command(args: argparse.Namespace, config: Config) -> int:
+    from bot.cli import CommandError
+
+    with _open(config) as store:
+        try:
+            result = asyncio.run(store.forget_user(args.user_id))
+        except StoreError as error:
+            raise CommandError(str(error)) from error
+    print(
+        f"user {args.user_id}: {result.context_messages} context messages and "
+        f"{result.versions} message versions redacted, {result.interactions_emptied} "
+        f"interactions emptied; file rewritten"
+    )
+    return 0

@@ -1,0 +1,67 @@
+"""When the bot answers a message, and who may make it answer.
+
+Kept free of I/O so the rules can be read (and tested) in one place: a message is answered when
+it mentions the bot, replies to one of its messages, is a DM (if allowed) or is in an always-on
+channel; never when the bot wrote it, and not when another bot did unless configured. Then the
+permission lists apply: blocks always win, empty allow-lists allow everyone.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from bot.config import PermissionSettings, TriggerSettings
+
+TriggerKind = Literal["mention", "reply", "dm", "always_on"]
+
+
+def trigger_kind(
+    message: Any, bot_user_id: int, settings: TriggerSettings, *, bot_message: bool = False
+) -> TriggerKind | None:
+    """Why this message calls for an answer, or None. ``bot_message``: it replies to the bot
+    (known from the cache when the payload did not carry the referenced message)."""
+    author = message.author
+    if author.id == bot_user_id:
+        return None
+    if getattr(author, "bot", False) and not settings.answer_bots:
+        return None
+    if getattr(message, "guild", None) is None:
+        return "dm" if settings.allow_dms else None
+    if any(user.id == bot_user_id for user in message.mentions):
+        return "mention"
+    reference = message.reference
+    if reference is not None:
+        resolved = reference.resolved
+        if bot_message or getattr(getattr(resolved, "author", None), "id", None) == bot_user_id:
+            return "reply"
+    if message.channel.id in settings.always_on_channels:
+        return "always_on"
+    parent = getattr(message.channel, "parent_id", None)
+    if parent is not None and parent in settings.always_on_channels:
+        return "always_on"
+    return None
+
+
+def permitted(message: Any, settings: PermissionSettings) -> bool:
+    """Whether the author may use the bot in this channel."""
+    author_id = message.author.id
+    channel_ids = {message.channel.id}
+    parent = getattr(message.channel, "parent_id", None)
+    if parent is not None:
+        channel_ids.add(parent)  # a thread follows its channel's rules
+    role_ids = {role.id for role in getattr(message.author, "roles", [])}
+    if author_id in settings.blocked_users or channel_ids & set(settings.blocked_channels):
+        return False
+    if role_ids & set(settings.blocked_roles):
+        return False
+    if settings.allowed_users and author_id not in settings.allowed_users:
+        # An allowed role can still admit someone not listed by id.
+        if not (settings.allowed_roles and role_ids & set(settings.allowed_roles)):
+            return False
+    elif settings.allowed_roles and not settings.allowed_users:
+        if not role_ids & set(settings.allowed_roles):
+            return False
+    is_dm = getattr(message, "guild", None) is None
+    if settings.allowed_channels and not is_dm and not channel_ids & set(settings.allowed_channels):
+        return False
+    return True

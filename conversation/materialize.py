@@ -1,0 +1,270 @@
+"""Lazy materialization: only the messages the builder selected become ``MessageNode``s.
+
+This is where the expensive and the presentational work happens, once per selected message:
+mentions become readable names, link embeds and attachments become text, the bot's own messages
+become the assistant's turns, and linked articles are fetched (all of a context's at once, off
+the event loop, through the shared ``ArticleService``) and appended as escaped XML.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from conversation.articles.models import ArticleResult
+from conversation.articles.render import render_embeddings
+from conversation.articles.service import ArticleService
+from conversation.node import MessageNode
+from conversation.selection import ContextSelection, Reason
+
+USER_MENTION = re.compile(r"<@!?(\d+)>")
+ROLE_MENTION = re.compile(r"<@&(\d+)>")
+CHANNEL_MENTION = re.compile(r"<#(\d+)>")
+CUSTOM_EMOJI = re.compile(r"<a?:(\w+):\d+>")
+TEXT_SUFFIXES = (".txt", ".md", ".py", ".json", ".log", ".csv", ".toml", ".yaml", ".yml", ".js",
+                 ".ts", ".rs", ".go", ".c", ".h", ".cpp", ".java", ".sh", ".ini", ".cfg", ".xml",
+                 ".html", ".css", ".sql", ".diff", ".patch")  # fmt: skip
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+class MaterializeOptions(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    bot_user_id: int | None = None
+    vision: bool = False
+    max_text_chars: int = 8000
+    max_text_attachments: int = 3
+
+
+@dataclass
+class MaterializedContext:
+    """Nodes in chronological order, the trigger last, and what happened to each article."""
+
+    nodes: list[MessageNode]
+    articles: list[ArticleResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class Materializer:
+    """Turns selected raw messages into nodes; one instance shared by every answer."""
+
+    def __init__(self, options: MaterializeOptions, articles: ArticleService | None = None):
+        self.options = options
+        self.articles = articles
+
+    async def materialize(self, selection: ContextSelection) -> MaterializedContext:
+        messages = [*selection.messages, selection.trigger]
+        links = {m.id: self._links(m) for m in messages}
+        # The trigger's links first: if the per-context limit bites, what was asked about wins.
+        ordered = [url for m in reversed(messages) for url in links[m.id]]
+        results: dict[str, ArticleResult] = {}
+        if ordered and self.articles is not None:
+            results = await self.articles.fetch_many(ordered)
+        attachments = await asyncio.gather(*(self._attachment_text(m) for m in messages))
+        names = _ambiguous_names(messages)
+        nodes = [
+            self._node(
+                message,
+                selection.reasons.get(message.id, []),
+                [results[url] for url in links[message.id] if url in results],
+                extra,
+                names,
+                is_trigger=message is selection.trigger,
+            )
+            for message, extra in zip(messages, attachments, strict=True)
+        ]
+        problems = [
+            f"article {result.url} not used: {result.reason}"
+            for result in results.values()
+            if not result.ok
+        ]
+        return MaterializedContext(nodes=nodes, articles=list(results.values()), problems=problems)
+
+    # ------------------------------------------------------------------ one message
+
+    def _node(
+        self,
+        message: Any,
+        reasons: Sequence[Reason],
+        articles: list[ArticleResult],
+        attachment_text: tuple[str, tuple[str, ...]],
+        ambiguous: set[str],
+        *,
+        is_trigger: bool,
+    ) -> MessageNode:
+        author = message.author
+        is_bot_turn = self.options.bot_user_id is not None and author.id == self.options.bot_user_id
+        text = readable_content(message)
+        parts = [text] if text else []
+        parts.extend(_embed_lines(message))
+        extra, images = attachment_text
+        if extra:
+            parts.append(extra)
+        body = "\n".join(parts)
+        suffix = render_embeddings(articles)
+        if suffix:
+            body = f"{body} {suffix}" if body else suffix
+        metadata: dict[str, Any] = {
+            "reasons": [reason.describe() for reason in reasons],
+            "trigger": is_trigger,
+        }
+        name = display_name(author)
+        created_at: datetime = message.created_at
+        if is_bot_turn:
+            return MessageNode(
+                role="assistant",
+                content=body,
+                name=name,
+                user_id=str(author.id),
+                message_id=str(message.id),
+                created_at=created_at,
+                metadata=metadata,
+            )
+        speaker = name if name not in ambiguous else f"{name} (user {author.id})"
+        replying = _reply_target(message)
+        header = f"{speaker} (replying to {replying})" if replying else speaker
+        return MessageNode(
+            role="user",
+            content=f"{header}: {body}",
+            name=name,
+            user_id=str(author.id),
+            message_id=str(message.id),
+            created_at=created_at,
+            images=images if self.options.vision else (),
+            metadata=metadata,
+        )
+
+    def _links(self, message: Any) -> list[str]:
+        if self.articles is None:
+            return []
+        embed_urls = [embed.url for embed in getattr(message, "embeds", []) if embed.url]
+        return self.articles.find_urls(message.content, embed_urls)
+
+    async def _attachment_text(self, message: Any) -> tuple[str, tuple[str, ...]]:
+        """Text files inline (capped), images as image URLs, anything else named."""
+        lines: list[str] = []
+        images: list[str] = []
+        read = 0
+        for attachment in getattr(message, "attachments", []):
+            filename = attachment.filename
+            content_type = (getattr(attachment, "content_type", None) or "").lower()
+            lower = filename.lower()
+            if content_type.startswith("image/") or lower.endswith(IMAGE_SUFFIXES):
+                if self.options.vision:
+                    images.append(attachment.url)
+                lines.append(f"[image: {filename}]")
+            elif (content_type.startswith("text/") or lower.endswith(TEXT_SUFFIXES)) and (
+                read < self.options.max_text_attachments
+            ):
+                read += 1
+                lines.append(await self._inline_text(attachment))
+            else:
+                lines.append(f"[attachment: {filename}, {_size(attachment.size)}]")
+        return "\n".join(lines), tuple(images)
+
+    async def _inline_text(self, attachment: Any) -> str:
+        limit = self.options.max_text_chars
+        if attachment.size > limit * 4:
+            return f"[text attachment: {attachment.filename}, {_size(attachment.size)}, too big]"
+        try:
+            data: bytes = await attachment.read()
+        except Exception as error:  # nextcord raises HTTPException, NotFound, or fails offline
+            return f"[text attachment: {attachment.filename}, not readable: {type(error).__name__}]"
+        text = data.decode("utf-8", errors="replace")
+        cut = "" if len(text) <= limit else f"\n[... cut at {limit} of {len(text)} characters]"
+        return f"[text attachment: {attachment.filename}]\n{text[:limit]}{cut}"
+
+
+# ---------------------------------------------------------------------------- text helpers
+
+
+def display_name(user: Any) -> str:
+    name = getattr(user, "display_name", None) or getattr(user, "name", None) or "someone"
+    return str(name)
+
+
+def readable_content(message: Any) -> str:
+    """Mentions as ``@Name``/``#channel``, custom emoji as ``:name:``."""
+    content: str = message.content or ""
+    users = {user.id: display_name(user) for user in getattr(message, "mentions", [])}
+    guild = getattr(message, "guild", None)
+
+    def user_name(match: re.Match[str]) -> str:
+        user_id = int(match.group(1))
+        if user_id in users:
+            return f"@{users[user_id]}"
+        member = guild.get_member(user_id) if guild is not None else None
+        return f"@{display_name(member)}" if member is not None else "@unknown-user"
+
+    def role_name(match: re.Match[str]) -> str:
+        role = guild.get_role(int(match.group(1))) if guild is not None else None
+        return f"@{role.name}" if role is not None else "@unknown-role"
+
+    def channel_name(match: re.Match[str]) -> str:
+        channel = guild.get_channel(int(match.group(1))) if guild is not None else None
+        name = getattr(channel, "name", None)
+        return f"#{name}" if name else "#unknown-channel"
+
+    content = USER_MENTION.sub(user_name, content)
+    content = ROLE_MENTION.sub(role_name, content)
+    content = CHANNEL_MENTION.sub(channel_name, content)
+    return CUSTOM_EMOJI.sub(lambda m: f":{m.group(1)}:", content)
+
+
+def _embed_lines(message: Any) -> list[str]:
+    lines = []
+    for embed in getattr(message, "embeds", []):
+        title = (embed.title or "").strip()
+        description = (embed.description or "").strip()
+        if title or description:
+            text = " - ".join(part for part in (title, description) if part)
+            lines.append(f"[link preview: {text[:500]}]")
+    return lines
+
+
+def _reply_target(message: Any) -> str | None:
+    reference = getattr(message, "reference", None)
+    if reference is None or reference.message_id is None:
+        return None
+    resolved = reference.resolved
+    author = getattr(resolved, "author", None)
+    if author is not None:
+        return display_name(author)
+    return "a deleted message" if resolved is not None else "an earlier message"
+
+
+def _ambiguous_names(messages: Sequence[Any]) -> set[str]:
+    """Display names shared by different people in this context (then user ids tell them apart)."""
+    people: dict[str, set[int]] = {}
+    for message in messages:
+        people.setdefault(display_name(message.author), set()).add(message.author.id)
+    return {name for name, ids in people.items() if len(ids) > 1}
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    return f"{size} B"
+
+
+def render_system_prompt(
+    template: str, *, bot_name: str, server: str, channel: str, now: datetime
+) -> str:
+    """Fill the persona's placeholders; other braces in it are left alone."""
+    values = {
+        "{bot_name}": bot_name,
+        "{server}": server,
+        "{channel}": channel,
+        "{now}": now.strftime("%A %Y-%m-%d %H:%M %Z"),
+    }
+    for placeholder, value in values.items():
+        template = template.replace(placeholder, value)
+    return template

@@ -1,0 +1,121 @@
+"""Config errors are one clear line naming the file and the key; secrets never print."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.config import ConfigError, load_config, require_token
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_repository_config_is_the_defaults():
+    """config.toml documents every default: loading it equals loading nothing at all."""
+    from_file = load_config(ROOT / "config.toml", env={})
+    from bot.config import Config
+
+    built_in = Config()
+    assert from_file.model_dump(exclude={"storage"}) == built_in.model_dump(exclude={"storage"})
+    assert from_file.storage.path == ROOT / "data" / "threadwise.sqlite3"
+
+
+def test_every_setting_is_written_in_config_toml():
+    import tomllib
+
+    from bot.config import Config
+
+    written = tomllib.loads((ROOT / "config.toml").read_text())
+    text = (ROOT / "config.toml").read_text()
+    for section, model in Config.model_fields.items():
+        assert section in written, f"[{section}] missing from config.toml"
+        for key in model.annotation.model_fields:
+            assert f"{key} =" in text, f"[{section}] {key} is not documented in config.toml"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[context]\nmin_lineer = 4\n", "[context] min_lineer: unknown key"),
+        ("[contxt]\nmin_linear = 4\n", "[contxt]: unknown section"),
+        ('[context]\nmax_total = "many"\n', "[context] max_total: Input should be a valid integer"),
+        ("[context]\ntime_threshold_minutes = -5\n", "[context] time_threshold_minutes:"),
+        ("[context]\nmin_linear = -1\n", "[context] min_linear: Input should be greater than"),
+        ("[context]\nmin_linear = 40\n", "[context] min_linear: must not exceed max_total (40 > 30)"),
+        ('[model]\nbase_url = "localhost:1234"\n', "[model] base_url:"),
+        ('[discord]\napi_base = "ftp://x"\n', "[discord] api_base:"),
+        ("[context\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_names_the_key(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path, env={})
+    message = str(error.value)
+    assert message.startswith(f"{path}: ")
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_explicit_missing_file_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.toml", env={})
+
+
+def test_environment_wins_over_the_file(tmp_path):
+    path = write(tmp_path, '[discord]\ntoken = "file-token"\n[model]\napi_key = "file-key"\n')
+    config = load_config(path, env={"DISCORD_TOKEN": "env-token", "MODEL_API_KEY": "env-key"})
+    assert require_token(config, path) == "env-token"
+    assert config.model.api_key.get_secret_value() == "env-key"
+
+
+def test_missing_token_when_running_is_one_line(tmp_path, capsys):
+    path = write(tmp_path, "[context]\nmin_linear = 5\n")
+    with pytest.raises(ConfigError, match=r"\[discord\] token: missing; set the DISCORD_TOKEN"):
+        require_token(load_config(path, env={}), path)
+
+
+def test_check_config_masks_secrets(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("DISCORD_TOKEN", raising=False)
+    monkeypatch.delenv("MODEL_API_KEY", raising=False)
+    path = write(tmp_path, '[discord]\ntoken = "sekrit-token-123"\n[model]\napi_key = "sk-999"\n')
+    assert main(["check-config", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "sekrit-token-123" not in out and "sk-999" not in out
+    assert 'token = "**********"' in out
+    assert "min_linear = 10" in out
+
+
+def test_broken_config_exits_non_zero_without_traceback(tmp_path):
+    path = write(tmp_path, "[context]\nmin_linear = 40\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "check-config", "--config", str(path)],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"error: {path}: [context] min_linear: must not exceed max_total (40 > 30)"
+    )
+
+
+def test_run_without_token_exits_with_one_line(tmp_path):
+    path = write(tmp_path, "")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "DISCORD_TOKEN"}
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "run", "--config", str(path)],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "[discord] token: missing" in result.stderr
