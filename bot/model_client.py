@@ -397,15 +397,14 @@ class ModelClient:
                 raise
             error: ModelError = ModelTimeoutError(
                 f"no complete answer within timeout_seconds={self.settings.timeout_seconds:g} "
-                f"({len(call.attempts) + 1} attempt(s), {len(call.progress.text)} characters "
-                "received)"
+                f"({len(call.attempts) + (call.current is not None)} attempt(s), "
+                f"{len(call.progress.text)} characters received)"
             )
             error.partial_text = call.progress.text
             if call.current is not None:
                 number, attempt_started, attempt_at = call.current
                 call.attempts.append(
                     self._attempt_record(
-                        call,
                         number,
                         attempt_started,
                         stream,
@@ -434,6 +433,7 @@ class ModelClient:
             body = self.build_request(messages, stream=stream)
             call.request = body
             call.progress = _Progress()
+            call.first_token_at = None  # a failed attempt's first token does not count
             attempt_started = time.monotonic()
             attempt_at = datetime.now(UTC)
             call.current = (number, attempt_started, attempt_at)
@@ -464,7 +464,6 @@ class ModelClient:
                 if call.delivered:
                     call.attempts.append(
                         self._attempt_record(
-                            call,
                             number,
                             attempt_started,
                             stream,
@@ -487,7 +486,6 @@ class ModelClient:
                     delay = None
                 call.attempts.append(
                     self._attempt_record(
-                        call,
                         number,
                         attempt_started,
                         stream,
@@ -533,7 +531,6 @@ class ModelClient:
 
     def _attempt_record(
         self,
-        call: _Call,
         number: int,
         attempt_started: float,
         stream: bool,

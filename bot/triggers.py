@@ -54,14 +54,11 @@ def permitted(message: Any, settings: PermissionSettings) -> bool:
         return False
     if role_ids & set(settings.blocked_roles):
         return False
-    if settings.allowed_users and author_id not in settings.allowed_users:
-        # An allowed role can still admit someone not listed by id.
-        if not (settings.allowed_roles and role_ids & set(settings.allowed_roles)):
-            return False
-    elif settings.allowed_roles and not settings.allowed_users:
-        if not role_ids & set(settings.allowed_roles):
-            return False
-    is_dm = getattr(message, "guild", None) is None
-    if settings.allowed_channels and not is_dm and not channel_ids & set(settings.allowed_channels):
+    # Allow-lists of users and roles add up: being listed in either admits.
+    restricted = bool(settings.allowed_users or settings.allowed_roles)
+    listed = author_id in settings.allowed_users or bool(role_ids & set(settings.allowed_roles))
+    if restricted and not listed:
         return False
-    return True
+    is_dm = getattr(message, "guild", None) is None
+    allowed_channels = set(settings.allowed_channels)
+    return not allowed_channels or is_dm or bool(channel_ids & allowed_channels)

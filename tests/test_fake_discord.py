@@ -440,9 +440,7 @@ async def test_many_channels_at_once(fake_discord, connect_client):
     await connect_client(client)
     assert len(client.get_guild(GUILD).text_channels) == 100
 
-    await asyncio.gather(
-        *(fake_discord.user_says(cid, ALICE, f"hi {cid}") for cid in channel_ids)
-    )
+    await asyncio.gather(*(fake_discord.user_says(cid, ALICE, f"hi {cid}") for cid in channel_ids))
     messages = await recorder.wait("message", 100)
     assert {m.channel.id for m in messages} == set(channel_ids)
     histories = await asyncio.gather(*(_collect(client.get_channel(cid)) for cid in channel_ids))
@@ -513,9 +511,7 @@ async def test_slash_command_round_trip(fake_discord, connect_client):
         await interaction.edit_original_message(content="done thinking")
 
     await connect_client(client)
-    await fake_discord.wait_for_request(
-        "POST", f"/applications/*/guilds/{GUILD}/commands", count=2
-    )
+    await fake_discord.wait_for_request("POST", f"/applications/*/guilds/{GUILD}/commands", count=2)
     options = [{"name": "word", "type": 3, "value": "hi"}]
     interaction = await fake_discord.invoke_command(GENERAL, ALICE, "ping", options)
 

@@ -357,9 +357,7 @@ class Gateway:
     async def close_connections(self, code: int = 4000, message: str = "") -> int:
         """Close every connection with a close code (4000 lets nextcord resume)."""
         targets = list(self._live)
-        await asyncio.gather(
-            *(conn.close(code, message.encode()) for conn in targets)
-        )
+        await asyncio.gather(*(conn.close(code, message.encode()) for conn in targets))
         return len(targets)
 
     @contextlib.asynccontextmanager

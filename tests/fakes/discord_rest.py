@@ -472,7 +472,9 @@ class RestApi:
         mention_roles = [
             role_id
             for role_id in dict.fromkeys(ROLE_MENTION.findall(content))
-            if guild is not None and role_id in guild.roles and ("roles" in parse or role_id in roles)
+            if guild is not None
+            and role_id in guild.roles
+            and ("roles" in parse or role_id in roles)
         ]
         everyone = (
             guild is not None
@@ -601,7 +603,9 @@ class RestApi:
         return self.bot_message(channel_id, body, extra=meta), True
 
     async def interaction_callback(self, request: web.Request) -> web.Response:
-        record = self._interaction(request.match_info["interaction_id"], request.match_info["token"])
+        record = self._interaction(
+            request.match_info["interaction_id"], request.match_info["token"]
+        )
         if record.callbacks:
             raise ApiError(400, 40060, "Interaction has already been acknowledged.")
         body = request[BODY] or {}
@@ -654,7 +658,9 @@ class RestApi:
     async def get_webhook_message(self, request: web.Request) -> web.Response:
         record, channel_id, message_id = self._webhook_message(request)
         if not channel_id:
-            return json_response(next(m for m in record.ephemeral_messages if m["id"] == message_id))
+            return json_response(
+                next(m for m in record.ephemeral_messages if m["id"] == message_id)
+            )
         return json_response(self.state.render(self.state.raw_message(channel_id, message_id)))
 
     async def edit_webhook_message(self, request: web.Request) -> web.Response:

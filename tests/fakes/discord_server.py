@@ -418,9 +418,7 @@ class FakeDiscord:
 
     def forbid_history(self, channel_id: int | str, *, count: int | None = None) -> RouteRule:
         """The bot lost access to a channel's history: 403 Missing Access (code 50001)."""
-        return self.add_error(
-            f"/channels/{channel_id}/messages*", 403, method="GET", count=count
-        )
+        return self.add_error(f"/channels/{channel_id}/messages*", 403, method="GET", count=count)
 
     def clear_rules(self) -> None:
         self.rest.rules.clear()

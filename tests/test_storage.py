@@ -1,0 +1,396 @@
+"""The interaction store against a real SQLite file: round trips, sharing, validity, privacy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from bot.cli import main as cli_main
+from bot.storage import (
+    MIGRATIONS,
+    ArticleEntry,
+    ContextEntry,
+    InteractionRecord,
+    Store,
+    StoreError,
+    WorkLogEntry,
+    migrate,
+    render_text,
+    schema_version,
+)
+from bot.storage.models import REMOVED
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+SYSTEM = {"role": "system", "content": "You are Testbot. Be brief."}
+BOT_ID = 999
+
+
+def user_msg(mid: int, author: int, text: str, name: str = "") -> dict:
+    return {"role": "user", "content": f'<message author="{name or author}">{text}</message>'}
+
+
+def make_record(
+    trigger: int,
+    messages: list[tuple[int, int, str]],
+    *,
+    channel: int = 10,
+    answer: str = "An answer.",
+    answer_ids: tuple[int, ...] = (),
+    outcome: str = "success",
+    started: datetime = NOW,
+    author: int | None = None,
+    names: dict[int, str] | None = None,
+) -> InteractionRecord:
+    """A record whose request is the system prompt plus ``(message_id, author_id, text)``."""
+    names = names or {}
+    request = [SYSTEM] + [user_msg(m, a, t, names.get(a, "")) for m, a, t in messages]
+    context: list[ContextEntry | None] = [None] + [
+        ContextEntry(message_id=m, author_id=a, name=names.get(a), reasons=[f"linear {i}"])
+        for i, (m, a, _) in enumerate(messages)
+    ]
+    return InteractionRecord(
+        guild_id=1,
+        channel_id=channel,
+        trigger_message_id=trigger,
+        trigger_author_id=author if author is not None else messages[-1][1],
+        started_at=started,
+        ended_at=started + timedelta(seconds=2),
+        model="llama3.1",
+        parameters={"temperature": 0.7},
+        request_messages=request,
+        context=context,
+        answer=answer,
+        answer_message_ids=list(answer_ids),
+        usage={"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+        latency_seconds=1.5,
+        outcome=outcome,  # type: ignore[arg-type]
+        error=None if outcome == "success" else "model timed out",
+        work_log=[
+            WorkLogEntry(action="history_page", detail="before 100", count=50),
+            WorkLogEntry(action="reference", detail="followed 42"),
+            WorkLogEntry(action="model_attempt", detail="HTTP 503", status="failure"),
+            WorkLogEntry(action="model_attempt", detail="ok"),
+        ],
+        articles=[
+            ArticleEntry(url="http://10.0.0.1/x", status="refused", reason="private address")
+        ],
+    )
+
+
+@pytest.fixture
+async def store(tmp_path: Path):
+    opened = Store.open(tmp_path / "deep" / "dir" / "store.sqlite3")
+    yield opened
+    opened.close()
+
+
+async def test_round_trip_keeps_every_field(store: Store) -> None:
+    rec = make_record(
+        103, [(101, 1, "hello"), (102, 2, "héllo wörld ✓"), (103, 1, "bot?")], answer_ids=(200, 201)
+    )
+    assert await store.record(rec) == rec.id
+    assert store.get_interaction(rec.id) == rec
+
+
+async def test_export_is_exactly_the_request_plus_answer(store: Store) -> None:
+    rec = make_record(103, [(101, 1, "a"), (103, 2, "b")], answer="Réponse « exacte »")
+    image = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "see"},
+            {"type": "image_url", "image_url": {"url": "http://i/x"}},
+        ],
+        "name": "alice",
+    }
+    rec2 = rec.model_copy(
+        update={
+            "id": "x2",
+            "request_messages": [*rec.request_messages, image],
+            "context": [*rec.context, None],
+        }
+    )
+    failed = make_record(104, [(104, 3, "c")], outcome="failure")
+    await store.record(rec)
+    await store.record(failed)
+    await store.record(rec2)
+    lines = list(store.export())
+    assert lines == [
+        {"messages": [*rec.request_messages, {"role": "assistant", "content": rec.answer}]},
+        {"messages": [*rec2.request_messages, {"role": "assistant", "content": rec.answer}]},
+    ]
+    # Key order is kept, too: the stored text is the message as given.
+    assert list(lines[1]["messages"][-2]) == ["role", "content", "name"]
+
+
+async def test_export_filters_by_date_and_channel(store: Store) -> None:
+    await store.record(make_record(1, [(1, 1, "old")], started=NOW - timedelta(days=3)))
+    await store.record(make_record(2, [(2, 1, "new")], channel=11))
+    await store.record(make_record(3, [(3, 1, "new here")], channel=10))
+    since = NOW - timedelta(days=1)
+    got = [line["messages"][1]["content"] for line in store.export(since=since)]
+    assert got == [user_msg(2, 1, "new")["content"], user_msg(3, 1, "new here")["content"]]
+    got = [line["messages"][1]["content"] for line in store.export(channel_id=10)]
+    assert got == [user_msg(1, 1, "old")["content"], user_msg(3, 1, "new here")["content"]]
+
+
+async def test_nodes_are_shared_between_interactions(store: Store) -> None:
+    history = [(i, i % 3, f"message {i}") for i in range(1, 12)]
+    await store.record(make_record(10, history[:10]))
+    await store.record(make_record(11, history[1:11]))
+    counts = store.counts()
+    assert counts["context"] == 22  # 11 + 11 rows (system prompt included)
+    assert counts["nodes"] == 12  # system + 11 distinct messages
+    assert counts["nodes"] < counts["context"]
+
+
+async def test_edit_adds_version_and_leaves_old_interaction_alone(store: Store) -> None:
+    rec = make_record(5, [(4, 1, "I like cats"), (5, 2, "really?")])
+    await store.record(rec)
+    before = list(store.export())
+    version = await store.record_edit(4, 10, 1, "I like dogs", NOW + timedelta(minutes=1))
+    assert version == 2
+    versions = store.message_versions(4)
+    assert [(v.version, v.state, v.superseded_by) for v in versions] == [
+        (1, "superseded", 2),
+        (2, "active", None),
+    ]
+    assert "I like cats" in (versions[0].content or "")
+    assert versions[1].content == "I like dogs"
+    assert versions[1].edited_at == NOW + timedelta(minutes=1)
+    assert store.get_interaction(rec.id) == rec
+    assert list(store.export()) == before
+    # A later answer that sees the edit is a separate sample; the old one is not rewritten.
+    later = make_record(6, [(4, 1, "I like dogs"), (6, 2, "and now?")])
+    await store.record(later)
+    exported = list(store.export())
+    assert exported[0] == before[0]
+    assert len(exported) == 2
+    assert store.explain(5).context[1].state == "superseded"
+
+
+async def test_delete_invalidates(store: Store) -> None:
+    await store.record(make_record(5, [(4, 1, "soon gone"), (5, 2, "hm")]))
+    assert await store.record_delete(4) is True
+    assert [v.state for v in store.message_versions(4)] == ["invalidated"]
+    assert await store.record_delete(777) is False
+    assert [v.state for v in store.message_versions(777)] == ["invalidated"]
+    explanation = store.explain(5)
+    assert explanation.context[1].state == "invalidated"
+    assert "(invalidated since)" in render_text(explanation)
+
+
+async def test_edit_of_unknown_message_starts_its_history(store: Store) -> None:
+    assert await store.record_edit(50, 10, 1, "first seen as edit", NOW) == 1
+    assert await store.record_edit(50, 10, 1, "again", NOW) == 2
+    assert [v.state for v in store.message_versions(50)] == ["superseded", "active"]
+
+
+async def test_forget_user_leaves_no_trace_in_the_file(store: Store) -> None:
+    secret = "ZANZIBAR-PINEAPPLE-7741"
+    alice, bob = 1, 2
+    names = {alice: "AliceSecretName", bob: "Bob"}
+    # Alice talks in Bob's interactions; one interaction is triggered by her.
+    await store.record(
+        make_record(
+            3, [(1, alice, f"my code is {secret}"), (3, bob, "ok")], names=names, answer="noted"
+        )
+    )
+    await store.record(
+        make_record(
+            5,
+            [(1, alice, f"my code is {secret}"), (3, bob, "ok"), (5, alice, f"repeat {secret}")],
+            names=names,
+            answer=f"Your code is {secret}",
+            answer_ids=(600,),
+        )
+    )
+    await store.record_edit(1, 10, alice, f"edited {secret}", NOW)
+    db = store.path
+    wal = db.with_name(db.name + "-wal")
+
+    def raw() -> bytes:
+        return db.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+    assert secret.encode() in raw()
+    result = await store.forget_user(alice)
+    assert result.interactions_emptied == 1
+    for needle in (secret.encode(), b"AliceSecretName"):
+        assert needle not in raw()
+    # Bob's interaction survives, with Alice's message replaced; hers is an empty shell.
+    bob_line = store.export()
+    lines = list(bob_line)
+    assert len(lines) == 1
+    assert lines[0]["messages"][1]["content"] == REMOVED
+    assert lines[0]["messages"][2] == user_msg(3, bob, "ok", "Bob")
+    shell = store.explain(600)
+    assert shell.removed and shell.context == [] and shell.work_log == []
+    assert "removed at the user's request" in render_text(shell)
+    assert all(v.content == REMOVED for v in store.message_versions(1))
+    store.close()
+    assert secret.encode() not in raw()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+async def test_prune_drops_old_interactions_and_orphan_nodes(store: Store) -> None:
+    old = make_record(1, [(1, 1, "ancient only")], started=datetime.now(UTC) - timedelta(days=40))
+    shared_old = make_record(
+        2, [(2, 1, "shared"), (3, 1, "old end")], started=datetime.now(UTC) - timedelta(days=40)
+    )
+    new = make_record(4, [(2, 1, "shared"), (4, 1, "fresh")], started=datetime.now(UTC))
+    for rec in (old, shared_old, new):
+        await store.record(rec)
+    result = await store.prune(30)
+    assert result.interactions == 2
+    assert result.nodes == 2  # "ancient only" and "old end"; "shared" and system stay
+    assert store.find_interaction(1) is None
+    assert store.get_interaction(new.id) == new
+    assert store.counts()["nodes"] == 3
+    with pytest.raises(ValueError):
+        await store.prune(0)
+
+
+def test_migrations_from_empty_file_and_idempotent_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "s.sqlite3"
+    Store.open(path).close()
+    with sqlite3.connect(path) as conn:
+        assert schema_version(conn) == len(MIGRATIONS)
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"nodes", "interactions", "context", "message_versions"} <= tables
+    Store.open(path).close()  # re-open: nothing to apply, nothing breaks
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        assert migrate(conn) == 0
+        # A later release appends a migration: only it runs, in order.
+        extra = (*MIGRATIONS, ("CREATE TABLE later (x INTEGER)",))
+        assert migrate(conn, extra) == 1
+        assert schema_version(conn) == len(MIGRATIONS) + 1
+    with pytest.raises(StoreError, match="newer"):
+        Store.open(path)
+
+
+async def test_bad_record_is_refused_whole(store: Store) -> None:
+    with pytest.raises(ValidationError, match="aligned"):
+        make_record(1, [(1, 1, "x")]).model_copy(update={}).model_validate(
+            {**make_record(1, [(1, 1, "x")]).model_dump(), "context": []}
+        )
+    with pytest.raises(ValidationError):
+        InteractionRecord.model_validate(
+            {**make_record(1, [(1, 1, "x")]).model_dump(), "started_at": datetime(2026, 1, 1)}
+        )
+    rec = make_record(1, [(1, 1, "x")])
+    await store.record(rec)
+    with pytest.raises(StoreError, match="already recorded"):
+        await store.record(rec)
+    assert store.counts()["interactions"] == 1
+    assert store.counts()["context"] == 2
+
+
+async def test_concurrent_writers(store: Store) -> None:
+    async def channel(channel_id: int) -> list[str]:
+        ids = []
+        for n in range(8):
+            base = channel_id * 1000
+            history = [(base + k, k % 4, f"c{channel_id} m{k}") for k in range(n, n + 20)]
+            rec = make_record(base + n + 20, history, channel=channel_id)
+            ids.append(await store.record(rec))
+        return ids
+
+    results = await asyncio.gather(*(channel(c) for c in range(1, 51)))
+    counts = store.counts()
+    assert counts["interactions"] == 400
+    assert counts["context"] == 400 * 21
+    assert len({i for ids in results for i in ids}) == 400
+    assert counts["nodes"] == 1 + 50 * 27  # system + each channel's distinct messages
+
+
+async def test_explain_by_trigger_and_by_answer_id(store: Store) -> None:
+    rec = make_record(
+        7,
+        [(6, 1, "context line"), (7, 2, "question")],
+        answer_ids=(700, 701),
+        names={1: "Ann", 2: "Ben"},
+    )
+    await store.record(rec)
+    by_trigger = store.explain(7)
+    assert by_trigger == store.explain(701)
+    assert by_trigger.interaction_id == rec.id
+    assert [m.name for m in by_trigger.context] == [None, "Ann", "Ben"]
+    assert by_trigger.context[1].reasons == ["linear 0"]
+    assert by_trigger.articles[0].reason == "private address"
+    assert by_trigger.work_log_summary == [
+        "history_page: 1, 50 items",
+        "reference: 1",
+        "model_attempt: 2 (1 failed)",
+    ]
+    text = render_text(by_trigger)
+    assert "Ann [6]" in text and "linear 0" in text and "private address" in text
+    assert "120+30=150" in text
+    with pytest.raises(StoreError, match="12345"):
+        store.explain(12345)
+
+
+async def test_render_text_fits_discord(store: Store) -> None:
+    history = [(i, i % 5, "long words " * 30) for i in range(1, 31)]
+    rec = make_record(30, history, answer_ids=(900,))
+    await store.record(rec)
+    explanation = store.explain(900)
+    full = render_text(explanation)
+    assert len(full) > 2000
+    short = render_text(explanation, limit=2000)
+    assert len(short) <= 2000
+    assert short.startswith("Answer to message 30")
+    assert "more lines not shown" in short
+    assert len(render_text(explanation, limit=300)) <= 300
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def _config(tmp_path: Path) -> Path:
+    config = tmp_path / "config.toml"
+    config.write_text('[storage]\npath = "data/store.sqlite3"\n')
+    return config
+
+
+async def _seed(path: Path) -> InteractionRecord:
+    async with Store.open(path) as store:
+        rec = make_record(
+            42, [(41, 1, "cli context"), (42, 2, "cli question ZEBRA-CLI")], answer_ids=(4200,)
+        )
+        await store.record(rec)
+        await store.record(make_record(43, [(43, 3, "other channel")], channel=77))
+    return rec
+
+
+def test_cli_export_explain_forget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _config(tmp_path)
+    rec = asyncio.run(_seed(tmp_path / "data" / "store.sqlite3"))
+    out = tmp_path / "train.jsonl"
+    assert cli_main(["export", "--config", str(config), "--channel", "10", "--out", str(out)]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert lines == [
+        {"messages": [*rec.request_messages, {"role": "assistant", "content": rec.answer}]}
+    ]
+    capsys.readouterr()
+    assert cli_main(["export", "--config", str(config), "--since", "2026-05-02"]) == 0
+    assert capsys.readouterr().out == ""
+    assert cli_main(["export", "--config", str(config)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+    assert cli_main(["explain", "--config", str(config), "4200"]) == 0
+    assert "cli context" in capsys.readouterr().out
+    assert cli_main(["explain", "--config", str(config), "31337"]) == 2
+    assert "31337" in capsys.readouterr().err
+    assert cli_main(["export", "--config", str(config), "--since", "May 1st"]) == 2
+    assert "--since" in capsys.readouterr().err
+
+    assert cli_main(["forget-user", "--config", str(config), "2"]) == 0
+    assert "1 interactions emptied" in capsys.readouterr().out
+    assert b"ZEBRA-CLI" not in (tmp_path / "data" / "store.sqlite3").read_bytes()
