@@ -34,8 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conversation.graph import MessageGraph  # noqa: E402
-from conversation.node import MessageNode  # noqa: E402
+from conversation.graph import MessageGraph
+from conversation.node import MessageNode
 
 
 class SeedGraph:

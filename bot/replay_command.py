@@ -87,6 +87,12 @@ async def _ask_model(prepared: PreparedPrompt, config: Config) -> str:
     return completion.text
 
 
+def _reason_label(kind: str, via: int | None, numbers: dict[int, int]) -> str:
+    if via is None:
+        return "recent" if kind == "linear" else kind
+    return f"{kind} via #{numbers[via]}" if via in numbers else f"{kind} via {via}"
+
+
 def _as_json(prepared: PreparedPrompt, answer: str) -> dict[str, Any]:
     selection = prepared.selection
     return {
@@ -119,18 +125,20 @@ def _print_text(
             f"Linked pages read from the offline copies in {next(iter(pages.values())).parent}\n"
         )
     out.write("\n")
-    for view, node in zip(prepared.graph, prepared.graph.snapshot().nodes, strict=True):
-        reasons = list(node.metadata.get("reasons", ())) if node.metadata else []
+    nodes = prepared.graph.snapshot().nodes()
+    numbers = {int(n.message_id): i for i, n in enumerate(nodes) if n.message_id is not None}
+    for number, node in enumerate(nodes):
         if node.metadata and node.metadata.get("trigger"):
             label = "trigger"
         elif node.role == "system":
             label = "system prompt"
         else:
-            label = ", ".join(reasons) or "-"
+            reasons = selection.reasons.get(int(node.message_id or 0), [])
+            label = ", ".join(_reason_label(r.kind, r.via, numbers) for r in reasons) or "-"
         when = node.created_at.strftime("%Y-%m-%d %H:%M") if node.created_at else ""
-        out.write(f"── {view['role']:<9} {when:<16}  [{label}]\n")
-        for line in str(view["content"]).splitlines() or [""]:
-            out.write(f"   {line}\n")
+        out.write(f"#{number:<3} {node.role:<9} {when:<16}  [{label}]\n")
+        for line in node.content.splitlines() or [""]:
+            out.write(f"     {line}\n")
     for article in prepared.materialized.articles:
         status = "read" if article.ok else f"not used ({article.reason})"
         out.write(f"\narticle {article.url}: {status}")

@@ -19,8 +19,14 @@ from bot.storage import Store, StoreError, render_text
 
 
 def _open(config: Config) -> Store:
+    """The existing store; reading commands must not create an empty one by accident."""
     from bot.cli import CommandError
 
+    if not config.storage.path.exists():
+        raise CommandError(
+            f"{config.storage.path}: no store there yet ([storage] path; the bot creates it "
+            "when it first runs)"
+        )
     try:
         return Store.open(config.storage.path)
     except StoreError as error:

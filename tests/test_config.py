@@ -51,7 +51,10 @@ def test_every_setting_is_written_in_config_toml():
         ('[context]\nmax_total = "many"\n', "[context] max_total: Input should be a valid integer"),
         ("[context]\ntime_threshold_minutes = -5\n", "[context] time_threshold_minutes:"),
         ("[context]\nmin_linear = -1\n", "[context] min_linear: Input should be greater than"),
-        ("[context]\nmin_linear = 40\n", "[context] min_linear: must not exceed max_total (40 > 30)"),
+        (
+            "[context]\nmin_linear = 40\n",
+            "[context] min_linear: must not exceed max_total (40 > 30)",
+        ),
         ('[model]\nbase_url = "localhost:1234"\n', "[model] base_url:"),
         ('[discord]\napi_base = "ftp://x"\n', "[discord] api_base:"),
         ("[context\n", "not valid TOML"),
@@ -100,7 +103,9 @@ def test_broken_config_exits_non_zero_without_traceback(tmp_path):
     path = write(tmp_path, "[context]\nmin_linear = 40\n")
     result = subprocess.run(
         [sys.executable, "-m", "bot", "check-config", "--config", str(path)],
-        capture_output=True, text=True, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
@@ -114,7 +119,11 @@ def test_run_without_token_exits_with_one_line(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "DISCORD_TOKEN"}
     result = subprocess.run(
         [sys.executable, "-m", "bot", "run", "--config", str(path)],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr

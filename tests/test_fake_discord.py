@@ -54,7 +54,12 @@ class EventRecorder:
         handler.__name__ = f"on_{name}"
         return handler
 
-    async def wait(self, name: str, count: int = 1, timeout: float = 3.0) -> list[Any]:
+    async def wait(
+        self,
+        name: str,
+        count: int = 1,
+        timeout: float = 3.0,  # noqa: ASYNC109 - named in the TimeoutError
+    ) -> list[Any]:
         return await self._signal.wait_for(
             lambda: len(self.events[name]) >= count and self.events[name],
             timeout,
@@ -528,3 +533,25 @@ async def test_slash_command_round_trip(fake_discord, connect_client):
     original = fake_discord.message(GENERAL, deferred.original_message_id)
     assert original["content"] == "done thinking" and original["flags"] == 0
     assert original["interaction"]["name"] == "slow"
+
+
+async def test_bulk_overwrite_keeps_ids_of_surviving_commands(fake_discord):
+    await fake_discord.load_log(GENERAL_LOG)
+    app = fake_discord.application_id
+    headers = {"Authorization": f"Bot {fake_discord.token}"}
+    global_url = f"{fake_discord.api_base}/applications/{app}/commands"
+    guild_url = f"{fake_discord.api_base}/applications/{app}/guilds/{GUILD}/commands"
+    commands = [{"name": "ask", "description": "Ask"}, {"name": "why", "description": "Why"}]
+    async with aiohttp.ClientSession(headers=headers) as session:
+        async with session.put(global_url, json=commands) as response:
+            first = {c["name"]: c["id"] for c in await response.json()}
+        async with session.put(global_url, json=commands[:1]) as response:
+            second = {c["name"]: c["id"] for c in await response.json()}
+        async with session.get(global_url) as response:
+            listed = [c["name"] for c in await response.json()]
+        async with session.put(guild_url, json=commands[1:]) as response:
+            assert (await response.json())[0]["guild_id"] == str(GUILD)
+        async with session.get(f"{fake_discord.api_base}/applications/1/commands") as response:
+            assert response.status == 403  # not this application
+    assert second == {"ask": first["ask"]} and listed == ["ask"]
+    assert fake_discord.state.find_command("why", str(GUILD))["guild_id"] == str(GUILD)

@@ -166,12 +166,15 @@ async def test_edit_adds_version_and_leaves_old_interaction_alone(store: Store) 
     assert store.get_interaction(rec.id) == rec
     assert list(store.export()) == before
     # A later answer that sees the edit is a separate sample; the old one is not rewritten.
-    later = make_record(6, [(4, 1, "I like dogs"), (6, 2, "and now?")])
+    later = make_record(
+        6, [(4, 1, "I like dogs"), (6, 2, "and now?")], started=NOW + timedelta(minutes=2)
+    )
     await store.record(later)
     exported = list(store.export())
     assert exported[0] == before[0]
     assert len(exported) == 2
     assert store.explain(5).context[1].state == "superseded"
+    assert store.explain(6).context[1].state == "active"
 
 
 async def test_delete_invalidates(store: Store) -> None:
@@ -394,3 +397,18 @@ def test_cli_export_explain_forget(tmp_path: Path, capsys: pytest.CaptureFixture
     assert cli_main(["forget-user", "--config", str(config), "2"]) == 0
     assert "1 interactions emptied" in capsys.readouterr().out
     assert b"ZEBRA-CLI" not in (tmp_path / "data" / "store.sqlite3").read_bytes()
+
+
+def test_cli_clear_errors_for_missing_or_broken_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(tmp_path)
+    assert cli_main(["explain", "--config", str(config), "1"]) == 2
+    assert "no store there yet" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "store.sqlite3").write_bytes(b"this is not sqlite" * 100)
+    assert cli_main(["export", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "cannot open the database" in err
+    assert len(err.strip().splitlines()) == 1

@@ -26,8 +26,10 @@ def build(conn: sqlite3.Connection, message_id: int) -> Explanation:
         )
     row = reads.interaction_row(conn, seq)
     pairs = reads.context_rows(conn, seq)
-    states = reads.current_states(
-        conn, [e.message_id for _, e in pairs if e is not None and e.message_id is not None]
+    states = reads.states_since(
+        conn,
+        [e.message_id for _, e in pairs if e is not None and e.message_id is not None],
+        row["started_at"],
     )
     context = [
         ExplainedMessage(

@@ -104,7 +104,11 @@ class MessageVersion(_Frozen):
 
 
 class ExplainedMessage(_Frozen):
-    """A message the model was sent, with why it was chosen and what became of it since."""
+    """A message the model was sent, with why it was chosen and what became of it since.
+
+    ``state``: ``superseded`` if edited after the answer started, ``invalidated`` if deleted,
+    ``active`` otherwise; None when the message has no Discord id (the system prompt).
+    """
 
     position: int
     role: str

@@ -14,10 +14,14 @@ from typing import Any
 
 from bot.storage.models import REMOVED
 
+# One encoder for all calls: json.dumps with options builds a new encoder each time, and this
+# runs 30 times per recorded interaction.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
 
 def canonical_json(message: dict[str, Any]) -> str:
     """Compact, key order as given, non-ASCII kept: the exact text stored and exported."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(message)
 
 
 def node_hash(text: str) -> bytes:

@@ -154,16 +154,25 @@ def versions(conn: sqlite3.Connection, message_id: int) -> list[MessageVersion]:
     ]
 
 
-def current_states(conn: sqlite3.Connection, message_ids: list[int]) -> dict[int, str]:
-    """Each message's state now: that of its latest version."""
+def states_since(conn: sqlite3.Connection, message_ids: list[int], moment: str) -> dict[int, str]:
+    """What became of each message after ``moment`` (an interaction's start): deleted
+    (``invalidated``), edited (``superseded``) or neither (``active``); unknown ids are left out.
+    """
     states: dict[int, str] = {}
     for message_id in set(message_ids):
-        row = conn.execute(
-            "SELECT state FROM message_versions WHERE message_id = ? ORDER BY version DESC LIMIT 1",
+        rows = conn.execute(
+            "SELECT state, COALESCE(edited_at, recorded_at) FROM message_versions "
+            "WHERE message_id = ? ORDER BY version",
             (message_id,),
-        ).fetchone()
-        if row is not None:
-            states[message_id] = row[0]
+        ).fetchall()
+        if not rows:
+            continue
+        if rows[-1][0] == "invalidated":
+            states[message_id] = "invalidated"
+        elif any(version > 1 and at > moment for version, (_, at) in enumerate(rows, start=1)):
+            states[message_id] = "superseded"
+        else:
+            states[message_id] = "active"
     return states
 
 

@@ -7,6 +7,7 @@ recorded with all its rows or not at all.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -20,20 +21,21 @@ NODE_CACHE_LIMIT = 50_000
 
 
 class NodeCache:
-    """hash -> node id for nodes this connection knows exist, so shared nodes cost no query.
+    """hash -> node id for nodes this connection knows exist, so shared nodes cost no query;
+    also Discord message ids known to have a version row (value 0), for the same reason.
 
     Ids added inside a transaction are tracked as pending so a rollback can forget them (the
     rows they name are gone); anything that deletes nodes clears the cache.
     """
 
     def __init__(self) -> None:
-        self._ids: dict[bytes, int] = {}
-        self._pending: list[bytes] = []
+        self._ids: dict[bytes | int, int] = {}
+        self._pending: list[bytes | int] = []
 
-    def get(self, key: bytes) -> int | None:
+    def get(self, key: bytes | int) -> int | None:
         return self._ids.get(key)
 
-    def add(self, key: bytes, node_id: int) -> None:
+    def add(self, key: bytes | int, node_id: int) -> None:
         if len(self._ids) >= NODE_CACHE_LIMIT:
             self._ids.clear()
         self._ids[key] = node_id
@@ -53,6 +55,12 @@ class NodeCache:
     def clear(self) -> None:
         self._ids.clear()
         self._pending.clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _reasons_json(reasons: tuple[str, ...]) -> str:
+    """Reasons repeat endlessly ("linear", "reference via ..."): encode each list once."""
+    return json.dumps(list(reasons), ensure_ascii=False)
 
 
 def node_id_for(conn: sqlite3.Connection, cache: NodeCache, text: str) -> int:
@@ -109,7 +117,7 @@ def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: Interact
         if entry is None:
             context_rows.append((seq, position, node_id, None, None, None, None))
         else:
-            reasons = json.dumps(entry.reasons, ensure_ascii=False) if entry.reasons else None
+            reasons = _reasons_json(tuple(entry.reasons)) if entry.reasons else None
             context_rows.append(
                 (seq, position, node_id, entry.message_id, entry.author_id, entry.name, reasons)
             )
@@ -135,11 +143,12 @@ def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: Interact
     # Version 1 of every Discord message is the node the bot first sent for it; later sends
     # of the same message leave it alone (INSERT OR IGNORE on the primary key).
     recorded = to_db(rec.started_at)
-    seen = [
-        (entry.message_id, rec.channel_id, entry.author_id, node_id, recorded)
-        for node_id, entry in zip(node_ids, rec.context, strict=True)
-        if entry is not None and entry.message_id is not None
-    ]
+    seen = []
+    for node_id, entry in zip(node_ids, rec.context, strict=True):
+        if entry is None or entry.message_id is None or cache.get(entry.message_id) is not None:
+            continue
+        seen.append((entry.message_id, rec.channel_id, entry.author_id, node_id, recorded))
+        cache.add(entry.message_id, 0)
     if seen:
         conn.executemany(
             "INSERT OR IGNORE INTO message_versions (message_id, version, channel_id, "

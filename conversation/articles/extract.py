@@ -1,11 +1,12 @@
 """Running goose3 off the event loop.
 
-goose3 is synchronous and slow on big pages (about 1.2 s for a 1 MB page here); on the event
-loop that silences the gateway heartbeat. In a thread the GIL still stalls the loop (worst
-stall measured by ``bench/articles.py``: ~110-130 ms on Python 3.11, ~10-20 ms on 3.12, for a
-1 MB page), so the default is a process pool, whose stall stays at a few milliseconds at the price
-of ~2 small worker processes. Workers are spawned, not forked: forking a process that runs
-threads (the resolver's, the pool's own) can deadlock the child.
+goose3 is synchronous and slow on big pages (1-2 s for a 1 MB page here, up to 10 s for a
+dense one); on the event loop that silences the gateway heartbeat. In a thread the GIL still
+stalls the loop, erratically: ``bench/articles.py`` and a denser variant measured worst stalls
+from 15 ms to 250 ms for one 1 MB page, whereas a process pool stayed between 5 and 25 ms (on a
+loaded 2-core machine). So the default is a process pool, at the price of a couple of small
+worker processes. Workers are spawned, not forked: forking a process that runs threads (the
+resolver's, the pool's own) can deadlock the child.
 """
 
 from __future__ import annotations

@@ -115,7 +115,8 @@ class PageFetcher:
                     continue
                 if not 200 <= response.status < 300:
                     raise ArticleFailure(
-                        ArticleStatus.HTTP_ERROR, f"HTTP {response.status} {response.reason or ''}"
+                        ArticleStatus.HTTP_ERROR,
+                        f"HTTP {response.status} {response.reason or ''}".rstrip(),
                     )
                 if response.content_type not in HTML_TYPES:
                     raise ArticleFailure(

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from types import TracebackType
 
 import aiohttp
@@ -27,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from conversation.articles.cache import ArticleCache, Clock
 from conversation.articles.extract import Extractor
-from conversation.articles.fetch import PageFetcher, create_session
+from conversation.articles.fetch import Page, PageFetcher, create_session
 from conversation.articles.models import ArticleFailure, ArticleResult, ArticleStatus
 from conversation.articles.render import clip_text, normalize_text
 from conversation.articles.urls import message_links, url_key
@@ -59,11 +60,18 @@ class ArticleService:
         *,
         resolver: AbstractResolver | None = None,
         clock: Clock = time.monotonic,
+        offline_pages: Mapping[str, Path] | None = None,
     ) -> None:
         """``resolver`` replaces the system resolver (tests map names to addresses with
-        ``StaticResolver``); the address policy applies to it all the same."""
+        ``StaticResolver``); the address policy applies to it all the same.
+
+        ``offline_pages`` maps URLs to saved HTML files read instead of the network (``replay``
+        on a bundled log works offline that way); they go through the same extraction. The
+        operator chooses these files; nothing a Discord member posts can add to them.
+        """
         self._settings = settings
         self._resolver = resolver
+        self._offline = {url_key(url): Path(path) for url, path in (offline_pages or {}).items()}
         self._cache = ArticleCache(
             settings.cache_max_entries,
             settings.cache_ttl_seconds,
@@ -162,8 +170,13 @@ class ArticleService:
     async def _load(self, url: str) -> ArticleResult:
         assert self._fetcher is not None and self._extractor is not None
         try:
-            async with self._downloads:
-                page = await self._fetcher.fetch(url)
+            offline = self._offline.get(url_key(url))
+            if offline is not None:
+                html = await asyncio.to_thread(offline.read_text, encoding="utf-8")
+                page = Page(url=url, final_url=url, html=html)
+            else:
+                async with self._downloads:
+                    page = await self._fetcher.fetch(url)
             extracted = await self._extractor.extract(page.html)
             full = normalize_text(extracted.text)
             if not full:

@@ -373,12 +373,21 @@ class Gateway:
         finally:
             self._open.set()
 
-    async def wait_for_identified(self, count: int = 1, *, timeout: float = 5.0) -> None:
+    async def wait_for_identified(
+        self,
+        count: int = 1,
+        *,
+        timeout: float = 5.0,  # noqa: ASYNC109 - named in the TimeoutError
+    ) -> None:
         await self.changed.wait_for(
             lambda: self.connected_count >= count, timeout, f"{count} identified connection(s)"
         )
 
-    async def wait_for_disconnected(self, *, timeout: float = 5.0) -> None:
+    async def wait_for_disconnected(
+        self,
+        *,
+        timeout: float = 5.0,  # noqa: ASYNC109 - named in the TimeoutError
+    ) -> None:
         await self.changed.wait_for(
             lambda: self.connected_count == 0, timeout, "all gateway connections to close"
         )

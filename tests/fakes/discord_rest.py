@@ -393,9 +393,10 @@ class RestApi:
             raise invalid_form(
                 "content", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length."
             )
-        if not content and not body.get("embeds") and not files and not body.get("components"):
-            if not (extra or {}).get("flags", 0) & MESSAGE_FLAG_LOADING:
-                raise ApiError(400, 50006, "Cannot send an empty message")
+        loading = (extra or {}).get("flags", 0) & MESSAGE_FLAG_LOADING
+        empty = not (content or body.get("embeds") or files or body.get("components"))
+        if empty and not loading:
+            raise ApiError(400, 50006, "Cannot send an empty message")
         reply_to = self._reply_target(body.get("message_reference"))
         mentions, roles, everyone = self._mentions(channel_id, content, body, reply_to)
         attachments = [

@@ -158,7 +158,7 @@ class FakeDiscord:
             Route.BASE = previous  # type: ignore[misc]
 
     @contextlib.asynccontextmanager
-    async def running(self, client: Any, *, timeout: float = 5.0) -> AsyncIterator[Any]:
+    async def running(self, client: Any, *, ready_timeout: float = 5.0) -> AsyncIterator[Any]:
         """Start a nextcord client against the fake, yield it once ready, close it after.
 
         A client that fails to start (bad token, refused intents …) raises its own exception
@@ -168,12 +168,12 @@ class FakeDiscord:
         ready = asyncio.create_task(client.wait_until_ready(), name="fake-discord-ready")
         try:
             done, _ = await asyncio.wait(
-                {task, ready}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                {task, ready}, timeout=ready_timeout, return_when=asyncio.FIRST_COMPLETED
             )
             if ready not in done:
                 if task in done:
                     task.result()  # the client's own error
-                raise TimeoutError(f"nextcord client not ready after {timeout}s")
+                raise TimeoutError(f"nextcord client not ready after {ready_timeout}s")
             yield client
         finally:
             ready.cancel()
@@ -183,7 +183,7 @@ class FakeDiscord:
             if task.done():
                 task.exception()  # retrieved: it was raised above if it mattered
             else:
-                await asyncio.wait_for(task, timeout)
+                await asyncio.wait_for(task, ready_timeout)
 
     # ------------------------------------------------------------------ world building
 
@@ -342,7 +342,7 @@ class FakeDiscord:
         channel_id: int | str | None = None,
         *,
         after: int | str | None = None,
-        timeout: float = 5.0,
+        timeout: float = 5.0,  # noqa: ASYNC109 - named in the TimeoutError
     ) -> Payload:
         """The first bot message (in the channel, newer than ``after``), waiting for it."""
         found = await self.rest.changed.wait_for(
@@ -367,7 +367,12 @@ class FakeDiscord:
         self.rest.requests.clear()
 
     async def wait_for_request(
-        self, method: str | None, pattern: str, *, count: int = 1, timeout: float = 5.0
+        self,
+        method: str | None,
+        pattern: str,
+        *,
+        count: int = 1,
+        timeout: float = 5.0,  # noqa: ASYNC109 - named in the TimeoutError
     ) -> list[RecordedRequest]:
         found = await self.rest.changed.wait_for(
             lambda: (hits := self.requests_to(method, pattern)) and len(hits) >= count and hits,
@@ -474,7 +479,10 @@ class FakeDiscord:
         return record
 
     async def wait_for_interaction_response(
-        self, record: InteractionRecord, *, timeout: float = 5.0
+        self,
+        record: InteractionRecord,
+        *,
+        timeout: float = 5.0,  # noqa: ASYNC109 - named in the TimeoutError
     ) -> Payload:
         """The interaction's callback body (``{"type": 4, "data": …}``), waiting for it."""
         callbacks = await self.rest.changed.wait_for(

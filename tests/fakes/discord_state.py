@@ -577,8 +577,17 @@ class Signal:
     def notify(self) -> None:
         self._event.set()
 
-    async def wait_for(self, predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-        """Return ``predicate()``'s first truthy value; TimeoutError naming ``what`` if none."""
+    async def wait_for(
+        self,
+        predicate: Callable[[], Any],
+        timeout: float,  # noqa: ASYNC109 - the deadline is part of the error message
+        what: str,
+    ) -> Any:
+        """Return ``predicate()``'s first truthy value; TimeoutError naming ``what`` if none.
+
+        Waiting helpers of the fake take a ``timeout`` (rather than leaving it to
+        ``asyncio.timeout``) so that a hung end-to-end test says what it was waiting for.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:

@@ -1,0 +1,245 @@
+"""The bot end to end: the real nextcord client against the local fake Discord and fake model."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import ThreadwiseClient
+from bot.config import Config
+from bot.model_client import ModelClient
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openai_server import Answer, Fail, FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[1]
+DM_CHANNEL, ALICE = 500000000000000099, 200000000000000001
+EXAMPLE = ROOT / "examples" / "support-channel.json"
+CHANNEL = 1300000000000000001
+BOT_ID = 1300000000000000100
+CHLOE, DEV, ELI, BEN = (1300000000000000103, 1300000000000000104, 1300000000000000105,
+                        1300000000000000102)  # fmt: skip
+
+
+@dataclass
+class Harness:
+    discord: FakeDiscord
+    model: FakeOpenAI
+    client: ThreadwiseClient
+
+    async def answer_to(self, *args: Any, **kwargs: Any) -> dict:
+        """A user speaks; returns the bot's first message after it."""
+        said = await self.discord.user_says(*args, **kwargs)
+        return await self.discord.wait_for_bot_message(
+            int(said["channel_id"]), after=int(said["id"]), timeout=10
+        )
+
+    def example_ids(self) -> dict[str, int]:
+        export = json.loads(EXAMPLE.read_text())
+        return {m["content"][:24]: int(m["id"]) for m in export["messages"]}
+
+
+def make_config(discord: FakeDiscord, model: FakeOpenAI, **sections: dict) -> Config:
+    data: dict[str, dict] = {
+        "discord": {"token": discord.token, "api_base": discord.api_base,
+                    "guild_ready_timeout": 0.1},
+        "model": {"base_url": model.url, "name": "fake-model", "max_retries": 1,
+                  "retry_base_seconds": 0.01, "idle_timeout_seconds": 5, "timeout_seconds": 20},
+        "articles": {"enabled": False},
+        "triggers": {"burst_window_seconds": 0.05},
+        "replies": {"edit_interval_seconds": 0.2},
+    }  # fmt: skip
+    for section, values in sections.items():
+        data.setdefault(section, {}).update(values)
+    return Config.model_validate(data)
+
+
+@contextlib.asynccontextmanager
+async def running_bot(**sections: dict) -> AsyncIterator[Harness]:
+    async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as model:
+        await discord.load_log(EXAMPLE)
+        config = make_config(discord, model, **sections)
+        async with ModelClient(config.model) as model_client:
+            client = ThreadwiseClient(config, articles=None, model=model_client)
+            with discord.nextcord_pointed_here():
+                async with discord.running(client) as ready:
+                    yield Harness(discord=discord, model=model, client=ready)
+        assert not discord.server_errors, discord.server_errors
+
+
+@pytest.fixture
+async def bot() -> AsyncIterator[Harness]:
+    async with running_bot() as harness:
+        yield harness
+
+
+def sent_contents(request_messages: list[dict]) -> str:
+    return "\n".join(str(m["content"]) for m in request_messages)
+
+
+async def test_mention_in_busy_channel_sends_the_right_context(bot: Harness):
+    ids = bot.example_ids()
+    guide = ids["Yes, last month. This gu"]
+    reply = await bot.answer_to(
+        CHANNEL, CHLOE, f"<@{BOT_ID}> and how long does the link mode take?", reply_to=guide
+    )
+    request = bot.model.chat_requests[-1]
+    prompt = sent_contents(request.messages)
+    assert "This guide covers it well" in prompt  # the replied-to message
+    assert "800 GB" in prompt  # Chloé's earlier turn in this conversation
+    assert "backup job failed" not in prompt  # sealed by a four-hour silence
+    assert request.messages[0]["role"] == "system"
+    assert "threadwise" in request.messages[0]["content"]
+    assert any(m["role"] == "assistant" for m in request.messages)  # the bot's own turn
+    # The answer is a reply to the trigger and pings nobody.
+    assert reply["message_reference"]["message_id"] == str(bot.discord.messages(CHANNEL)[-2]["id"])
+    post = bot.discord.requests_to("POST", f"/channels/{CHANNEL}/messages")[-1]
+    assert post.body["allowed_mentions"]["parse"] == []
+    assert reply["content"].startswith("echo:")
+
+
+async def test_reply_to_the_bot_without_mention_is_answered(bot: Harness):
+    ids = bot.example_ids()
+    bot_turn = ids["The usual route is a dum"]
+    reply = await bot.answer_to(CHANNEL, DEV, "what about logical replication?", reply_to=bot_turn,
+                                mention_author=False)  # fmt: skip
+    assert reply["content"]
+    prompt = sent_contents(bot.model.chat_requests[-1].messages)
+    assert "what about logical replication?" in prompt
+
+
+async def test_unaddressed_message_is_not_answered(bot: Harness):
+    await bot.discord.user_says(CHANNEL, ELI, "anyone up for coffee?")
+    await asyncio.sleep(0.4)
+    assert bot.model.chat_requests == []
+    assert bot.discord.bot_messages(CHANNEL) == [] or all(
+        int(m["id"]) < 1400000000000000000 for m in bot.discord.bot_messages(CHANNEL)
+    )
+
+
+async def test_direct_message_is_answered():
+    async with running_bot() as bot:
+        await bot.discord.load_log(ROOT / "tests" / "logs" / "dm_with_threadwise.json")
+        reply = await bot.answer_to(DM_CHANNEL, ALICE, "and what about tests?")
+        assert reply["content"]
+        prompt = bot.model.chat_requests[-1].messages
+        assert [m["role"] for m in prompt[1:]] == ["user", "assistant", "user", "user"]
+        assert "pin versions" in prompt[2]["content"]
+
+
+async def test_direct_messages_can_be_switched_off():
+    async with running_bot(triggers={"allow_dms": False}) as bot:
+        await bot.discord.load_log(ROOT / "tests" / "logs" / "dm_with_threadwise.json")
+        await bot.discord.user_says(DM_CHANNEL, ALICE, "hello?")
+        await asyncio.sleep(0.4)
+        assert bot.model.chat_requests == []
+
+
+async def test_blocked_user_gets_no_answer():
+    async with running_bot(permissions={"blocked_users": [CHLOE]}) as bot:
+        await bot.discord.user_says(CHANNEL, CHLOE, f"<@{BOT_ID}> hello?")
+        await asyncio.sleep(0.5)
+        assert bot.model.chat_requests == []
+        reply = await bot.answer_to(CHANNEL, DEV, f"<@{BOT_ID}> hello?")
+        assert reply["content"]
+
+
+async def test_everyone_in_the_answer_pings_no_one(bot: Harness):
+    bot.model.queue(Answer(text="Sure! @everyone look at this, and <@&1300000000000000999> too"))
+    reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> announce it")
+    post = bot.discord.requests_to("POST", f"/channels/{CHANNEL}/messages")[-1]
+    assert post.body["allowed_mentions"] == {"parse": []}  # replied_user unset: not pinged
+    await _settled(bot)
+    final = bot.discord.message(CHANNEL, int(reply["id"]))
+    assert "@\u200beveryone look at this" in final["content"]
+    assert final["mention_everyone"] is False and final["mention_roles"] == []
+    edits = bot.discord.requests_to("PATCH", f"/channels/{CHANNEL}/messages/*")
+    assert all(edit.body["allowed_mentions"] == {"parse": []} for edit in edits)
+
+
+async def test_long_answer_arrives_split_at_boundaries(bot: Harness):
+    paragraphs = [f"Paragraph {i}: " + "words and more words. " * 20 for i in range(12)]
+    text = "\n\n".join(paragraphs)
+    assert len(text) > 5000
+    bot.model.queue(Answer(text=text, chunk_chars=400))
+    said = await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> write a lot")
+    await bot.discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=10)
+    await _settled(bot)
+    posted = [m["content"] for m in bot.discord.bot_messages(CHANNEL, after=int(said["id"]))]
+    assert len(posted) >= 3
+    assert all(len(content) <= 2000 for content in posted)
+    assert all(content.rstrip().endswith("words.") for content in posted)  # paragraph cuts
+    # Nothing lost or repeated: only whitespace differs at the cuts.
+    assert " ".join(" ".join(posted).split()) == " ".join(text.split())
+
+
+async def test_model_failure_then_recovery(bot: Harness):
+    bot.model.queue(Fail(status=503), Fail(status=503))
+    reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> are you there?")
+    assert reply["content"] == "*The model server had a problem, try again in a minute.*"
+    await _settled(bot)
+    reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> and now?")
+    assert reply["content"].startswith("echo:")
+
+
+async def test_history_forbidden_still_answers_with_a_note(bot: Harness):
+    bot.discord.forbid_history(CHANNEL)
+    bot.client.caches._caches.clear()  # a cold cache: history must be read over REST
+    reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> what did I miss?")
+    await _settled(bot)
+    final = bot.discord.message(CHANNEL, int(reply["id"]))
+    assert "can't read this channel's history" in final["content"]
+    assert final["content"].startswith("echo:")
+
+
+async def test_missing_referenced_message_is_survived(bot: Harness):
+    bot.client.caches._caches.clear()
+    bot.discord.add_error(f"/channels/{CHANNEL}/messages*", 404, method="GET", count=5)
+    reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> still here?")
+    assert reply["content"]
+
+
+async def test_gateway_reconnect_mid_conversation(bot: Harness):
+    await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> first")
+    await bot.discord.gateway.send_reconnect()
+    for _ in range(100):
+        if bot.discord.gateway.resume_count:
+            break
+        await asyncio.sleep(0.05)
+    assert bot.discord.gateway.resume_count == 1
+    reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> second, after the reconnect")
+    await _settled(bot)
+    final = bot.discord.message(CHANNEL, int(reply["id"]))
+    assert "second, after the reconnect" in final["content"]
+
+
+async def test_trigger_deleted_before_the_answer_is_not_answered():
+    async with running_bot(triggers={"burst_window_seconds": 0.5}) as bot:
+        said = await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> never mind")
+        await bot.discord.delete_message(CHANNEL, int(said["id"]))
+        await asyncio.sleep(0.9)
+        assert bot.model.chat_requests == []
+
+
+async def test_a_burst_gets_one_answer():
+    async with running_bot(triggers={"burst_window_seconds": 0.4}) as bot:
+        for text in ("hey", "one more thing", "actually, a question"):
+            last = await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> {text}")
+        await bot.discord.wait_for_bot_message(CHANNEL, after=int(last["id"]), timeout=10)
+        await _settled(bot)
+        assert len(bot.model.chat_requests) == 1
+        assert "actually, a question" in sent_contents(bot.model.chat_requests[0].messages)
+
+
+async def _settled(bot: Harness) -> None:
+    """Wait until the bot has no answer in progress."""
+    for _ in range(100):
+        if not bot.client._tasks:
+            return
+        await asyncio.sleep(0.05)
