@@ -7,9 +7,11 @@ happened, and the bot keeps running.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -50,6 +52,32 @@ class AnswerResult:
 Recorder = Callable[[AnswerResult], Awaitable[None]]
 
 
+@contextlib.asynccontextmanager
+async def typing_indicator(channel: Any) -> AsyncIterator[None]:
+    """Show "typing..." while the answer is prepared, without waiting for Discord to ack it.
+
+    nextcord's ``channel.typing()`` awaits the first request before the body runs, which put a
+    REST round trip on every answer's critical path; here it runs beside the work instead.
+    """
+
+    async def keep_typing() -> None:
+        while True:
+            try:
+                await channel.trigger_typing()
+            except Exception as error:  # typing is cosmetic: never fail an answer for it
+                log.debug("typing indicator failed: %s", error)
+                return
+            await asyncio.sleep(8)  # Discord shows it for about 10 seconds
+
+    task = asyncio.create_task(keep_typing())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 class Answerer:
     """Shared by all channels: the caches, the builder, the materializer and the model."""
 
@@ -86,7 +114,7 @@ class Answerer:
             await streamer.update(text)
 
         try:
-            async with channel.typing():
+            async with typing_indicator(channel):
                 reader = ChannelReader(
                     DiscordChannelSource(channel), self.caches.for_channel(channel.id)
                 )

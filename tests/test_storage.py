@@ -207,7 +207,11 @@ async def test_forget_user_leaves_no_trace_in_the_file(store: Store) -> None:
     await store.record(
         make_record(
             5,
-            [(1, alice, f"my code is {secret}"), (3, bob, "ok"), (5, alice, f"repeat {secret}")],
+            [
+                (1, alice, f"my code is {secret}"),
+                (3, bob, "ok"),
+                (5, alice, f"repeat {secret} " + "long paste " * 800),  # overflow pages
+            ],
             names=names,
             answer=f"Your code is {secret}",
             answer_ids=(600,),
@@ -412,3 +416,27 @@ def test_cli_clear_errors_for_missing_or_broken_store(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "cannot open the database" in err
     assert len(err.strip().splitlines()) == 1
+
+
+async def test_two_stores_on_one_file_do_not_lock_each_other(tmp_path: Path) -> None:
+    """The bot and a CLI command (two writers, two connections) share the file safely."""
+    path = tmp_path / "shared.sqlite3"
+    first, second = Store.open(path), Store.open(path)
+    try:
+
+        async def write(store: Store, channel: int) -> None:
+            for n in range(15):
+                await store.record(
+                    make_record(channel * 100 + n, [(n, 1, "shared text")], channel=channel)
+                )
+
+        await asyncio.gather(
+            *(write(first, c) for c in range(1, 6)),
+            *(write(second, c) for c in range(6, 11)),
+            second.record_edit(1, 1, 1, "edited meanwhile", NOW),
+        )
+        assert first.counts()["interactions"] == 150
+        assert second.counts()["nodes"] == 2  # the system prompt and "shared text", once
+    finally:
+        first.close()
+        second.close()
