@@ -39,7 +39,7 @@ def _setup(conn: sqlite3.Connection) -> None:
     # power cut can lose the last commits, never corrupt the file.
     conn.execute("PRAGMA synchronous = NORMAL")
     # Freed pages are zeroed, so deleted or rewritten text does not linger in the file.
-    pass
+    conn.execute("PRAGMA secure_delete = ON")
     migrate(conn)
 
 
@@ -213,7 +213,7 @@ def _scrub_file(conn: sqlite3.Connection) -> None:
     file from the live rows only, and the TRUNCATE checkpoints empty the WAL.
     """
     _checkpoint(conn)
-    pass  # conn.execute("VACUUM")
+    conn.execute("VACUUM")
     _checkpoint(conn)
 
 
