@@ -21,6 +21,7 @@ from bot.answer import Answerer, Recorder
 from bot.config import Config, ConfigError, require_token
 from bot.mentions import allowed_mentions
 from bot.model_client import ModelClient
+from bot.storage import Store
 from bot.triggers import permitted, trigger_kind
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry, ChannelCache
@@ -50,6 +51,7 @@ class ThreadwiseClient(nextcord.Client):
         articles: ArticleService | None,
         model: ModelClient,
         recorder: Recorder | None = None,
+        store: Store | None = None,
         **client_options: Any,
     ) -> None:
         super().__init__(
@@ -59,6 +61,7 @@ class ThreadwiseClient(nextcord.Client):
             **client_options,
         )
         self.config = config
+        self.store = store
         self.caches = CacheRegistry()
         self.materializer = Materializer(MaterializeOptions(), articles)
         self.answerer = Answerer(
@@ -75,6 +78,48 @@ class ThreadwiseClient(nextcord.Client):
         self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.answers_started = 0
+        self._register_commands()
+
+    def _register_commands(self) -> None:
+        @self.slash_command(
+            name="context",
+            description="Show which messages the bot's latest answer here used, and why.",
+            dm_permission=True,
+        )
+        async def context_command(
+            interaction: nextcord.Interaction,
+            message_id: str | None = nextcord.SlashOption(
+                description="An answer (or its trigger) to explain; default: the latest answer",
+                required=False,
+                default=None,
+            ),
+        ) -> None:
+            await interaction.response.send_message(
+                await self.explain_for(interaction.channel_id, message_id), ephemeral=True
+            )
+
+    async def explain_for(self, channel_id: int | None, message_id: str | None) -> str:
+        """The text of ``/context``: short enough for one ephemeral Discord message."""
+        from bot.storage import StoreError, render_text
+
+        if self.store is None:
+            return "Answers are not being recorded here ([storage] is not set up)."
+        target: int | None = None
+        if message_id:
+            if not message_id.strip().isdigit():
+                return "That is not a message id (right-click a message, Copy Message ID)."
+            target = int(message_id)
+        elif channel_id is not None and self.user is not None:
+            cache = self.caches.get(channel_id)
+            mine = [m for m in cache.messages() if m.author.id == self.user.id] if cache else []
+            target = mine[-1].id if mine else None
+        if target is None:
+            return "I have not answered anything in this channel since I started."
+        try:
+            explanation = await self.store.explain_async(target)
+        except StoreError as error:
+            return str(error)
+        return render_text(explanation, limit=2000)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -146,12 +191,24 @@ class ThreadwiseClient(nextcord.Client):
         channel = self.get_channel(payload.channel_id)
         if channel is None:
             return
-        cache.add(nextcord.Message(state=self._connection, channel=channel, data=data))  # type: ignore[arg-type]
+        message = nextcord.Message(state=self._connection, channel=channel, data=data)  # type: ignore[arg-type]
+        cache.add(message)
+        # The bot's own edits are its streaming answer, already recorded with the interaction.
+        if self.store is not None and message.author.id != getattr(self.user, "id", None):
+            await self.store.record_edit(
+                message.id,
+                payload.channel_id,
+                message.author.id,
+                message.content,
+                message.edited_at or datetime.now(UTC),
+            )
 
     async def on_raw_message_delete(self, payload: nextcord.RawMessageDeleteEvent) -> None:
         cache = self.caches.get(payload.channel_id)
         if cache is not None:
             cache.on_delete(payload.message_id)
+        if self.store is not None:
+            await self.store.record_delete(payload.message_id)
 
     async def on_raw_bulk_message_delete(self, payload: nextcord.RawBulkMessageDeleteEvent) -> None:
         cache = self.caches.get(payload.channel_id)
@@ -178,10 +235,14 @@ class ThreadwiseClient(nextcord.Client):
             await self.answerer.answer(message)
 
 
-async def serve(config: Config, token: str, *, recorder: Recorder | None = None) -> None:
+async def serve(
+    config: Config, token: str, *, recorder: Recorder | None = None, store: Store | None = None
+) -> None:
     """Run until cancelled, with one article service and one model session for all answers."""
     async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
-        client = ThreadwiseClient(config, articles=articles, model=model, recorder=recorder)
+        client = ThreadwiseClient(
+            config, articles=articles, model=model, recorder=recorder, store=store
+        )
         try:
             await client.start(token)
         finally:
@@ -215,7 +276,7 @@ async def _serve_with_store(config: Config, token: str) -> None:
     from bot.recording import open_recorder
 
     async with open_recorder(config) as recorder:
-        await serve(config, token, recorder=recorder)
+        await serve(config, token, recorder=recorder, store=recorder.store)
 
 
 __all__ = ["ConfigError", "ThreadwiseClient", "run_bot", "serve"]

@@ -15,6 +15,7 @@ import pytest
 from bot.app import ThreadwiseClient
 from bot.config import Config
 from bot.model_client import ModelClient
+from bot.recording import InteractionRecorder
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Answer, Fail, FakeOpenAI
 
@@ -61,12 +62,15 @@ def make_config(discord: FakeDiscord, model: FakeOpenAI, **sections: dict) -> Co
 
 
 @contextlib.asynccontextmanager
-async def running_bot(**sections: dict) -> AsyncIterator[Harness]:
+async def running_bot(store: Any = None, **sections: dict) -> AsyncIterator[Harness]:
     async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as model:
         await discord.load_log(EXAMPLE)
         config = make_config(discord, model, **sections)
         async with ModelClient(config.model) as model_client:
-            client = ThreadwiseClient(config, articles=None, model=model_client)
+            recorder = InteractionRecorder(store, config) if store is not None else None
+            client = ThreadwiseClient(
+                config, articles=None, model=model_client, recorder=recorder, store=store
+            )
             with discord.nextcord_pointed_here():
                 async with discord.running(client) as ready:
                     yield Harness(discord=discord, model=model, client=ready)

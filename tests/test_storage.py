@@ -284,13 +284,27 @@ def test_migrations_from_empty_file_and_idempotent_reopen(tmp_path: Path) -> Non
 
 async def test_bad_record_is_refused_whole(store: Store) -> None:
     with pytest.raises(ValidationError, match="aligned"):
-        make_record(1, [(1, 1, "x")]).model_copy(update={}).model_validate(
+        InteractionRecord.model_validate(
             {**make_record(1, [(1, 1, "x")]).model_dump(), "context": []}
         )
     with pytest.raises(ValidationError):
         InteractionRecord.model_validate(
             {**make_record(1, [(1, 1, "x")]).model_dump(), "started_at": datetime(2026, 1, 1)}
         )
+    with pytest.raises(ValidationError, match=r"request_messages\[1\] is not storable"):
+        InteractionRecord.model_validate(
+            {
+                **make_record(1, [(1, 1, "x")]).model_dump(),
+                "request_messages": [SYSTEM, {"role": "user", "content": object()}],
+            }
+        )
+    detailed = InteractionRecord.model_validate(
+        {
+            **make_record(1, [(1, 1, "x")]).model_dump(),
+            "usage": {"total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 2}},
+        }
+    )
+    assert detailed.usage == {"total_tokens": 5}
     rec = make_record(1, [(1, 1, "x")])
     await store.record(rec)
     with pytest.raises(StoreError, match="already recorded"):

@@ -7,16 +7,25 @@ written, instead of leaving a half-recorded interaction behind.
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 Outcome = Literal["success", "failure", "partial"]
 VersionState = Literal["active", "superseded", "invalidated"]
 
 REMOVED = "[removed at the user's request]"
+_STRICT_JSON = json.JSONEncoder(allow_nan=False)
 
 
 class _Frozen(BaseModel):
@@ -77,6 +86,16 @@ class InteractionRecord(_Frozen):
     work_log: list[WorkLogEntry] = Field(default_factory=list)
     articles: list[ArticleEntry] = Field(default_factory=list)
 
+    @field_validator("usage", mode="before")
+    @classmethod
+    def _token_counts(cls, value: Any) -> Any:
+        """Servers add nested details (``prompt_tokens_details``...): keep the counts only."""
+        if isinstance(value, dict):
+            return {
+                k: v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)
+            }
+        return value
+
     @model_validator(mode="after")
     def _aligned(self) -> InteractionRecord:
         if len(self.context) != len(self.request_messages):
@@ -86,6 +105,14 @@ class InteractionRecord(_Frozen):
             )
         if self.ended_at < self.started_at:
             raise ValueError("ended_at is before started_at")
+        # Refuse what the store could not write, here, where the caller can still see why.
+        for label, value in [("parameters", self.parameters)] + [
+            (f"request_messages[{i}]", m) for i, m in enumerate(self.request_messages)
+        ]:
+            try:
+                _STRICT_JSON.encode(value)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"{label} is not storable as JSON: {error}") from error
         return self
 
 

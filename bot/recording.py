@@ -1,0 +1,125 @@
+"""Turning each answer into a stored interaction (its prompt, answer, work log and outcome)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from bot.answer import AnswerResult
+from bot.config import Config
+from bot.storage import Store
+from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
+
+log = logging.getLogger("threadwise.recording")
+
+
+def interaction_record(result: AnswerResult, config: Config) -> InteractionRecord:
+    """The record of one answer. The request messages are the exact body that was sent."""
+    prepared = result.prepared
+    request = result.request or {}
+    messages = list(request.get("messages") or (prepared.request_messages if prepared else []))
+    context: list[ContextEntry | None] = []
+    work: list[WorkLogEntry] = []
+    articles: list[ArticleEntry] = []
+    if prepared is not None:
+        nodes = prepared.graph.snapshot().nodes()
+        for node in nodes[: len(messages)]:
+            if node.message_id is None:
+                context.append(None)
+                continue
+            reasons = list(node.metadata.get("reasons", ())) if node.metadata else []
+            if node.metadata and node.metadata.get("trigger"):
+                reasons = ["trigger"]
+            context.append(
+                ContextEntry(
+                    message_id=int(node.message_id),
+                    author_id=int(node.user_id) if node.user_id else None,
+                    name=node.name,
+                    reasons=reasons,
+                )
+            )
+        work.extend(
+            WorkLogEntry(action=e.action, detail=e.detail, status=e.status, count=e.messages)
+            for e in prepared.selection.work_log
+        )
+        for result_article in prepared.materialized.articles:
+            articles.append(
+                ArticleEntry(
+                    url=result_article.url,
+                    status=str(result_article.status),
+                    reason=result_article.reason or None,
+                )
+            )
+            work.append(
+                WorkLogEntry(
+                    action="article",
+                    detail=f"{result_article.url}: {result_article.reason or 'extracted'}",
+                    status="success" if result_article.ok else "failure",
+                )
+            )
+    context.extend([None] * (len(messages) - len(context)))
+    for attempt in result.model_attempts:
+        work.append(
+            WorkLogEntry(
+                action="model_attempt",
+                detail=f"attempt {attempt.number}: {attempt.outcome}"
+                + (f" ({attempt.error})" if attempt.error else ""),
+                status="success" if attempt.outcome == "ok" else "failure",
+            )
+        )
+    completion = result.completion
+    usage = {}
+    if completion is not None and completion.usage is not None:
+        usage = completion.usage.model_dump(exclude_none=True)
+    trigger = result.trigger
+    guild = getattr(trigger, "guild", None)
+    return InteractionRecord(
+        guild_id=guild.id if guild is not None else None,
+        channel_id=trigger.channel.id,
+        trigger_message_id=trigger.id,
+        trigger_author_id=trigger.author.id,
+        started_at=result.started_at,
+        ended_at=result.ended_at or result.started_at,
+        model=completion.model if completion else config.model.name,
+        parameters={
+            key: value
+            for key, value in request.items()
+            if key not in ("messages", "stream_options")
+        }
+        or {"temperature": config.model.temperature, "max_tokens": config.model.max_tokens},
+        request_messages=messages,
+        context=context,
+        answer=result.answer,
+        answer_message_ids=result.posted_ids,
+        usage=usage,
+        latency_seconds=completion.latency_seconds if completion else None,
+        outcome=result.outcome,
+        error=result.error,
+        work_log=work,
+        articles=articles,
+    )
+
+
+class InteractionRecorder:
+    """The answer flow's recorder: writes each interaction through the store's writer thread."""
+
+    def __init__(self, store: Store, config: Config) -> None:
+        self.store = store
+        self.config = config
+
+    async def __call__(self, result: AnswerResult) -> None:
+        await self.store.record(interaction_record(result, self.config))
+
+
+@contextlib.asynccontextmanager
+async def open_recorder(config: Config) -> AsyncIterator[InteractionRecorder]:
+    """Open the store (migrating it), apply retention, and yield the recorder."""
+    store = Store.open(config.storage.path)
+    try:
+        if config.storage.retention_days:
+            pruned = await store.prune(config.storage.retention_days)
+            log.info("retention: %s", pruned)
+        yield InteractionRecorder(store, config)
+    finally:
+        store.close()

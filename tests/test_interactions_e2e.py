@@ -1,0 +1,85 @@
+"""Interactions recorded end to end: the bot, fake Discord and model, a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from bot.cli import main
+from bot.storage import Store
+from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, _settled, running_bot
+
+
+async def ask(bot, author: int, text: str, **kwargs) -> dict:
+    reply = await bot.answer_to(CHANNEL, author, f"<@{BOT_ID}> {text}", **kwargs)
+    await _settled(bot)
+    return bot.discord.message(CHANNEL, int(reply["id"]))  # as it stands after streaming
+
+
+async def test_answer_is_recorded_and_exported_exactly_as_sent(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            reply = await ask(bot, CHLOE, "how long does the link mode take?")
+            sent = bot.model.chat_requests[-1].body["messages"]
+        lines = list(store.export())
+        explanation = await store.explain_async(int(reply["id"]))
+    assert len(lines) == 1
+    assert lines[0]["messages"][:-1] == sent  # byte for byte what the fake model received
+    assert lines[0]["messages"][-1] == {"role": "assistant", "content": reply["content"]}
+    reasons = [entry.reasons for entry in explanation.context if entry.reasons]
+    assert ["trigger"] in reasons and any(r != ["trigger"] for r in reasons)
+
+
+async def test_edit_after_the_answer_keeps_the_record_and_feeds_the_next(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            first = await bot.discord.user_says(CHANNEL, BEN, "the deploy window is at 14:00")
+            await ask(bot, BEN, "when is the deploy window?")
+            before = json.dumps(list(store.export()))
+            await bot.discord.edit_message(
+                CHANNEL, int(first["id"]), "the deploy window is at 16:00"
+            )
+            for _ in range(50):
+                if len(store.message_versions(int(first["id"]))) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            await ask(bot, BEN, "sorry, when again?")
+            latest = bot.model.chat_requests[-1].body["messages"]
+        exported = list(store.export())
+        versions = store.message_versions(int(first["id"]))
+    assert exported[0] == json.loads(before)[0]  # the old interaction is exactly as it was
+    assert "14:00" in json.dumps(exported[0]) and "16:00" not in json.dumps(exported[0])
+    assert any("16:00" in str(m["content"]) for m in latest)
+    assert not any("deploy window is at 14:00" in str(m["content"]) for m in latest)
+    assert [v.state for v in versions][-1] == "active" and versions[0].state == "superseded"
+
+
+async def test_context_command_lists_the_reasons(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            await ask(bot, CHLOE, "how long does the link mode take?")
+            record = await bot.discord.invoke_command(CHANNEL, CHLOE, "context")
+            body = await bot.discord.wait_for_interaction_response(record, timeout=10)
+    data = body["data"]
+    assert data["flags"] & 64  # ephemeral: only the asker sees it
+    text = data["content"]
+    assert len(text) <= 2000
+    assert "reference via" in text or "mention via" in text
+    assert "trigger" in text
+
+
+async def test_forget_user_leaves_no_trace_in_the_file(tmp_path, capsys):
+    path = tmp_path / "store.sqlite3"
+    secret = "my-very-private-passphrase-42"
+    with Store.open(path) as store:
+        async with running_bot(store=store) as bot:
+            await ask(bot, CHLOE, f"remember {secret} for me")
+        assert secret in json.dumps(list(store.export()))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[storage]\npath = "{path}"\n')
+    # The CLI runs its own event loop, as from a shell.
+    assert await asyncio.to_thread(main, ["forget-user", str(CHLOE), "--config", str(config)]) == 0
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("store.sqlite3*"))
+    assert secret.encode() not in raw
+    assert await asyncio.to_thread(main, ["export", "--config", str(config)]) == 0
+    assert secret not in capsys.readouterr().out
