@@ -86,7 +86,8 @@ async def main() -> None:
         f"{ours_time / PAGE_DELAY:.1f} | {ours_stall * 1000:.0f} ms | {first_requests} |"
     )
     print(
-        f"| threadwise, second pass (cache) | {cached_time * 1000:.1f} ms | - | - | {cached_requests} |"
+        f"| threadwise, second pass (cache) | {cached_time * 1000:.1f} ms | - | - "
+        f"| {cached_requests} |"
     )
 
 
