@@ -11,6 +11,8 @@ new path in the vectors, the branch a prefix break records), for:
 * snapshot      ``g.snapshot()``: what a model saw, kept
 * insert/delete in the middle: O(n) by design (pyrsistent has no persistent insert), shown so
   nobody mistakes them for O(log n)
+* gc.collect    one full garbage collection with everything above still alive (thousands of
+  kept versions): the history must not make the collector walk it again for every version
 
 The seed's sketch (``SeedGraph`` below, as written there) keeps history by deep-copying the whole
 graph, previous copies included, into ``prev_graph`` on every edit before an assistant turn, and
@@ -123,6 +125,13 @@ def retained_per_op(action: Callable[[int], Any], reps: int) -> float:
     return (after - before) / reps
 
 
+def full_collection() -> float:
+    """Seconds for one full garbage collection with the structures built so far alive."""
+    start = time.perf_counter()
+    gc.collect()
+    return time.perf_counter() - start
+
+
 def middle_user(size: int) -> int:
     mid = size // 2
     return mid if mid % 2 else mid + 1
@@ -165,7 +174,18 @@ def measure_ours(size: int, reps: int) -> Result:
         None,
     )
     out["delete(mid)"] = (per_op(lambda k: graph.__delitem__(user_pos), few), None)
+    out["gc.collect"] = (full_collection(), None)
     return out
+
+
+def seed_edit_cost(size: int, position: int, role: str, reps: int) -> tuple[float, float]:
+    timed, traced = build_seed(size), build_seed(size)
+    return (
+        per_op(lambda k: timed.__setitem__(position, {"role": role, "content": f"{k}"}), reps),
+        retained_per_op(
+            lambda k: traced.__setitem__(position, {"role": role, "content": f"{k}"}), reps
+        ),
+    )
 
 
 def measure_seed(size: int, reps: int) -> Result:
@@ -181,16 +201,9 @@ def measure_seed(size: int, reps: int) -> Result:
     out["append"] = (per_op(append, 2000), retained_per_op(append, 2000))
     positions = [(k * 7919) % size for k in range(2000)]
     out["get"] = (per_op(lambda k: graph[positions[k]]["content"], 2000), None)
-    for op, position, role in (("edit", user_pos, "user"), ("edit+branch", bot_pos, "assistant")):
-        # The sketch loses nested assignments, so it needs a whole message to record anything.
-        timed, traced = build_seed(size), build_seed(size)
-        out[op] = (
-            per_op(lambda k: timed.__setitem__(position, {"role": role, "content": f"{k}"}), reps),
-            retained_per_op(
-                lambda k: traced.__setitem__(position, {"role": role, "content": f"{k}"}), reps
-            ),
-        )
-        del timed, traced
+    # The sketch loses nested assignments, so it needs a whole message to record anything.
+    out["edit"] = seed_edit_cost(size, user_pos, "user", reps)
+    out["edit+branch"] = seed_edit_cost(size, bot_pos, "assistant", reps)
     out["snapshot"] = (
         per_op(lambda k: copy.deepcopy(graph.messages), reps),
         retained_per_op(lambda k: copy.deepcopy(graph.messages), reps),
@@ -233,7 +246,7 @@ def main() -> None:
         gc.collect()
         for op, (t, m) in ours.items():
             st, sm = seed.get(op, (None, None))
-            ratio = f"{st / t:,.1f}x" if st else "-"
+            ratio = "-" if not st else f"{st / t:,.0f}x" if st >= 10 * t else f"{st / t:.2f}x"
             print(
                 f"{size:>9,} {op:<12} {fmt_time(t):>11} {fmt_bytes(m):>12} "
                 f"{fmt_time(st):>11} {fmt_bytes(sm):>12} {ratio:>10}"

@@ -84,7 +84,6 @@ class ThreadwiseClient(nextcord.Client):
         @self.slash_command(
             name="context",
             description="Show which messages the bot's latest answer here used, and why.",
-            dm_permission=True,
         )
         async def context_command(
             interaction: nextcord.Interaction,

@@ -24,12 +24,11 @@ priority, then the newest first), so the same input always gives the same contex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from conversation.reader import ChannelReader
 from conversation.selection import ContextSelection, Reason, ReasonKind
 from conversation.settings import ContextSettings
-from conversation.source import MessageLike, is_conversational, reference_id
+from conversation.source import MessageLike, created_ms, is_conversational, reference_id
 
 # Lower sorts first when a step has more candidates than room left.
 _PRIORITY: dict[ReasonKind, int] = {
@@ -42,12 +41,14 @@ _PRIORITY: dict[ReasonKind, int] = {
 }
 
 
-@dataclass(order=True)
+@dataclass(frozen=True)
 class _Candidate:
-    priority: int
-    newest_first: int
-    message: MessageLike = field(compare=False)
-    reason: Reason = field(compare=False)
+    message: MessageLike
+    reason: Reason
+
+    def order(self, trigger_id: int) -> tuple[bool, int, int]:
+        """The trigger's own links first, then by reason, then the newest first."""
+        return (self.reason.via != trigger_id, _PRIORITY[self.reason.kind], -self.message.id)
 
 
 @dataclass
@@ -75,7 +76,7 @@ class _Exploration:
     def take(self, candidates: list[_Candidate]) -> list[MessageLike]:
         """Add candidates in their fixed order until the cap; returns what was new."""
         added: list[MessageLike] = []
-        for candidate in sorted(candidates):
+        for candidate in sorted(candidates, key=lambda c: c.order(self.trigger.id)):
             message = candidate.message
             if self.knows(message.id):
                 self.note(message.id, candidate.reason)
@@ -112,7 +113,7 @@ class ContextBuilder:
 
     def __init__(self, settings: ContextSettings) -> None:
         self.settings = settings
-        self.threshold = timedelta(minutes=settings.time_threshold_minutes)
+        self.threshold_ms = int(settings.time_threshold_minutes * 60_000)
 
     async def build(self, trigger: MessageLike, reader: ChannelReader) -> ContextSelection:
         settings = self.settings
@@ -125,11 +126,11 @@ class ContextBuilder:
             trigger, min(settings.min_linear, settings.max_total), keep=is_conversational
         )
         state.take(
-            [_Candidate(_PRIORITY["linear"], -m.id, m, Reason(kind="linear")) for m in recent]
+            [_Candidate(m, Reason(kind="linear")) for m in recent]
         )
         # A small group talking together is one conversation even without mentions or replies.
         speakers = {
-            m.author.id for m in recent if trigger.created_at - m.created_at <= self.threshold
+            m.author.id for m in recent if created_ms(trigger) - created_ms(m) <= self.threshold_ms
         }
         if len(speakers | {trigger.author.id}) <= settings.small_group_size:
             state.participants.update(speakers)
@@ -175,7 +176,7 @@ class ContextBuilder:
                 reason = Reason(kind="reference", via=message.id)
                 if parent is not None:
                     candidates.append(
-                        _Candidate(_PRIORITY["reference"], -parent.id, parent, reason)
+                        _Candidate(parent, reason)
                     )
                 elif state.knows(referenced):
                     state.note(referenced, reason)
@@ -191,9 +192,7 @@ class ContextBuilder:
                     answered = await self._latest_by(user.id, message, reader)
                     if answered is not None:
                         reason = Reason(kind="mention", via=message.id)
-                        candidates.append(
-                            _Candidate(_PRIORITY["mention"], -answered.id, answered, reason)
-                        )
+                        candidates.append(_Candidate(answered, reason))
         return candidates
 
     async def _latest_by(
@@ -203,7 +202,7 @@ class ContextBuilder:
         current = message
         for _ in range(self.settings.mention_scan_limit):
             previous = await reader.previous(current)
-            if previous is None or message.created_at - previous.created_at > self.threshold:
+            if previous is None or created_ms(message) - created_ms(previous) > self.threshold_ms:
                 return None
             if previous.author.id == author_id:
                 return previous
@@ -227,11 +226,7 @@ class ContextBuilder:
                 kind: ReasonKind = "author" if same_author else "temporal"
                 if direction == "after" and reference_id(neighbour) == message.id:
                     kind = "reply"
-                candidates.append(
-                    _Candidate(
-                        _PRIORITY[kind], -neighbour.id, neighbour, Reason(kind=kind, via=message.id)
-                    )
-                )
+                candidates.append(_Candidate(neighbour, Reason(kind=kind, via=message.id)))
         return candidates
 
     async def _neighbour(
@@ -250,9 +245,9 @@ class ContextBuilder:
                 found = await reader.next(current)
             if found is None or found.id >= state.trigger.id:
                 return None
-            if abs(found.created_at - current.created_at) > self.threshold:
+            if abs(created_ms(found) - created_ms(current)) > self.threshold_ms:
                 return None
-            if abs(found.created_at - message.created_at) > self.threshold:
+            if abs(created_ms(found) - created_ms(message)) > self.threshold_ms:
                 return None
             if not is_conversational(found):
                 current = found

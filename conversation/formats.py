@@ -15,12 +15,13 @@ user and tool messages become ``user`` turns, consecutive same-role turns are me
 of content blocks, and a speaker's name is carried in the text as ``[name] text``. Per node the
 blocks are: images first (Anthropic's advice), then the text, then ``tool_use`` blocks; a tool
 message is one ``tool_result`` block. Lost on top of what OpenAI loses: several system messages
-become one (joined by a blank line, their position in the conversation is not kept), a node with
-no text, no name and no images has no block at all, a name with brackets or a line break cannot be
-read back, text that itself begins with ``[something] `` reads back as a name, an assistant node
-with no text merged after another assistant node gives its tool calls to that node, and tool-call
-arguments round-trip as JSON values (re-serialized) rather than as the exact text. A tool result's
-``is_error`` is kept as ``metadata["tool_error"]`` (OpenAI has no place for it). Not read at all:
+become one (joined by a blank line, their position in the conversation is not kept), a user or
+assistant node with nothing to show (no text, name, images or tool calls) has no block at all, a
+name with brackets or a line break cannot be read back, text that itself begins with
+``[something] `` reads back as a name, an assistant node with no text merged after another
+assistant node gives its tool calls to that node, and tool-call arguments round-trip as JSON
+values (re-serialized) rather than as the exact text. A tool result's ``is_error`` is kept as
+``metadata["tool_error"]`` (OpenAI has no place for it). Not read at all:
 ``cache_control`` on blocks and the ``detail`` of an OpenAI image part (hints, not content).
 """
 
@@ -34,7 +35,7 @@ from typing import Any
 
 from conversation.node import MessageFormatError, MessageNode, ToolCall
 
-OPENAI_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+OPENAI_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # used with fullmatch: "$" allows a "\n"
 OPENAI_FIELDS: tuple[str, ...] = ("role", "content", "name", "images", "tool_call_id", "tool_calls")
 ANTHROPIC_FIELDS = OPENAI_FIELDS
 
@@ -57,7 +58,7 @@ def openai_name(name: str | None, user_id: str | None = None) -> str | None:
     """
     if name is None:
         return None
-    if OPENAI_NAME.match(name):
+    if OPENAI_NAME.fullmatch(name):
         return name
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
     cleaned = re.sub(r"[^A-Za-z0-9_-]+", "_", ascii_name).strip("_")[:64]

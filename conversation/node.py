@@ -198,7 +198,9 @@ class MessageNode(BaseModel):
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:
-            raise MessageFormatError(f"invalid message {dict(data)!r}: {exc}") from exc
+            shown = repr(dict(data))
+            shown = shown if len(shown) <= 200 else shown[:200] + "...}"
+            raise MessageFormatError(f"invalid message {shown}: {exc}") from exc
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, detached dict of the fields that are set (defaults left out).

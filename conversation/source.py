@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-PAGE_LIMIT = 100  # Discord's maximum page size for channel history.
+PAGE_LIMIT = 100
+DISCORD_EPOCH_MS = 1_420_070_400_000  # Discord's maximum page size for channel history.
 
 
 class AuthorLike(Protocol):
@@ -92,6 +93,15 @@ def is_conversational(message: MessageLike) -> bool:
     kind = getattr(message, "type", None)
     value = getattr(kind, "value", kind)
     return value is None or value in CONVERSATIONAL_TYPES
+
+
+def created_ms(message: MessageLike) -> int:
+    """Creation time in Unix milliseconds, read from the snowflake id.
+
+    Every Discord id encodes its creation time, so this equals ``created_at`` without building
+    a datetime: the builder compares times hundreds of thousands of times per channel log.
+    """
+    return (message.id >> 22) + DISCORD_EPOCH_MS
 
 
 def reference_id(message: MessageLike) -> int | None:

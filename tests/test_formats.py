@@ -108,6 +108,7 @@ def test_times_become_utc_and_snowflakes_text() -> None:
         ("Big-Bob_2", None, "Big-Bob_2"),
         ("Zoë Smith", None, "Zoe_Smith"),
         ("bob!!", None, "bob"),
+        ("bob\n", None, "bob"),
         ("山田", "42", "user_42"),
         ("山田", None, None),
         ("x" * 80, None, "x" * 64),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -393,3 +394,30 @@ def test_graph_matches_a_list_and_keeps_every_context(ops: list[tuple]) -> None:
         for sample in g.training_records(branch=branch.id):
             ids = sample.context.node_ids()
             assert branch_ids[: len(ids) + 1] == (*ids, branch_ids[len(ids)])
+
+
+def test_snapshot_digest_names_exactly_what_was_seen() -> None:
+    a = MessageGraph([sys_(), user("hi", "alice")]).snapshot()
+    same = MessageGraph([sys_(), user("hi", "alice")]).snapshot()
+    other_name = MessageGraph([sys_(), user("hi", "bob")]).snapshot()
+    assert a.digest() == same.digest() and len(a.digest()) == 64
+    assert a == other_name and a.digest() != other_name.digest()  # equality is role+content only
+    assert a[:1].digest() == MessageGraph([sys_()]).snapshot().digest()
+
+
+def test_small_windows_of_a_long_snapshot_and_unknown_branches() -> None:
+    g = MessageGraph([user(str(i)) for i in range(200)])
+    window = g.snapshot()[-3:]
+    assert [v["content"] for v in window] == ["197", "198", "199"]
+    assert window.node_ids() == tuple(g.node_id(i) for i in (-3, -2, -1))
+    with pytest.raises(IndexError, match="no branch 5"):
+        list(g.training_samples(branch=5))
+
+
+def test_a_graph_pickles_with_its_history() -> None:
+    g = MessageGraph([{"role": "user", "content": "q", "metadata": {"why": ["reply"]}}, bot("a")])
+    g[0]["content"] = "q2"
+    back = pickle.loads(pickle.dumps(g))
+    assert back.to_dicts() == g.to_dicts() and back.branch == g.branch == 1
+    assert list(back.training_samples()) == list(g.training_samples())
+    assert [n.content for n in back.versions(0)] == ["q", "q2"]
