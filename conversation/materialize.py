@@ -31,6 +31,7 @@ TEXT_SUFFIXES = (".txt", ".md", ".py", ".json", ".log", ".csv", ".toml", ".yaml"
                  ".ts", ".rs", ".go", ".c", ".h", ".cpp", ".java", ".sh", ".ini", ".cfg", ".xml",
                  ".html", ".css", ".sql", ".diff", ".patch")  # fmt: skip
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+MAX_TEXT_ATTACHMENT_BYTES = 1_000_000  # read at most this much of a text file, then cut
 
 
 class MaterializeOptions(BaseModel):
@@ -170,7 +171,7 @@ class Materializer:
 
     async def _inline_text(self, attachment: Any) -> str:
         limit = self.options.max_text_chars
-        if attachment.size > limit * 4:
+        if attachment.size > MAX_TEXT_ATTACHMENT_BYTES:
             return f"[text attachment: {attachment.filename}, {_size(attachment.size)}, too big]"
         try:
             data: bytes = await attachment.read()

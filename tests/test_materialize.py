@@ -1,0 +1,203 @@
+"""Selected raw messages become MessageNodes: names, mentions, embeds, attachments, bot turns."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from aiohttp import web
+
+from conversation.dce import parse_export, time_snowflake
+from conversation.log_source import LogSource
+from conversation.materialize import MaterializeOptions, Materializer, render_system_prompt
+from conversation.selection import ContextSelection, Reason
+from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
+
+BOT, ALICE, BOB, OTHER_BOB = 42, 100, 101, 102
+GUILD, CHANNEL, ROLE, OTHER_CHANNEL = 900, 901, 902, 903
+T0 = datetime(2024, 5, 6, 9, 0, tzinfo=UTC)
+
+
+def user(uid: int, name: str, nick: str | None = None, bot: bool = False) -> dict:
+    return {
+        "id": str(uid),
+        "name": name,
+        "discriminator": "0000",
+        "nickname": nick or name,
+        "isBot": bot,
+        "roles": [{"id": str(ROLE), "name": "Moderators", "position": 1}],
+    }
+
+
+def message(minute: int, author: dict, content: str, **extra) -> dict:
+    moment = T0.replace(minute=minute)
+    return {
+        "id": str(time_snowflake(moment)),
+        "type": "Default",
+        "timestamp": moment.isoformat(),
+        "content": content,
+        "author": author,
+        **extra,
+    }
+
+
+def export(messages: list[dict]) -> dict:
+    return {
+        "guild": {"id": str(GUILD), "name": "Test Server"},
+        "channel": {"id": str(CHANNEL), "type": "GuildTextChat", "name": "general"},
+        "messages": messages,
+    }
+
+
+def select_all(source: LogSource) -> ContextSelection:
+    *context, trigger = source.messages
+    return ContextSelection(
+        trigger=trigger,
+        messages=context,
+        reasons={m.id: [Reason(kind="linear")] for m in context},
+    )
+
+
+async def materialize(raw: dict, **options) -> list:
+    source = LogSource(parse_export(raw), bot_user_id=BOT)
+    materializer = Materializer(MaterializeOptions(bot_user_id=BOT, **options))
+    return (await materializer.materialize(select_all(source))).nodes
+
+
+async def test_mentions_emoji_and_embeds_become_readable():
+    alice, bob = user(ALICE, "alice", "Alice"), user(BOB, "bob", "Bobby")
+    nodes = await materialize(
+        export(
+            [
+                message(
+                    0,
+                    alice,
+                    "see https://example.org/x",
+                    embeds=[
+                        {
+                            "title": "An Example",
+                            "url": "https://example.org/x",
+                            "description": "A page.",
+                        }
+                    ],
+                ),
+                message(
+                    1,
+                    bob,
+                    f"<@{ALICE}> ask <@&{ROLE}> in <#{CHANNEL}> <:party_parrot:123> <@!{BOB}>",
+                    mentions=[alice, bob],
+                ),
+            ]
+        )
+    )
+    assert nodes[0].content.endswith("[link preview: An Example - A page.]")
+    assert nodes[1].content == "Bobby: @Alice ask @Moderators in #general :party_parrot: @Bobby"
+    assert nodes[1].role == "user" and nodes[1].name == "Bobby" and nodes[1].user_id == str(BOB)
+
+
+async def test_bot_turns_are_assistant_and_replies_say_whom_they_answer():
+    bot, alice = user(BOT, "threadwise", "Threadwise", bot=True), user(ALICE, "alice", "Alice")
+    first = message(0, alice, "what is a snowflake?")
+    answer = message(
+        1, bot, "A Discord id that encodes its creation time.", reference={"messageId": first["id"]}
+    )
+    follow = message(2, alice, "thanks!", reference={"messageId": answer["id"]}, type="Reply")
+    nodes = await materialize(export([first, answer, follow]))
+    assert [n.role for n in nodes] == ["user", "assistant", "user"]
+    assert nodes[1].content == "A Discord id that encodes its creation time."
+    assert nodes[2].content == "Alice (replying to Threadwise): thanks!"
+    assert nodes[2].metadata["trigger"] is True
+    assert list(nodes[0].metadata["reasons"]) == ["linear"]
+
+
+async def test_people_with_the_same_name_are_told_apart_by_id():
+    nodes = await materialize(
+        export(
+            [
+                message(0, user(BOB, "bob", "Bob"), "I'm the first Bob"),
+                message(1, user(OTHER_BOB, "bob2", "Bob"), "and I'm another Bob"),
+            ]
+        )
+    )
+    assert nodes[0].content == f"Bob (user {BOB}): I'm the first Bob"
+    assert nodes[1].content == f"Bob (user {OTHER_BOB}): and I'm another Bob"
+
+
+async def test_images_are_parts_only_for_models_that_see():
+    picture = {
+        "id": "1",
+        "url": "https://cdn.example/cat.png",
+        "fileName": "cat.png",
+        "fileSizeBytes": 2048,
+    }
+    archive = {
+        "id": "2",
+        "url": "https://cdn.example/logs.zip",
+        "fileName": "logs.zip",
+        "fileSizeBytes": 3 * 1024 * 1024,
+    }
+    raw = export(
+        [message(0, user(ALICE, "alice", "Alice"), "look", attachments=[picture, archive])]
+    )
+    blind = await materialize(raw)
+    assert blind[0].images == ()
+    assert blind[0].content == "Alice: look\n[image: cat.png]\n[attachment: logs.zip, 3.0 MB]"
+    seeing = await materialize(raw, vision=True)
+    assert seeing[0].images == ("https://cdn.example/cat.png",)
+
+
+async def test_text_attachments_are_inlined_and_capped(tmp_path: Path):
+    """A real nextcord message (from the fake Discord) reads its attachment over real HTTP."""
+    served: list[str] = []
+
+    async def notes(request: web.Request) -> web.Response:
+        served.append(request.path)
+        return web.Response(text="line one\nline two\n" + "x" * 500, content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/notes.txt", notes)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    attachment = {
+        "id": "7",
+        "url": f"http://127.0.0.1:{port}/notes.txt",
+        "fileName": "notes.txt",
+        "fileSizeBytes": 518,
+    }
+    log = tmp_path / "log.json"
+    raw = export([message(0, user(ALICE, "alice", "Alice"), "my notes", attachments=[attachment])])
+    log.write_text(json.dumps(raw))
+    try:
+        async with FakeDiscord(bot_id=BOT) as fake:
+            await fake.load_log(log)
+            with fake.nextcord_pointed_here():
+                async with fake.running(make_nextcord_client()) as client:
+                    channel = client.get_channel(CHANNEL)
+                    trigger = await channel.fetch_message(int(raw["messages"][0]["id"]))
+                    selection = ContextSelection(trigger=trigger, messages=[], reasons={})
+                    options = MaterializeOptions(bot_user_id=BOT, max_text_chars=100)
+                    nodes = (await Materializer(options).materialize(selection)).nodes
+    finally:
+        await runner.cleanup()
+    assert served == ["/notes.txt"]
+    content = nodes[0].content
+    assert content.startswith("Alice: my notes\n[text attachment: notes.txt]\nline one\nline two\n")
+    assert content.endswith("[... cut at 100 of 518 characters]")
+
+
+def test_system_prompt_says_who_where_and_when():
+    text = render_system_prompt(
+        "I am {bot_name} on {server} in #{channel}; it is {now}. {unknown} stays.",
+        bot_name="Threadwise",
+        server="Acme",
+        channel="ops",
+        now=datetime(2025, 3, 14, 13, 28, tzinfo=UTC),
+    )
+    assert (
+        text
+        == "I am Threadwise on Acme in #ops; it is Friday 2025-03-14 13:28 UTC. {unknown} stays."
+    )

@@ -1,0 +1,158 @@
+"""Channel logs in, clear errors out: DCE parsing, ``contexts`` and ``replay`` from the shell."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conversation.dce import ExportError, load_export, parse_export
+from conversation.log_source import LogSource
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "tests" / "logs"
+EXAMPLE = ROOT / "examples" / "support-channel.json"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+# ---------------------------------------------------------------------------- broken exports
+
+
+def test_not_json_names_the_file(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text("{ this is not json")
+    with pytest.raises(ExportError, match=rf"^{path}: not a JSON file"):
+        load_export(path)
+
+
+def test_not_an_export_names_the_file(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text('{"hello": 1}')
+    with pytest.raises(ExportError, match="no 'messages' list"):
+        load_export(path)
+
+
+def test_bad_message_names_the_message(tmp_path):
+    raw = json.loads((LOGS / "interleaved.json").read_text())
+    raw["messages"][3]["timestamp"] = "yesterday-ish"
+    bad_id = raw["messages"][3]["id"]
+    with pytest.raises(ExportError, match=rf"^x.json: message {bad_id}: timestamp"):
+        parse_export(raw, source="x.json")
+
+
+def test_non_numeric_id_is_an_error():
+    raw = json.loads((LOGS / "interleaved.json").read_text())
+    raw["messages"][0]["id"] = "abc"
+    with pytest.raises(ExportError, match="message abc: id: Value error, message id must be"):
+        parse_export(raw, source="x.json")
+
+
+def test_real_export_quirks_are_tolerated():
+    source = LogSource.from_file(LOGS / "quirks_thread.json")
+    assert source.export.duplicate_ids  # kept once, the later copy
+    contents = [m.content for m in source.messages]
+    assert contents.count("a message exported twice (edited)") == 1
+    assert "a message exported twice" not in contents
+    assert source.messages[0].author.display_name == "erin"  # no nickname in the export
+    assert source.channel.__class__.__name__ == "Thread"
+    assert source.bot_user_id == 999  # the log's bot speaks as the assistant
+
+
+def test_reply_resolution_follows_discord():
+    deleted = LogSource.from_file(LOGS / "reply_to_deleted.json").messages[2]
+    assert type(deleted.reference.resolved).__name__ == "DeletedReferencedMessage"
+    outside = LogSource.from_file(LOGS / "reply_outside_log.json").messages[1]
+    assert outside.reference.resolved is None  # unknown: Discord would not say either
+
+
+# ---------------------------------------------------------------------------- contexts
+
+
+def test_contexts_prints_one_json_line_per_trigger(tmp_path):
+    ids = [m["id"] for m in json.loads((LOGS / "chain_across_days.json").read_text())["messages"]]
+    triggers = tmp_path / "triggers.txt"
+    triggers.write_text(f"{ids[-1]}\n{ids[4]}\n")
+    result = run_cli("contexts", str(LOGS / "chain_across_days.json"), "--triggers", str(triggers))
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["trigger"] for line in lines] == [ids[-1], ids[4]]
+    first = lines[0]
+    assert set(first) == {"trigger", "context", "reasons", "rest_calls"}
+    assert first["context"] == sorted(first["context"], key=int)
+    assert ids[4] in first["context"] and ids[-1] not in first["context"]
+    assert first["reasons"][ids[4]] == ["linear", f"reference via {ids[-1]}"]
+    assert first["rest_calls"] == 1
+
+
+def test_contexts_default_is_every_message():
+    result = run_cli("contexts", str(LOGS / "interleaved.json"))
+    assert result.returncode == 0
+    assert len(result.stdout.splitlines()) == 9
+
+
+def test_contexts_on_a_missing_trigger_is_one_line(tmp_path):
+    triggers = tmp_path / "t.txt"
+    triggers.write_text("123\n")
+    result = run_cli("contexts", str(LOGS / "interleaved.json"), "--triggers", str(triggers))
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip()
+        == f"error: {triggers}: message 123 is not in {LOGS / 'interleaved.json'}"
+    )
+
+
+def test_contexts_on_a_broken_log_is_one_line(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text("[1, 2")
+    result = run_cli("contexts", str(path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: {path}: not a JSON file")
+
+
+# ---------------------------------------------------------------------------- replay
+
+
+def test_replay_shows_the_prompt_with_reasons_offline():
+    result = run_cli("replay", str(EXAMPLE), "--no-model")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "[trigger]" in out and "[system prompt]" in out
+    assert "reference via #" in out
+    assert "This guide covers it well" in out
+    assert '<embedding type="article"' in out and "hard links" in out  # the bundled page, read
+    assert "backup job failed" not in out  # sealed by a four-hour silence
+    assert "lunch at the ramen place" not in out  # another conversation, before the recent ones
+
+
+def test_replay_json_and_a_chosen_trigger():
+    export = json.loads(EXAMPLE.read_text())
+    trigger = export["messages"][10]["id"]  # Chloé's "About 800 GB" reply to the bot
+    result = run_cli("replay", str(EXAMPLE), "--trigger", trigger, "--format", "json", "--no-model")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["trigger"] == trigger
+    assert data["messages"][0]["role"] == "system"
+    assert data["messages"][-1]["content"].startswith(
+        "Chloé (replying to Threadwise): About 800 GB"
+    )
+    assert any(m["role"] == "assistant" for m in data["messages"])
+
+
+def test_replay_says_when_no_model_answers(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text('[model]\nbase_url = "http://127.0.0.1:9/v1"\n[articles]\nenabled = false\n')
+    result = run_cli("replay", str(LOGS / "interleaved.json"), "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    assert "no model answered at http://127.0.0.1:9/v1" in result.stdout
