@@ -125,9 +125,7 @@ class ContextBuilder:
         recent = await reader.recent(
             trigger, min(settings.min_linear, settings.max_total), keep=is_conversational
         )
-        state.take(
-            [_Candidate(m, Reason(kind="linear")) for m in recent]
-        )
+        state.take([_Candidate(m, Reason(kind="linear")) for m in recent])
         # A small group talking together is one conversation even without mentions or replies.
         speakers = {
             m.author.id for m in recent if created_ms(trigger) - created_ms(m) <= self.threshold_ms
@@ -175,9 +173,7 @@ class ContextBuilder:
                 parent = None if state.knows(referenced) else await reader.get(referenced)
                 reason = Reason(kind="reference", via=message.id)
                 if parent is not None:
-                    candidates.append(
-                        _Candidate(parent, reason)
-                    )
+                    candidates.append(_Candidate(parent, reason))
                 elif state.knows(referenced):
                     state.note(referenced, reason)
                 else:
