@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import nextcord
 import pytest
 
-from bot.app import ThreadwiseClient
+from bot.app import ThreadwiseClient, run_bot
 from bot.config import Config
 from bot.model_client import ModelClient
 from bot.recording import InteractionRecorder
@@ -46,11 +48,11 @@ class Harness:
         return {m["content"][:24]: int(m["id"]) for m in export["messages"]}
 
 
-def make_config(discord: FakeDiscord, model: FakeOpenAI, **sections: dict) -> Config:
+def make_config(discord: FakeDiscord, fake_model: FakeOpenAI, **sections: dict) -> Config:
     data: dict[str, dict] = {
         "discord": {"token": discord.token, "api_base": discord.api_base,
                     "guild_ready_timeout": 0.1},
-        "model": {"base_url": model.url, "name": "fake-model", "max_retries": 1,
+        "model": {"base_url": fake_model.url, "name": "fake-model", "max_retries": 1,
                   "retry_base_seconds": 0.01, "idle_timeout_seconds": 5, "timeout_seconds": 20},
         "articles": {"enabled": False},
         "triggers": {"burst_window_seconds": 0.05},
@@ -63,9 +65,9 @@ def make_config(discord: FakeDiscord, model: FakeOpenAI, **sections: dict) -> Co
 
 @contextlib.asynccontextmanager
 async def running_bot(store: Any = None, **sections: dict) -> AsyncIterator[Harness]:
-    async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as model:
+    async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as fake:
         await discord.load_log(EXAMPLE)
-        config = make_config(discord, model, **sections)
+        config = make_config(discord, fake, **sections)
         async with ModelClient(config.model) as model_client:
             recorder = InteractionRecorder(store, config) if store is not None else None
             client = ThreadwiseClient(
@@ -73,7 +75,7 @@ async def running_bot(store: Any = None, **sections: dict) -> AsyncIterator[Harn
             )
             with discord.nextcord_pointed_here():
                 async with discord.running(client) as ready:
-                    yield Harness(discord=discord, model=model, client=ready)
+                    yield Harness(discord=discord, model=fake, client=ready)
         assert not discord.server_errors, discord.server_errors
 
 
@@ -247,3 +249,35 @@ async def _settled(bot: Harness) -> None:
         if not bot.client._tasks:
             return
         await asyncio.sleep(0.05)
+
+
+async def test_refused_message_content_intent_is_explained(tmp_path, capsys):
+    async with FakeDiscord(bot_id=BOT_ID) as discord, FakeOpenAI() as model:
+        discord.allowed_privileged_intents = 0
+        config = make_config(discord, model, storage={"path": tmp_path / "store.sqlite3"})
+        try:
+            code = await asyncio.to_thread(run_bot, config)
+        finally:
+            nextcord.http.Route.BASE = "https://discord.com/api/v10"
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "Discord refused the Message Content intent" in err
+    assert "Traceback" not in err
+
+
+async def test_secrets_never_reach_the_logs(caplog):
+    caplog.set_level(logging.DEBUG)
+    secret_key = "sk-test-very-secret-key-123"
+    async with running_bot(model={"api_key": secret_key}) as bot:
+        await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> hello")
+        bot.model.queue(Fail(status=401))
+        await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> again")
+        await _settled(bot)
+        token = bot.discord.token
+        assert bot.model.chat_requests[0].headers["Authorization"] == f"Bearer {secret_key}"
+    ours = "\n".join(
+        record.getMessage() for record in caplog.records if not record.name.startswith("nextcord")
+    )
+    assert "answer channel=" in ours  # the one INFO line per answer
+    assert secret_key not in caplog.text
+    assert token not in ours
