@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, ValidationError
 
 from bot.mentions import MentionSettings
 from bot.settings_model import ModelSettings
+from bot.validators import HttpUrl, OptionalSecret
 from conversation.settings import ArticleSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
@@ -29,27 +30,12 @@ class ConfigError(Exception):
 
 
 class DiscordSettings(StrictSection):
-    token: SecretStr | None = Field(None, description="Bot token; DISCORD_TOKEN wins.")
-    api_base: str = Field(
+    token: OptionalSecret = Field(None, description="Bot token; DISCORD_TOKEN wins.")
+    api_base: HttpUrl = Field(
         "https://discord.com/api/v10",
         description="REST base URL; the gateway URL is asked from it (proxies and tests set it).",
     )
     guild_ready_timeout: float = Field(2.0, gt=0, description="Seconds to wait for guild data.")
-
-    @field_validator("api_base")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, got {value!r}")
-        return value
-
-    @field_validator("token")
-    @classmethod
-    def _blank_is_none(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().strip():
-            return None
-        return value
 
 
 class TriggerSettings(StrictSection):

@@ -6,8 +6,9 @@ loader composes it (and lets the ``MODEL_API_KEY`` environment variable win over
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field
 
+from bot.validators import HttpUrl, OptionalSecret
 from conversation.settings import StrictSection
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -25,12 +26,12 @@ class ModelSettings(StrictSection):
     address), llama.cpp's server, vLLM, OpenRouter, OpenAI itself.
     """
 
-    base_url: str = Field(
+    base_url: HttpUrl = Field(
         "http://127.0.0.1:11434/v1",
         min_length=1,
         description="Base URL of the OpenAI-compatible API, up to and including /v1.",
     )
-    api_key: SecretStr | None = Field(
+    api_key: OptionalSecret = Field(
         None, description="Bearer token; the MODEL_API_KEY environment variable wins over this."
     )
     name: str = Field("llama3.1", min_length=1, description="Model name sent in each request.")
@@ -65,19 +66,3 @@ class ModelSettings(StrictSection):
         30.0, ge=0, description="Cap on one backoff delay, including a server's Retry-After."
     )
     vision: bool = Field(False, description="Send images as image parts (the model must see).")
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {value!r}")
-        return value
-
-    @field_validator("api_key")
-    @classmethod
-    def _blank_key_is_none(cls, value: SecretStr | None) -> SecretStr | None:
-        # An empty MODEL_API_KEY= line in a .env file means "no key", not an empty bearer token.
-        if value is not None and not value.get_secret_value().strip():
-            return None
-        return value
