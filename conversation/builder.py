@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conversation.reader import ChannelReader
+from conversation.reader import ChannelReader, WorkEntry
 from conversation.selection import ContextSelection, Reason, ReasonKind
 from conversation.settings import ContextSettings
 from conversation.source import MessageLike, created_ms, is_conversational, reference_id
@@ -172,6 +172,15 @@ class ContextBuilder:
             if referenced is not None and referenced < state.trigger.id:
                 parent = None if state.knows(referenced) else await reader.get(referenced)
                 reason = Reason(kind="reference", via=message.id)
+                reader.log.append(
+                    WorkEntry(
+                        action="reference_followed",
+                        detail=f"{message.id} replies to {referenced}",
+                        status="failure"
+                        if parent is None and not state.knows(referenced)
+                        else "success",
+                    )
+                )
                 if parent is not None:
                     candidates.append(_Candidate(parent, reason))
                 elif state.knows(referenced):

@@ -23,7 +23,7 @@ class WorkEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    action: Literal["history_page", "fetch_message", "cache_hit", "payload_reference", "error"]
+    action: Literal["history_page", "cache_hit", "reference_followed"]
     detail: str
     messages: int = 0
     status: Literal["success", "failure"] = "success"
