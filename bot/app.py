@@ -24,7 +24,7 @@ from bot.model_client import ModelClient
 from bot.storage import Store
 from bot.triggers import permitted, trigger_kind
 from conversation.articles.service import ArticleService
-from conversation.cache import CacheRegistry, ChannelCache
+from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
 
 log = logging.getLogger("threadwise")
@@ -72,8 +72,9 @@ class ThreadwiseClient(nextcord.Client):
             bot_name=lambda: self.user.display_name if self.user else "assistant",
             recorder=recorder,
         )
-        self._live_since: datetime | None = None
-        self._disconnected_at: datetime | None = None
+        self._sessions = 0
+        # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
+        self._channels: dict[int, Any] = {}
         self._pending: dict[tuple[int, int], Any] = {}
         self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -135,13 +136,12 @@ class ThreadwiseClient(nextcord.Client):
 
     async def on_ready(self) -> None:
         assert self.user is not None
-        now = datetime.now(UTC)
-        if self._live_since is not None:
-            # A new session (not a resume): events between the two were never delivered.
+        if self._sessions:
+            # A new session, not a resume: events between the two were never delivered, so
+            # every channel's live coverage stops; its next message starts it again.
             for cache in self.caches:
-                cache.stop_live(self._disconnected_at or now)
-                cache.go_live(now)
-        self._live_since = now
+                cache.stop_live()
+        self._sessions += 1
         self.materializer.options = MaterializeOptions(
             bot_user_id=self.user.id,
             vision=self.config.model.vision,
@@ -150,21 +150,13 @@ class ThreadwiseClient(nextcord.Client):
         )
         log.info("connected as %s (%s) to %d guild(s)", self.user, self.user.id, len(self.guilds))
 
-    async def on_disconnect(self) -> None:
-        self._disconnected_at = datetime.now(UTC)
-
-    def cache_for(self, channel_id: int) -> ChannelCache:
-        fresh = self.caches.get(channel_id) is None
-        cache = self.caches.for_channel(channel_id)
-        if fresh and self._live_since is not None:
-            cache.go_live(self._live_since)
-        return cache
-
     # ------------------------------------------------------------------ gateway events
 
     async def on_message(self, message: nextcord.Message) -> None:
-        cache = self.cache_for(message.channel.id)
-        cache.add(message)
+        cache = self.caches.for_channel(message.channel.id)
+        cache.on_gateway_message(message)
+        if message.guild is None:
+            self._channels[message.channel.id] = message.channel
         if self.user is None:
             return
         reference = message.reference
@@ -184,36 +176,40 @@ class ThreadwiseClient(nextcord.Client):
 
     async def on_raw_message_edit(self, payload: nextcord.RawMessageUpdateEvent) -> None:
         data = payload.data
-        cache = self.caches.get(payload.channel_id)
-        if cache is None or "content" not in data or "author" not in data:
-            return
-        channel = self.get_channel(payload.channel_id)
-        if channel is None:
-            return
-        message = nextcord.Message(state=self._connection, channel=channel, data=data)  # type: ignore[arg-type]
-        cache.add(message)
+        if "content" not in data:
+            return  # an embed-only update: nothing the conversation said changed
+        author_id = int(data.get("author", {}).get("id", 0)) or None
+        bot_id = self.user.id if self.user is not None else None
         # The bot's own edits are its streaming answer, already recorded with the interaction.
-        if self.store is not None and message.author.id != getattr(self.user, "id", None):
+        if self.store is not None and author_id != bot_id:
+            edited_at = nextcord.utils.parse_time(data.get("edited_timestamp")) or datetime.now(UTC)
             await self.store.record_edit(
-                message.id,
-                payload.channel_id,
-                message.author.id,
-                message.content,
-                message.edited_at or datetime.now(UTC),
+                payload.message_id, payload.channel_id, author_id, data["content"], edited_at
             )
+        cache = self.caches.get(payload.channel_id)
+        channel = self.get_channel(payload.channel_id) or self._channels.get(payload.channel_id)
+        if cache is None or channel is None or "author" not in data:
+            return
+        try:
+            message = nextcord.Message(state=self._connection, channel=channel, data=data)  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError) as error:  # a partial payload
+            log.debug("edit of %s not cached: %s", payload.message_id, error)
+            return
+        cache.add(message)
 
     async def on_raw_message_delete(self, payload: nextcord.RawMessageDeleteEvent) -> None:
-        cache = self.caches.get(payload.channel_id)
-        if cache is not None:
-            cache.on_delete(payload.message_id)
-        if self.store is not None:
-            await self.store.record_delete(payload.message_id)
+        await self._deleted(payload.channel_id, [payload.message_id])
 
     async def on_raw_bulk_message_delete(self, payload: nextcord.RawBulkMessageDeleteEvent) -> None:
-        cache = self.caches.get(payload.channel_id)
-        if cache is not None:
-            for message_id in payload.message_ids:
+        await self._deleted(payload.channel_id, sorted(payload.message_ids))
+
+    async def _deleted(self, channel_id: int, message_ids: list[int]) -> None:
+        cache = self.caches.get(channel_id)
+        for message_id in message_ids:
+            if cache is not None:
                 cache.on_delete(message_id)
+            if self.store is not None:
+                await self.store.record_delete(message_id)
 
     # ------------------------------------------------------------------ answering
 

@@ -170,25 +170,24 @@ class ContextBuilder:
         for message in frontier:
             referenced = reference_id(message)
             if referenced is not None and referenced < state.trigger.id:
-                parent = None if state.knows(referenced) else await reader.get(referenced)
                 reason = Reason(kind="reference", via=message.id)
-                reader.log.append(
-                    WorkEntry(
-                        action="reference_followed",
-                        detail=f"{message.id} replies to {referenced}",
-                        status="failure"
-                        if parent is None and not state.knows(referenced)
-                        else "success",
-                    )
-                )
-                if parent is not None:
-                    candidates.append(_Candidate(parent, reason))
-                elif state.knows(referenced):
+                if state.knows(referenced):
                     state.note(referenced, reason)
                 else:
-                    state.problems.append(
-                        f"message {message.id} replies to {referenced}, which is gone"
+                    parent = await self._referenced(message, referenced, reader)
+                    reader.log.append(
+                        WorkEntry(
+                            action="reference_followed",
+                            detail=f"{message.id} replies to {referenced}",
+                            status="success" if parent is not None else "failure",
+                        )
                     )
+                    if parent is not None:
+                        candidates.append(_Candidate(parent, reason))
+                    else:
+                        state.problems.append(
+                            f"message {message.id} replies to {referenced}, which is gone"
+                        )
             # Only the trigger's mentions are followed: later in the walk, mentions already
             # steer the temporal step through the participants, and following them again
             # pulled in other conversations (lower F1 on the IRC logs).
@@ -199,6 +198,24 @@ class ContextBuilder:
                         reason = Reason(kind="mention", via=message.id)
                         candidates.append(_Candidate(answered, reason))
         return candidates
+
+    @staticmethod
+    async def _referenced(
+        message: MessageLike, referenced: int, reader: ChannelReader
+    ) -> MessageLike | None:
+        """The replied-to message: from the payload first, then the channel (cache, REST).
+
+        The payload's copy is used whatever channel it is in (a thread's starter message points
+        into the parent channel); only this channel's history can be asked for the rest.
+        """
+        reference = message.reference
+        resolved = reference.resolved if reference is not None else None
+        if resolved is not None and getattr(resolved, "content", None) is not None:
+            return resolved  # type: ignore[return-value]
+        channel_id = getattr(reference, "channel_id", None)
+        if channel_id is not None and channel_id != reader.source.channel_id:
+            return None
+        return await reader.get(referenced)
 
     async def _latest_by(
         self, author_id: int, message: MessageLike, reader: ChannelReader
@@ -220,7 +237,10 @@ class ContextBuilder:
         self, frontier: list[MessageLike], state: _Exploration, reader: ChannelReader
     ) -> list[_Candidate]:
         candidates: list[_Candidate] = []
+        here = reader.source.channel_id
         for message in frontier:
+            if getattr(getattr(message, "channel", None), "id", here) != here:
+                continue  # a reply's parent in another channel: its neighbours are not ours
             for direction in ("before", "after"):
                 if direction == "after" and message is state.trigger:
                     continue  # never past the trigger

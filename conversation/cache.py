@@ -44,6 +44,7 @@ class ChannelCache:
         self._messages: dict[int, MessageLike] = {}
         self._covered: list[list[int]] = []  # sorted, disjoint, non-adjacent [lo, hi] pairs
         self._deleted: set[int] = set()
+        self._floor = 0  # ids below it may have been evicted
         self.last_used = time.monotonic()
 
     def __len__(self) -> int:
@@ -55,12 +56,21 @@ class ChannelCache:
     # ------------------------------------------------------------------ learning
 
     def add(self, message: MessageLike) -> None:
-        """Store a message (a newer copy of an edited one replaces the old)."""
+        """Store a message; a copy from an edit event replaces the old one."""
+        self._store(message, replace=True)
+
+    def add_if_absent(self, message: MessageLike) -> None:
+        """Store a message unless a copy is held: what the cache holds may be a newer edit."""
+        self._store(message, replace=False)
+
+    def _store(self, message: MessageLike, *, replace: bool) -> None:
         message_id = message.id
         if message_id in self._deleted:
             return
         if message_id not in self._messages:
             bisect.insort(self._ids, message_id)
+        elif not replace:
+            return
         self._messages[message_id] = message
         self._learn_reference(message)
         if len(self._ids) > self.max_messages:
@@ -80,8 +90,7 @@ class ChannelCache:
             return
         if getattr(getattr(resolved, "channel", None), "id", self.channel_id) != self.channel_id:
             return
-        if resolved.id not in self._messages:  # type: ignore[attr-defined]
-            self.add(resolved)  # type: ignore[arg-type]
+        self.add_if_absent(resolved)  # type: ignore[arg-type]
 
     def add_page(self, messages: list[MessageLike], lo: int, hi: int) -> None:
         """Store a history page and record that it holds everything in ``[lo, hi]``."""
@@ -90,6 +99,8 @@ class ChannelCache:
         self.cover(lo, hi)
 
     def cover(self, lo: int, hi: int) -> None:
+        # Below the eviction floor messages may have been dropped: never claim them complete.
+        lo = max(lo, self._floor)
         if lo > hi:
             return
         merged: list[list[int]] = []
@@ -109,18 +120,33 @@ class ChannelCache:
         merged.sort()
         self._covered = merged
 
+    @property
+    def live(self) -> bool:
+        return bool(self._covered) and self._covered[-1][1] == LIVE
+
     def go_live(self, since: datetime | None = None) -> None:
         """From now on every message arrives by gateway: history from ``since`` on is complete."""
         since = since or datetime.now(UTC)
         self.cover(time_snowflake(since), LIVE)
 
-    def stop_live(self, until: datetime | None = None) -> None:
-        """The gateway session was lost without resume: coverage stops where events stopped."""
-        end = time_snowflake(until or datetime.now(UTC))
-        for interval in self._covered:
-            if interval[1] == LIVE:
-                interval[1] = end
-        self._covered = [interval for interval in self._covered if interval[0] <= interval[1]]
+    def on_gateway_message(self, message: MessageLike) -> None:
+        """A MESSAGE_CREATE: store it; the first one of a session starts the live interval.
+
+        Live coverage starts at the first message the gateway delivered, not at a wall-clock
+        time, so neither clock skew nor messages from before the session can fall inside it.
+        """
+        self.add(message)
+        if not self.live:
+            self.cover(message.id, LIVE)
+
+    def stop_live(self) -> None:
+        """The gateway session was lost without resume: coverage stops at the last message seen;
+        the next session's first message starts a new live interval."""
+        if not self.live:
+            return
+        lo = self._covered[-1][0]
+        newest = self._ids[-1] if self._ids and self._ids[-1] >= lo else lo
+        self._covered[-1][1] = newest
 
     def on_delete(self, message_id: int) -> None:
         self._deleted.add(message_id)
@@ -137,6 +163,7 @@ class ChannelCache:
         for message_id in dropped:
             del self._messages[message_id]
         floor = self._ids[0] if self._ids else 0
+        self._floor = max(self._floor, floor)
         self._covered = [[max(lo, floor), hi] for lo, hi in self._covered if hi >= floor]
         self._deleted = {message_id for message_id in self._deleted if message_id >= floor}
 

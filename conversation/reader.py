@@ -44,7 +44,7 @@ class ChannelReader:
 
     def learn(self, message: MessageLike) -> None:
         """Take a message we were handed (the trigger) into the cache with its reference."""
-        self.cache.add(message)
+        self.cache.add_if_absent(message)
 
     # ------------------------------------------------------------------ single messages
 
@@ -61,17 +61,18 @@ class ChannelReader:
         page = await self._page(around=message_id)
         if page is None:
             return None
-        known = self.cache.get(message_id)
-        if known is UNKNOWN:  # the page did not reach it: the id is not in this channel's range
-            self.cache.on_delete(message_id)
-            return None
-        return known
+        for message in page:  # from the page itself: a full cache may have dropped it already
+            if message.id == message_id:
+                return message
+        # Discord answered with the neighbourhood but not the message: deleted, or never here.
+        self.cache.on_delete(message_id)
+        return None
 
     # ------------------------------------------------------------------ neighbours
 
     async def previous(self, message: MessageLike) -> MessageLike | None:
         """The message right before ``message`` in the channel, ``None`` at its start."""
-        self.cache.add(message)
+        self.cache.add_if_absent(message)
         answer = self.cache.previous(message.id)
         if answer is UNKNOWN:
             if await self._page(before=self.cache.lower_edge(message.id)) is None:
@@ -81,7 +82,7 @@ class ChannelReader:
 
     async def next(self, message: MessageLike) -> MessageLike | None:
         """The message right after ``message``, ``None`` when it is the newest."""
-        self.cache.add(message)
+        self.cache.add_if_absent(message)
         answer = self.cache.next(message.id)
         if answer is UNKNOWN:
             if await self._page(after=self.cache.upper_edge(message.id)) is None:

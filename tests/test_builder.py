@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nextcord
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -214,3 +215,38 @@ async def test_cap_is_exact_on_a_busy_channel(min_linear, max_total):
         )
         sizes.append(len(selection.ids))
     assert max(sizes) == max_total  # the cap is reached in a busy channel, and never passed
+
+
+async def test_thread_starter_brings_the_question_from_the_parent_channel():
+    """A thread's first message carries the parent-channel message it started from."""
+    parent, thread, guild = "900000000000000001", "900000000000000009", "900000000000000000"
+    origin = "1236965000000000000"
+    erin, bob = {"id": "11", "name": "erin"}, {"id": "12", "name": "bob"}
+    export = parse_export({
+        "guild": {"id": guild, "name": "g"},
+        "channel": {"id": thread, "type": "GuildPublicThread", "categoryId": parent,
+                    "category": "general", "name": "help"},
+        "messages": [
+            {"id": "1236965680742400000", "type": "ThreadStarterMessage", "content": "",
+             "timestamp": "2024-05-06T10:00:00Z", "author": erin,
+             "reference": {"messageId": origin, "channelId": parent, "guildId": guild}},
+            {"id": "1236965932400640000", "timestamp": "2024-05-06T10:01:00Z", "author": bob,
+             "content": "did you try restarting it?"},
+            {"id": "1236966184058880000", "timestamp": "2024-05-06T10:02:00Z", "author": erin,
+             "content": "yes, same error"},
+        ],
+    })  # fmt: skip
+    source = LogSource(export)
+    data = source.payloads.message(export.messages[0])
+    data["referenced_message"] = {  # as Discord sends it: the message in the parent channel
+        **source.payloads.message(export.messages[1], resolve_reference=False),
+        "id": origin,
+        "channel_id": parent,
+        "content": "my build fails with error E42, why?",
+        "author": {"id": "11", "username": "erin", "discriminator": "0", "avatar": None},
+    }
+    source.messages[0] = nextcord.Message(state=source.state, channel=source.channel, data=data)
+    selection = await build(source, min_linear=5)
+    assert contents(selection)[0] == "my build fails with error E42, why?"
+    assert selection.problems == []
+    assert selection.rest_calls == 1  # the linear page only: no page around a foreign id

@@ -7,7 +7,18 @@ import json
 
 from bot.cli import main
 from bot.storage import Store
-from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, _settled, running_bot
+from tests.fakes.discord_gateway import INTENT_GUILD_MESSAGES
+from tests.test_bot_e2e import (
+    ALICE,
+    BEN,
+    BOT_ID,
+    CHANNEL,
+    CHLOE,
+    DM_CHANNEL,
+    ROOT,
+    _settled,
+    running_bot,
+)
 
 
 async def ask(bot, author: int, text: str, **kwargs) -> dict:
@@ -83,3 +94,47 @@ async def test_forget_user_leaves_no_trace_in_the_file(tmp_path, capsys):
     assert secret.encode() not in raw
     assert await asyncio.to_thread(main, ["export", "--config", str(config)]) == 0
     assert secret not in capsys.readouterr().out
+
+
+async def test_bulk_delete_invalidates_like_a_single_delete(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            single = int((await bot.discord.user_says(CHANNEL, CHLOE, f"<@{BOT_ID}> one"))["id"])
+            await _settled(bot)
+            bulk = int((await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> two"))["id"])
+            await bot.discord.wait_for_bot_message(CHANNEL, after=bulk, timeout=10)
+            await _settled(bot)
+            await bot.discord.delete_message(CHANNEL, single)
+            guild_id = bot.discord.message(CHANNEL, bulk)["guild_id"]
+            bot.discord.state.delete_message(CHANNEL, bulk)
+            await bot.discord.gateway.dispatch(
+                "MESSAGE_DELETE_BULK",
+                {"ids": [str(bulk)], "channel_id": str(CHANNEL), "guild_id": guild_id},
+                intent=INTENT_GUILD_MESSAGES,
+            )
+            for _ in range(50):
+                if store.message_versions(bulk)[-1].state == "invalidated":
+                    break
+                await asyncio.sleep(0.05)
+            assert bot.client.caches.get(CHANNEL).is_deleted(bulk)
+        assert [v.state for v in store.message_versions(single)] == ["invalidated"]
+        assert [v.state for v in store.message_versions(bulk)] == ["invalidated"]
+
+
+async def test_an_edit_in_a_dm_reaches_the_cache_and_the_store(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            await bot.discord.load_log(ROOT / "tests" / "logs" / "dm_with_threadwise.json")
+            said = await bot.discord.user_says(DM_CHANNEL, ALICE, "the port is 5432?")
+            await bot.discord.wait_for_bot_message(DM_CHANNEL, after=int(said["id"]), timeout=10)
+            await _settled(bot)
+            trigger = int(said["id"])
+            await bot.discord.edit_message(DM_CHANNEL, trigger, "the port is 6543?")
+            for _ in range(50):
+                if len(store.message_versions(trigger)) > 1:
+                    break
+                await asyncio.sleep(0.05)
+            cached = bot.client.caches.get(DM_CHANNEL).get(trigger)
+        states = [v.state for v in store.message_versions(trigger)]
+    assert cached.content == "the port is 6543?"
+    assert states == ["superseded", "active"]
