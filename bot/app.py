@@ -7,6 +7,7 @@ and answered one at a time per channel.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import sys
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import nextcord
 
 from bot.answer import Answerer, Recorder
@@ -106,9 +108,12 @@ class ThreadwiseClient(nextcord.Client):
             return "Answers are not being recorded here ([storage] is not set up)."
         target: int | None = None
         if message_id:
-            if not message_id.strip().isdigit():
+            from bot.cli import snowflake
+
+            try:
+                target = snowflake(message_id)
+            except argparse.ArgumentTypeError:
                 return "That is not a message id (right-click a message, Copy Message ID)."
-            target = int(message_id)
         elif channel_id is not None and self.user is not None:
             cache = self.caches.get(channel_id)
             mine = [m for m in cache.messages() if m.author.id == self.user.id] if cache else []
@@ -258,8 +263,18 @@ def run_bot(config: Config, *, config_path: Path | None = None) -> int:
         print(f"error: {INTENT_HELP}", file=sys.stderr)
         return 3
     except nextcord.LoginFailure:
+        print("error: Discord rejected the token ([discord] token, DISCORD_TOKEN)", file=sys.stderr)
+        return 3
+    except (
+        aiohttp.ClientError,
+        OSError,
+        nextcord.HTTPException,
+        nextcord.GatewayNotFound,
+    ) as error:
         print(
-            "error: Discord rejected the token ([discord] token / DISCORD_TOKEN).", file=sys.stderr
+            f"error: cannot reach Discord at {config.discord.api_base} ([discord] api_base): "
+            f"{type(error).__name__}: {str(error)[:200]}",
+            file=sys.stderr,
         )
         return 3
     except KeyboardInterrupt:

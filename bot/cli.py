@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bot.config import Config, ConfigError, load_config
+from bot.storage.errors import StoreError
 from conversation.dce import ExportError
 
 EXIT_USAGE = 2
@@ -22,6 +23,14 @@ EXIT_USAGE = 2
 
 class CommandError(Exception):
     """A problem the operator can fix, shown as one line."""
+
+
+def snowflake(text: str) -> int:
+    """A Discord id: digits only, and small enough for SQLite and Discord (< 2**63)."""
+    value = text.strip()
+    if not (value.isascii() and value.isdigit()) or not 0 < int(value) < 2**63:
+        raise argparse.ArgumentTypeError(f"not a Discord id: {text!r}")
+    return int(value)
 
 
 def _config_parent() -> argparse.ArgumentParser:
@@ -58,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "chosen. If [model] points at a reachable endpoint, its answer is printed too.",
     )
     replay.add_argument("log", type=Path, help="DiscordChatExporter JSON export")
-    replay.add_argument("--trigger", type=int, help="message id (default: the last message)")
+    replay.add_argument("--trigger", type=snowflake, help="message id (default: the last one)")
     replay.add_argument("--format", choices=("text", "json"), default="text")
     replay.add_argument(
         "--no-model", action="store_true", help="do not ask the model, only show the prompt"
@@ -82,20 +91,20 @@ def build_parser() -> argparse.ArgumentParser:
         "export", parents=[common], help="write training data (OpenAI chat JSONL)"
     )
     export.add_argument("--since", help="only interactions from this date on (YYYY-MM-DD)")
-    export.add_argument("--channel", type=int, help="only this channel id")
+    export.add_argument("--channel", type=snowflake, help="only this channel id")
     export.add_argument("--out", type=Path, help="output file (default: stdout)")
     export.set_defaults(handler=_export)
 
     explain = commands.add_parser(
         "explain", parents=[common], help="show which messages an answer used, and why"
     )
-    explain.add_argument("message_id", type=int, help="the bot's answer or its trigger")
+    explain.add_argument("message_id", type=snowflake, help="the bot's answer or its trigger")
     explain.set_defaults(handler=_explain)
 
     forget = commands.add_parser(
         "forget-user", parents=[common], help="remove a person's content from the store"
     )
-    forget.add_argument("user_id", type=int)
+    forget.add_argument("user_id", type=snowflake)
     forget.set_defaults(handler=_forget_user)
 
     check = commands.add_parser(
@@ -111,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         return handler(args, config)
-    except (ConfigError, ExportError, CommandError) as error:
+    except (ConfigError, ExportError, CommandError, StoreError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -162,8 +171,8 @@ def _read_ids(path: Path) -> list[int]:
     except OSError as error:
         raise CommandError(f"{path}: cannot read: {error.strerror}") from error
     try:
-        return [int(line) for line in lines]
-    except ValueError as error:
+        return [snowflake(line) for line in lines]
+    except argparse.ArgumentTypeError as error:
         raise CommandError(f"{path}: expected one message id per line ({error})") from error
 
 

@@ -121,6 +121,8 @@ def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None
             raise ConfigError(f"{path}: not valid TOML: {error}") from error
         except OSError as error:
             raise ConfigError(f"{path}: cannot read: {error.strerror}") from error
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"{path}: not UTF-8 text (at byte {error.start})") from error
     elif explicit:
         raise ConfigError(f"{path}: config file not found")
     if env.get("DISCORD_TOKEN"):
@@ -159,6 +161,8 @@ def describe_error(path: Path, error: ValidationError) -> str:
         named, _, rest = message.partition(": ")
         if not key and rest and named.isidentifier():
             where, message = f"{section} {named}", rest
+    elif location[-1:] in (["token"], ["api_key"]):
+        message = first["msg"]  # never echo what may be a secret
     else:
         message = f"{first['msg']} (got {first.get('input')!r})"
     more = len(error.errors()) - 1

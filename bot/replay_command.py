@@ -44,10 +44,19 @@ def replay(args: argparse.Namespace, config: Config) -> int:
 
 def _offline_pages(log: Path) -> dict[str, Path]:
     """Bundled copies of linked pages beside the log (``pages/index.json``: url -> file)."""
+    from bot.cli import CommandError
+
     index = log.parent / "pages" / "index.json"
     if not index.exists():
         return {}
-    mapping = json.loads(index.read_text(encoding="utf-8"))
+    try:
+        mapping = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise CommandError(f"{index}: not a readable JSON index of pages ({error})") from error
+    if not isinstance(mapping, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
+    ):
+        raise CommandError(f"{index}: expected an object mapping URLs to file names")
     return {url: index.parent / name for url, name in mapping.items()}
 
 

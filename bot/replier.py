@@ -14,7 +14,7 @@ from typing import Any
 
 import nextcord
 
-from bot.chunking import StreamingSplitter
+from bot.chunking import StreamingSplitter, split_message
 from bot.mentions import MentionSettings, allowed_mentions, make_safe
 
 log = logging.getLogger(__name__)
@@ -62,30 +62,32 @@ class ReplyStreamer:
         await self._show(chunks)
 
     async def finish(self, text: str) -> list[nextcord.Message]:
-        chunks = self._splitter.finish(text) if text.strip() else []
-        if not chunks:
-            chunks = ["(The model gave an empty answer.)"]
-        await self._show(chunks)
+        """The final messages: the whole answer defused first, then split (see ``_final``)."""
+        chunks = self._final(text) or ["(The model gave an empty answer.)"]
+        await self._show(chunks, final=True)
         return self.sent
 
     async def fail(self, line: str, partial_text: str = "") -> list[nextcord.Message]:
         """Show what arrived, then one short line saying what went wrong."""
         note = f"*{line}*"
-        if partial_text.strip():
-            chunks = self._splitter.finish(partial_text)
-            chunks[-1] = (
-                f"{chunks[-1]}\n{note}" if len(chunks[-1]) + len(note) < 1990 else chunks[-1]
-            )
-            if not chunks[-1].endswith(note):
-                chunks.append(note)
+        chunks = self._final(partial_text)
+        if chunks and len(chunks[-1]) + len(note) + 1 <= DISCORD_LIMIT:
+            chunks[-1] = f"{chunks[-1]}\n{note}"
         else:
-            chunks = [note]
-        await self._show(chunks)
+            chunks.append(note)
+        await self._show(chunks, final=True)
         return self.sent
 
-    async def _show(self, chunks: list[str]) -> None:
+    def _final(self, text: str) -> list[str]:
+        # Defusing before splitting: the zero-width spaces it adds count against the limit, so
+        # no text is cut however many mass mentions the answer holds.
+        return split_message(make_safe(text, self.mentions), CHUNK_LIMIT)
+
+    async def _show(self, chunks: list[str], *, final: bool = False) -> None:
         for index, chunk in enumerate(chunks):
-            text = make_safe(chunk, self.mentions)[:DISCORD_LIMIT]
+            # While streaming, chunks are split before defusing; a pathological one may be cut
+            # for a second, until the final messages replace it.
+            text = chunk if final else make_safe(chunk, self.mentions)[:DISCORD_LIMIT]
             if index < len(self.sent):
                 if self._shown[index] != text:
                     await self.sent[index].edit(content=text, allowed_mentions=self.allowed)
@@ -94,6 +96,10 @@ class ReplyStreamer:
             else:
                 self.sent.append(await self._send(text, first=index == 0))
                 self._shown.append(text)
+        if final:
+            while len(self.sent) > len(chunks):  # the final split needed fewer messages
+                await self.sent.pop().delete()
+                self._shown.pop()
 
     async def _send(self, text: str, *, first: bool) -> nextcord.Message:
         if first and self.reply:

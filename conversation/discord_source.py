@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import nextcord
 
 from conversation.source import PAGE_LIMIT, MessageLike, SourceError
@@ -38,6 +39,10 @@ class DiscordChannelSource:
             raise _source_error(error, HISTORY_UNREADABLE) from error
         except nextcord.HTTPException as error:
             raise _source_error(error, DISCORD_TROUBLE) from error
+        except (aiohttp.ClientError, TimeoutError) as error:  # the network, not Discord
+            raise SourceError(
+                f"network error: {type(error).__name__}: {error}", user_message=DISCORD_TROUBLE
+            ) from error
 
     async def history(
         self,
@@ -65,6 +70,10 @@ class DiscordChannelSource:
             raise _source_error(error, HISTORY_UNREADABLE) from error
         except nextcord.HTTPException as error:
             raise _source_error(error, DISCORD_TROUBLE) from error
+        except (aiohttp.ClientError, TimeoutError) as error:  # the network, not Discord
+            raise SourceError(
+                f"network error: {type(error).__name__}: {error}", user_message=DISCORD_TROUBLE
+            ) from error
         page.sort(key=lambda message: message.id, reverse=True)
         return page
 

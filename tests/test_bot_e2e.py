@@ -281,3 +281,16 @@ async def test_secrets_never_reach_the_logs(caplog):
     assert "answer channel=" in ours  # the one INFO line per answer
     assert secret_key not in caplog.text
     assert token not in ours
+
+
+async def test_an_answer_full_of_mass_mentions_loses_no_text(bot: Harness):
+    text = "@everyone " * 150 + "the end."
+    bot.model.queue(Answer(text=text))
+    said = await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> ping them all")
+    await bot.discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=10)
+    await _settled(bot)
+    posted = [m["content"] for m in bot.discord.bot_messages(CHANNEL, after=int(said["id"]))]
+    assert all(len(content) <= 2000 for content in posted)
+    joined = " ".join(posted)
+    assert joined.count("@\u200beveryone") == 150 and joined.endswith("the end.")
+    assert all(not m["mention_everyone"] for m in bot.discord.bot_messages(CHANNEL))

@@ -128,3 +128,58 @@ def test_run_without_token_exits_with_one_line(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "[discord] token: missing" in result.stderr
+
+
+def test_config_that_is_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_bytes('[model]\nname = "caf\xe9"\n'.encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"not UTF-8 text"):
+        load_config(path, env={})
+
+
+def test_a_mistyped_secret_is_not_echoed(tmp_path):
+    path = write(tmp_path, "[discord]\ntoken = 12345678\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(path, env={})
+    assert "[discord] token:" in str(error.value) and "12345678" not in str(error.value)
+
+
+@pytest.mark.parametrize("bad", ["²", "99999999999999999999999", "-5", "12a"])
+def test_bad_ids_on_the_command_line_are_one_line(tmp_path, bad, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["explain", bad, "--config", str(write(tmp_path, ""))])
+    assert exit_.value.code == 2
+    assert "not a Discord id" in capsys.readouterr().err
+
+
+def test_unopenable_store_is_one_line(tmp_path):
+    path = write(tmp_path, '[storage]\npath = "/proc/nope/store.sqlite3"\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "export", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+def test_unreachable_discord_is_one_line(tmp_path):
+    path = write(
+        tmp_path,
+        '[discord]\napi_base = "http://127.0.0.1:9/api/v10"\n'
+        f'[storage]\npath = "{tmp_path / "store.sqlite3"}"\n',
+    )
+    env = {**__import__("os").environ, "DISCORD_TOKEN": "not-a-real-token"}
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "run", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 3
+    assert "Traceback" not in result.stderr
+    assert "error: cannot reach Discord at http://127.0.0.1:9/api/v10" in result.stderr
+    assert "not-a-real-token" not in result.stderr + result.stdout
