@@ -73,7 +73,7 @@ async def main() -> None:
         read = sum(article.ok for article in box[0].articles)
     finally:
         await runner.cleanup()
-    print(f"{MESSAGES}-message context, {LINKS} links, each page held {PAGE_DELAY * 1000:.0f} ms")
+    print(f"{MESSAGES}-message context, {LINKS} links, each page held {PAGE_DELAY * 1000:.0f} ms\n")
     print("| way | time | page delays | worst loop stall | requests |")
     print("|---|---|---|---|---|")
     print(
