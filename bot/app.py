@@ -25,6 +25,7 @@ from bot.mentions import allowed_mentions
 from bot.model_client import ModelClient
 from bot.storage import Store
 from bot.triggers import permitted, trigger_kind
+from bot.validators import snowflake
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
@@ -80,7 +81,6 @@ class ThreadwiseClient(nextcord.Client):
         self._pending: dict[tuple[int, int], Any] = {}
         self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.answers_started = 0
         self._register_commands()
 
     def _register_commands(self) -> None:
@@ -108,8 +108,6 @@ class ThreadwiseClient(nextcord.Client):
             return "Answers are not being recorded here ([storage] is not set up)."
         target: int | None = None
         if message_id:
-            from bot.cli import snowflake
-
             try:
                 target = snowflake(message_id)
             except argparse.ArgumentTypeError:
@@ -231,7 +229,6 @@ class ThreadwiseClient(nextcord.Client):
             if cache is not None and cache.is_deleted(message.id):
                 log.info("message %s was deleted before the answer; not answering", message.id)
                 return
-            self.answers_started += 1
             await self.answerer.answer(message)
 
 

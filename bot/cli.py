@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bot.config import Config, ConfigError, load_config
 from bot.storage.errors import StoreError
+from bot.validators import snowflake
 from conversation.dce import ExportError
 
 EXIT_USAGE = 2
@@ -23,14 +24,6 @@ EXIT_USAGE = 2
 
 class CommandError(Exception):
     """A problem the operator can fix, shown as one line."""
-
-
-def snowflake(text: str) -> int:
-    """A Discord id: digits only, and small enough for SQLite and Discord (< 2**63)."""
-    value = text.strip()
-    if not (value.isascii() and value.isdigit()) or not 0 < int(value) < 2**63:
-        raise argparse.ArgumentTypeError(f"not a Discord id: {text!r}")
-    return int(value)
 
 
 def _config_parent() -> argparse.ArgumentParser:

@@ -1,7 +1,8 @@
-"""Field checks shared by the config sections of ``bot/`` (URLs, secrets)."""
+"""Checks of operator input shared across ``bot/``: config URLs and secrets, Discord ids."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Annotated
 
 from pydantic import AfterValidator, SecretStr
@@ -23,3 +24,14 @@ def _blank_is_none(value: SecretStr | None) -> SecretStr | None:
 
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
 OptionalSecret = Annotated[SecretStr | None, AfterValidator(_blank_is_none)]
+
+
+def snowflake(text: str) -> int:
+    """A Discord id typed by a person: digits only, and below 2**63 (SQLite and Discord).
+
+    Raises ``argparse.ArgumentTypeError`` so that argparse shows its message as is.
+    """
+    value = text.strip()
+    if not (value.isascii() and value.isdigit()) or not 0 < int(value) < 2**63:
+        raise argparse.ArgumentTypeError(f"not a Discord id: {text!r}")
+    return int(value)
