@@ -294,3 +294,15 @@ async def test_an_answer_full_of_mass_mentions_loses_no_text(bot: Harness):
     joined = " ".join(posted)
     assert joined.count("@\u200beveryone") == 150 and joined.endswith("the end.")
     assert all(not m["mention_everyone"] for m in bot.discord.bot_messages(CHANNEL))
+
+
+@pytest.mark.parametrize("answer_bots", [False, True])
+async def test_other_bots_are_answered_only_when_configured(answer_bots):
+    async with running_bot(triggers={"answer_bots": answer_bots}) as bot:
+        bot.discord.add_user(1300000000000000300, "otherbot", bot=True)
+        said = await bot.discord.user_says(CHANNEL, 1300000000000000300, f"<@{BOT_ID}> beep")
+        if answer_bots:
+            await bot.discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=10)
+        else:
+            await asyncio.sleep(0.4)
+        assert len(bot.model.chat_requests) == (1 if answer_bots else 0)
