@@ -9,6 +9,8 @@ countable. Pages are returned newest first whatever order nextcord yields them i
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -32,17 +34,12 @@ class DiscordChannelSource:
 
     async def fetch_message(self, message_id: int) -> MessageLike | None:
         try:
-            return await self.channel.fetch_message(message_id)
-        except nextcord.NotFound:
-            return None
-        except nextcord.Forbidden as error:
-            raise _source_error(error, HISTORY_UNREADABLE) from error
-        except nextcord.HTTPException as error:
-            raise _source_error(error, DISCORD_TROUBLE) from error
-        except (aiohttp.ClientError, TimeoutError) as error:  # the network, not Discord
-            raise SourceError(
-                f"network error: {type(error).__name__}: {error}", user_message=DISCORD_TROUBLE
-            ) from error
+            with _as_source_errors():
+                return await self.channel.fetch_message(message_id)
+        except SourceError as error:
+            if error.status == 404:
+                return None
+            raise
 
     async def history(
         self,
@@ -59,28 +56,30 @@ class DiscordChannelSource:
         }
         if len(anchors) != 1:
             raise ValueError("exactly one of before, after and around is needed")
-        try:
+        with _as_source_errors():
             page = [
                 message
                 async for message in self.channel.history(
                     limit=max(1, min(limit, PAGE_LIMIT)), **anchors
                 )
             ]
-        except nextcord.Forbidden as error:
-            raise _source_error(error, HISTORY_UNREADABLE) from error
-        except nextcord.HTTPException as error:
-            raise _source_error(error, DISCORD_TROUBLE) from error
-        except (aiohttp.ClientError, TimeoutError) as error:  # the network, not Discord
-            raise SourceError(
-                f"network error: {type(error).__name__}: {error}", user_message=DISCORD_TROUBLE
-            ) from error
         page.sort(key=lambda message: message.id, reverse=True)
         return page
 
 
-def _source_error(error: nextcord.HTTPException, user_message: str) -> SourceError:
-    return SourceError(
-        f"Discord {error.status}: {error.text or error}",
-        user_message=user_message,
-        status=error.status,
-    )
+@contextlib.contextmanager
+def _as_source_errors() -> Iterator[None]:
+    """Discord and network failures as ``SourceError``s with a line fit for the user."""
+    try:
+        yield
+    except nextcord.HTTPException as error:
+        user_message = HISTORY_UNREADABLE if error.status == 403 else DISCORD_TROUBLE
+        raise SourceError(
+            f"Discord {error.status}: {error.text or error}",
+            user_message=user_message,
+            status=error.status,
+        ) from error
+    except (aiohttp.ClientError, TimeoutError) as error:  # the network, not Discord
+        raise SourceError(
+            f"network error: {type(error).__name__}: {error}", user_message=DISCORD_TROUBLE
+        ) from error

@@ -14,6 +14,18 @@ from bot.config import ConfigError, load_config, require_token
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m bot ...`` as an operator runs it, from a shell."""
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+    )
+
+
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(text)
@@ -101,12 +113,7 @@ def test_check_config_masks_secrets(tmp_path, capsys, monkeypatch):
 
 def test_broken_config_exits_non_zero_without_traceback(tmp_path):
     path = write(tmp_path, "[context]\nmin_linear = 40\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "check-config", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    result = run_cli("check-config", "--config", str(path))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.strip() == (
@@ -117,14 +124,7 @@ def test_broken_config_exits_non_zero_without_traceback(tmp_path):
 def test_run_without_token_exits_with_one_line(tmp_path):
     path = write(tmp_path, "")
     env = {k: v for k, v in __import__("os").environ.items() if k != "DISCORD_TOKEN"}
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "run", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-    )
+    result = run_cli("run", "--config", str(path), env=env)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "[discord] token: missing" in result.stderr
@@ -154,12 +154,7 @@ def test_bad_ids_on_the_command_line_are_one_line(tmp_path, bad, capsys):
 
 def test_unopenable_store_is_one_line(tmp_path):
     path = write(tmp_path, '[storage]\npath = "/proc/nope/store.sqlite3"\n')
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "export", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    result = run_cli("export", "--config", str(path))
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
 
@@ -171,14 +166,7 @@ def test_unreachable_discord_is_one_line(tmp_path):
         f'[storage]\npath = "{tmp_path / "store.sqlite3"}"\n',
     )
     env = {**__import__("os").environ, "DISCORD_TOKEN": "not-a-real-token"}
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "run", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-    )
+    result = run_cli("run", "--config", str(path), env=env)
     assert result.returncode == 3
     assert "Traceback" not in result.stderr
     assert "error: cannot reach Discord at http://127.0.0.1:9/api/v10" in result.stderr

@@ -7,7 +7,6 @@ less important lines are dropped with a note saying how many, never cut mid-word
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections import Counter
 
@@ -15,7 +14,6 @@ from bot.storage import reads
 from bot.storage.errors import StoreError
 from bot.storage.models import ExplainedMessage, Explanation, WorkLogEntry
 from bot.storage.nodes import excerpt
-from bot.storage.timefmt import from_db
 
 
 def build(conn: sqlite3.Connection, message_id: int) -> Explanation:
@@ -47,21 +45,10 @@ def build(conn: sqlite3.Connection, message_id: int) -> Explanation:
     log = reads.work_log(conn, seq)
     return Explanation(
         interaction_id=row["id"],
-        guild_id=row["guild_id"],
-        channel_id=row["channel_id"],
-        trigger_message_id=row["trigger_message_id"],
-        trigger_author_id=row["trigger_author_id"],
-        started_at=from_db(row["started_at"]),
-        ended_at=from_db(row["ended_at"]),
-        model=row["model"],
-        parameters=json.loads(row["parameters"]),
+        **reads.header_fields(row),
         context=context,
         articles=reads.articles(conn, seq),
         answer_message_ids=reads.answer_ids(conn, seq),
-        usage=json.loads(row["usage"]),
-        latency_seconds=row["latency_seconds"],
-        outcome=row["outcome"],
-        error=row["error"],
         work_log=log,
         work_log_summary=summarize(log),
         removed=bool(row["removed"]),

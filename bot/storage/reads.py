@@ -10,6 +10,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 from bot.storage.errors import StoreError
 from bot.storage.models import (
@@ -102,28 +103,35 @@ def answer_ids(conn: sqlite3.Connection, seq: int) -> list[int]:
     ]
 
 
+def header_fields(row: sqlite3.Row) -> dict[str, Any]:
+    """The columns of an interaction row that every view of it shares, decoded."""
+    return {
+        "guild_id": row["guild_id"],
+        "channel_id": row["channel_id"],
+        "trigger_message_id": row["trigger_message_id"],
+        "trigger_author_id": row["trigger_author_id"],
+        "started_at": from_db(row["started_at"]),
+        "ended_at": from_db(row["ended_at"]),
+        "model": row["model"],
+        "parameters": json.loads(row["parameters"]),
+        "usage": json.loads(row["usage"]),
+        "latency_seconds": row["latency_seconds"],
+        "outcome": row["outcome"],
+        "error": row["error"],
+    }
+
+
 def load_record(conn: sqlite3.Connection, seq: int) -> InteractionRecord:
     """The interaction as recorded (a removed one comes back as its empty shell)."""
     row = interaction_row(conn, seq)
     pairs = context_rows(conn, seq)
     return InteractionRecord(
         id=row["id"],
-        guild_id=row["guild_id"],
-        channel_id=row["channel_id"],
-        trigger_message_id=row["trigger_message_id"],
-        trigger_author_id=row["trigger_author_id"],
-        started_at=from_db(row["started_at"]),
-        ended_at=from_db(row["ended_at"]),
-        model=row["model"],
-        parameters=json.loads(row["parameters"]),
+        **header_fields(row),
         request_messages=[message for message, _ in pairs],
         context=[entry for _, entry in pairs],
         answer=row["answer"] or "",
         answer_message_ids=answer_ids(conn, seq),
-        usage=json.loads(row["usage"]),
-        latency_seconds=row["latency_seconds"],
-        outcome=row["outcome"],
-        error=row["error"],
         work_log=work_log(conn, seq),
         articles=articles(conn, seq),
     )
