@@ -107,7 +107,9 @@ class Materializer:
         extra, images = attachment_text
         if extra:
             parts.append(extra)
-        body = "\n".join(parts)
+        # Only the article suffix may carry embedding tags: a member typing them must not be
+        # able to forge an "article" the model would trust.
+        body = neutralize_embedding_tags("\n".join(parts))
         suffix = render_embeddings(articles)
         if suffix:
             body = f"{body} {suffix}" if body else suffix
@@ -183,6 +185,14 @@ class Materializer:
 
 
 # ---------------------------------------------------------------------------- text helpers
+
+
+EMBEDDING_TAG = re.compile(r"<(/?)(embeddings?)", re.IGNORECASE)
+
+
+def neutralize_embedding_tags(text: str) -> str:
+    """``<embedding`` and ``</embeddings`` from outside written as ``&lt;...``."""
+    return EMBEDDING_TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
 
 
 def display_name(user: Any) -> str:

@@ -178,3 +178,17 @@ async def test_every_resolution_is_checked_not_just_the_first() -> None:
 async def test_static_resolver_unknown_name_is_a_dns_error() -> None:
     with pytest.raises(socket.gaierror):
         await StaticResolver({}).resolve("nowhere.test", 80)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1./", "http://169.254.169.254./latest"])
+def test_a_trailing_dot_does_not_hide_an_address(url):
+    with pytest.raises(ArticleFailure) as failure:
+        check_url(URL(url), AddressPolicy())
+    assert failure.value.status is ArticleStatus.BLOCKED
+
+
+def test_a_hostile_charset_does_not_break_decoding():
+    from conversation.articles.fetch import decode_html
+
+    assert decode_html(b"<p>caf\xc3\xa9</p>", "undefined") == "<p>café</p>"
+    assert decode_html(b'<meta charset="undefined"><p>ok</p>', None).endswith("<p>ok</p>")

@@ -454,3 +454,25 @@ async def test_two_stores_on_one_file_do_not_lock_each_other(tmp_path: Path) -> 
     finally:
         first.close()
         second.close()
+
+
+async def test_forget_from_another_process_does_not_break_the_running_store(tmp_path: Path):
+    """``forget-user`` from the command line while the bot's store is open and caching ids."""
+    path = tmp_path / "shared.sqlite3"
+    with Store.open(path) as bot_store:
+        await bot_store.record(make_record(3, [(1, 1, "alice speaks"), (3, 1, "again")]))
+        with Store.open(path) as cli_store:
+            await cli_store.forget_user(1)  # deletes nodes the bot's store has cached
+        for trigger in (20, 21, 22):
+            await bot_store.record(make_record(trigger, [(trigger, 2, f"bob {trigger}")]))
+        lines = list(bot_store.export())
+    assert sum("bob 2" in json.dumps(line) for line in lines) == 3
+
+
+async def test_forget_reaches_edits_recorded_without_an_author(store: Store):
+    await store.record(make_record(3, [(1, 1, "first words"), (3, 2, "ok")]))
+    await store.record_edit(1, 10, None, "EDITED-WITHOUT-AUTHOR", NOW)
+    await store.forget_user(1)
+    contents = [v.content for v in store.message_versions(1)]
+    assert "EDITED-WITHOUT-AUTHOR" not in json.dumps(contents)
+    assert b"EDITED-WITHOUT-AUTHOR" not in store.path.read_bytes()

@@ -113,6 +113,7 @@ class Writer:
     @staticmethod
     def _run_plain(conn: sqlite3.Connection, cache: NodeCache, task: _Task) -> None:
         try:
+            cache.sync(conn)
             task.future.set_result(task.job(conn, cache))
         except BaseException as error:
             task.future.set_exception(error)
@@ -122,7 +123,10 @@ class Writer:
         results: list[tuple[_Task, bool, Any]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
+            cache.sync(conn)
         except BaseException as error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             for task in group:
                 task.future.set_exception(error)
             return

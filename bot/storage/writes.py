@@ -31,6 +31,16 @@ class NodeCache:
     def __init__(self) -> None:
         self._ids: dict[bytes | int, int] = {}
         self._pending: list[bytes | int] = []
+        self._data_version: int | None = None
+
+    def sync(self, conn: sqlite3.Connection) -> None:
+        """Forget everything when another connection (``forget-user`` run from the command
+        line while the bot is up, a second bot on the file) has written since we last looked:
+        it may have deleted the nodes our ids name. Call it inside the write transaction."""
+        version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._data_version:
+            self.clear()
+            self._data_version = version
 
     def get(self, key: bytes | int) -> int | None:
         return self._ids.get(key)
@@ -167,7 +177,18 @@ def record_edit(
     new_content: str,
     edited_at: datetime,
 ) -> int:
-    """Add a version; the current one becomes superseded and points at it. Returns its number."""
+    """Add a version; the current one becomes superseded and points at it. Returns its number.
+
+    An edit event may come without its author; the earlier versions know who wrote it, and
+    ``forget-user`` finds versions by author.
+    """
+    if author_id is None:
+        known = conn.execute(
+            "SELECT author_id FROM message_versions WHERE message_id = ? AND author_id IS NOT NULL "
+            "LIMIT 1",
+            (message_id,),
+        ).fetchone()
+        author_id = int(known[0]) if known else None
     row = conn.execute(
         "SELECT MAX(version) FROM message_versions WHERE message_id = ?", (message_id,)
     ).fetchone()
@@ -266,8 +287,10 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
     conn.execute(
         "UPDATE context SET name = ? WHERE author_id = ? AND name IS NOT NULL", (REMOVED, user_id)
     )
+    # Every version of a message they wrote, also versions recorded without an author.
     versions_changed += conn.execute(
-        "UPDATE message_versions SET content = ? WHERE author_id = ? AND content IS NOT NULL",
+        "UPDATE message_versions SET content = ? WHERE content IS NOT NULL AND message_id IN "
+        "(SELECT message_id FROM message_versions WHERE author_id = ?)",
         (REMOVED, user_id),
     ).rowcount
     removed = delete_orphan_nodes(conn)

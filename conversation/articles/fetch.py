@@ -68,7 +68,7 @@ def decode_html(body: bytes, declared: str | None) -> str:
         if charset:
             try:
                 return body.decode(charset, errors="replace")
-            except LookupError:
+            except (LookupError, UnicodeError):  # unknown, or a codec that refuses ("undefined")
                 continue
     raise AssertionError("utf-8 is always a known codec")
 

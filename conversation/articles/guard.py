@@ -164,7 +164,9 @@ def check_url(url: URL, policy: AddressPolicy) -> None:
         raise ArticleFailure(ArticleStatus.INVALID_URL, "credentials in a URL are not allowed")
     if not url.host:
         raise ArticleFailure(ArticleStatus.INVALID_URL, "the URL has no host")
-    literal = _literal_ip(url.host)
+    # A trailing dot is still the same address to some resolvers (and to aiohttp, which then
+    # skips resolving it): judge the host without it.
+    literal = _literal_ip(url.host.rstrip("."))
     if literal is not None and (reason := policy.refusal(literal)) is not None:
         raise ArticleFailure(ArticleStatus.BLOCKED, f"address {literal} is refused: {reason}")
 
