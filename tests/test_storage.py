@@ -476,3 +476,26 @@ async def test_forget_reaches_edits_recorded_without_an_author(store: Store):
     contents = [v.content for v in store.message_versions(1)]
     assert "EDITED-WITHOUT-AUTHOR" not in json.dumps(contents)
     assert b"EDITED-WITHOUT-AUTHOR" not in store.path.read_bytes()
+
+
+async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(store: Store):
+    alice, bob = 1, 2
+    # Alice asks (trigger 3); the bot's answer (message 600) quotes her.
+    await store.record(
+        make_record(3, [(3, alice, "my pin is 4242")], answer="Your pin is 4242", answer_ids=(600,))
+    )
+    # Later Bob's interaction has that answer in its context, as the assistant's turn.
+    later = make_record(9, [(9, bob, "what did the bot say?")])
+    turn = {"role": "assistant", "content": "Your pin is 4242"}
+    entry = ContextEntry(message_id=600, author_id=BOT_ID, reasons=["linear"])
+    later = later.model_copy(
+        update={
+            "request_messages": [SYSTEM, turn, *later.request_messages[1:]],
+            "context": [None, entry, *later.context[1:]],
+        }
+    )
+    await store.record(later)
+    await store.forget_user(alice)
+    assert "4242" not in json.dumps(list(store.export()))
+    assert b"4242" not in store.path.read_bytes()
+    assert any("what did the bot say?" in json.dumps(line) for line in store.export())

@@ -263,11 +263,21 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
             "work_log_count = 0, article_count = 0, removed = 1 WHERE seq = ?",
             (seq,),
         )
+    # Their messages, and the bot's answers to them (which quote and paraphrase them) wherever
+    # those answers reappear as context of later interactions.
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS forgotten (message_id INTEGER PRIMARY KEY)")
+    conn.execute("DELETE FROM forgotten")
+    conn.execute(
+        "INSERT OR IGNORE INTO forgotten SELECT message_id FROM answer_messages WHERE seq IN "
+        "(SELECT seq FROM interactions WHERE trigger_author_id = ?)",
+        (user_id,),
+    )
+    theirs = "(author_id = ? OR message_id IN (SELECT message_id FROM forgotten))"
     old_nodes = {
         int(node_id)
         for (node_id,) in conn.execute(
-            "SELECT node_id FROM context WHERE author_id = ? UNION "
-            "SELECT node_id FROM message_versions WHERE author_id = ? AND node_id IS NOT NULL",
+            f"SELECT node_id FROM context WHERE {theirs} UNION "
+            f"SELECT node_id FROM message_versions WHERE {theirs} AND node_id IS NOT NULL",
             (user_id, user_id),
         )
     }
@@ -277,22 +287,23 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
         (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
         new = node_id_for(conn, cache, canonical_json(redact_message(json.loads(text))))
         context_changed += conn.execute(
-            "UPDATE context SET node_id = ? WHERE author_id = ? AND node_id = ?",
+            f"UPDATE context SET node_id = ? WHERE {theirs} AND node_id = ?",
             (new, user_id, old),
         ).rowcount
         versions_changed += conn.execute(
-            "UPDATE message_versions SET node_id = ? WHERE author_id = ? AND node_id = ?",
+            f"UPDATE message_versions SET node_id = ? WHERE {theirs} AND node_id = ?",
             (new, user_id, old),
         ).rowcount
     conn.execute(
         "UPDATE context SET name = ? WHERE author_id = ? AND name IS NOT NULL", (REMOVED, user_id)
     )
-    # Every version of a message they wrote, also versions recorded without an author.
+    # Every version of those messages, also versions recorded without an author.
     versions_changed += conn.execute(
         "UPDATE message_versions SET content = ? WHERE content IS NOT NULL AND message_id IN "
-        "(SELECT message_id FROM message_versions WHERE author_id = ?)",
+        f"(SELECT message_id FROM message_versions WHERE {theirs})",
         (REMOVED, user_id),
     ).rowcount
+    conn.execute("DELETE FROM forgotten")
     removed = delete_orphan_nodes(conn)
     cache.clear()
     return ForgetResult(
