@@ -499,3 +499,20 @@ async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(store: 
     assert "4242" not in json.dumps(list(store.export()))
     assert b"4242" not in store.path.read_bytes()
     assert any("what did the bot say?" in json.dumps(line) for line in store.export())
+
+
+async def test_forget_reaches_links_they_posted_in_other_interactions(store: Store):
+    alice, bob = 1, 2
+    link = "https://docs.example/private-share?token=ALICE-TOKEN-77"
+    record = make_record(5, [(4, alice, f"see {link}"), (5, bob, "thanks")])
+    record = record.model_copy(
+        update={
+            "articles": [ArticleEntry(url=link, status="ok")],
+            "work_log": [WorkLogEntry(action="article", detail=f"{link}: extracted")],
+        }
+    )
+    await store.record(record)
+    await store.forget_user(alice)
+    assert b"ALICE-TOKEN-77" not in store.path.read_bytes()
+    explanation = store.explain(5)
+    assert [a.url for a in explanation.articles] == [REMOVED]

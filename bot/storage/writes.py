@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
@@ -242,6 +243,10 @@ def delete_orphan_nodes(conn: sqlite3.Connection) -> int:
     return cursor.rowcount
 
 
+# Links as they appear in stored message JSON (a quote or backslash ends them).
+LINK = re.compile(r"https?://[^\s\"'<>\\]+")
+
+
 def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> ForgetResult:
     """Replace a person's text everywhere; their interactions keep only the shell.
 
@@ -283,8 +288,10 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
     }
     context_changed = 0
     versions_changed = 0
+    links: set[str] = set()
     for old in sorted(old_nodes):
         (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
+        links.update(LINK.findall(text))
         new = node_id_for(conn, cache, canonical_json(redact_message(json.loads(text))))
         context_changed += conn.execute(
             f"UPDATE context SET node_id = ? WHERE {theirs} AND node_id = ?",
@@ -304,6 +311,13 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
         (REMOVED, user_id),
     ).rowcount
     conn.execute("DELETE FROM forgotten")
+    # Links they posted also live in other interactions' article list and work log.
+    for link in sorted(links, key=len, reverse=True):
+        conn.execute("UPDATE articles SET url = ? WHERE url = ?", (REMOVED, link))
+        conn.execute(
+            "UPDATE work_log SET detail = replace(detail, ?, ?) WHERE instr(detail, ?) > 0",
+            (link, REMOVED, link),
+        )
     removed = delete_orphan_nodes(conn)
     cache.clear()
     return ForgetResult(
