@@ -680,15 +680,12 @@ class ModelClient:
 
     async def _read_whole(self, response: aiohttp.ClientResponse, call: _Call) -> None:
         raw = await self._read_limited(response, _RESPONSE_LIMIT)
-        try:
-            payload = json.loads(raw)
-        except ValueError as exc:
-            raise ModelProtocolError(
-                f"the answer from {self.url} is not JSON ({exc}): "
-                f"{raw[:300].decode(errors='replace')!r}"
-            ) from exc
-        if not isinstance(payload, dict):
-            raise ModelProtocolError(f"the answer from {self.url} is not a JSON object")
+        payload = _json_object(
+            raw,
+            bad_json=f"the answer from {self.url} is not JSON",
+            not_object=f"the answer from {self.url} is not a JSON object",
+            preview=300,
+        )
         _raise_embedded_error(payload, self.url)
         progress = call.progress
         progress.model = _str_or_none(payload.get("model"))
@@ -772,15 +769,12 @@ class ModelClient:
             return False
         if data == b"[DONE]":
             return True
-        try:
-            payload = json.loads(data)
-        except ValueError as exc:
-            raise ModelProtocolError(
-                f"bad JSON in a stream data line from {self.url} ({exc}): "
-                f"{data[:200].decode(errors='replace')!r}"
-            ) from exc
-        if not isinstance(payload, dict):
-            raise ModelProtocolError(f"a stream chunk from {self.url} is not a JSON object")
+        payload = _json_object(
+            data,
+            bad_json=f"bad JSON in a stream data line from {self.url}",
+            not_object=f"a stream chunk from {self.url} is not a JSON object",
+            preview=200,
+        )
         await self._apply_chunk(payload, call)
         return False
 
@@ -920,3 +914,16 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+def _json_object(raw: bytes, *, bad_json: str, not_object: str, preview: int) -> dict[str, Any]:
+    """Parse a JSON object from the server, or say what arrived instead."""
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise ModelProtocolError(
+            f"{bad_json} ({exc}): {raw[:preview].decode(errors='replace')!r}"
+        ) from exc
+    if not isinstance(payload, dict):
+        raise ModelProtocolError(not_object)
+    return payload
