@@ -17,18 +17,22 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from bot.config import Config
-from bot.model_client import Completion, ModelClient, ModelError
+from bot.model_client import Completion, ModelClient, ModelContextTooLongError, ModelError
+from bot.prompt_budget import PromptBudgeter
 from bot.replier import ReplyStreamer
 from conversation.builder import ContextBuilder
 from conversation.cache import CacheRegistry
 from conversation.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
 from conversation.materialize import Materializer
-from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt
+from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt, refit_prompt
 from conversation.reader import ChannelReader
 
 log = logging.getLogger("threadwise.answer")
 
 Outcome = Literal["success", "failure", "partial"]
+
+# A "context too long" answer is retried with a rebuilt, smaller prompt this many times.
+MAX_REFITS = 2
 
 
 @dataclass
@@ -47,6 +51,7 @@ class AnswerResult:
     model_attempts: list[Any] = field(default_factory=list)
     request: dict[str, Any] | None = None
     overhead_seconds: float | None = None  # trigger to model request, our own cost
+    refits: list[str] = field(default_factory=list)  # prompts refused as too long, and why
 
 
 Recorder = Callable[[AnswerResult], Awaitable[None]]
@@ -90,6 +95,7 @@ class Answerer:
         *,
         bot_name: Callable[[], str],
         recorder: Recorder | None = None,
+        budgeter: PromptBudgeter | None = None,
     ) -> None:
         self.config = config
         self.caches = caches
@@ -98,6 +104,7 @@ class Answerer:
         self.model = model
         self.bot_name = bot_name
         self.recorder = recorder
+        self.budgeter = budgeter or PromptBudgeter(config.model)
 
     async def answer(self, trigger: Any) -> AnswerResult:
         result = AnswerResult(trigger=trigger, started_at=datetime.now(UTC))
@@ -120,15 +127,23 @@ class Answerer:
                 )
                 persona = persona_for(self.config.model.system_prompt, self.bot_name(), channel)
                 result.prepared = await prepare_prompt(
-                    trigger, reader, self.builder, self.materializer, persona
+                    trigger,
+                    reader,
+                    self.builder,
+                    self.materializer,
+                    persona,
+                    budget=self.budgeter.budget(),
+                    counter=self.budgeter.counter(),
                 )
                 result.overhead_seconds = time.perf_counter() - began
-                completion = await self.model.complete(
-                    result.prepared.request_messages, on_delta=on_delta
-                )
+                completion = await self._complete(result, on_delta)
             result.completion = completion
             result.request = completion.request
-            result.model_attempts = list(completion.attempts)
+            result.model_attempts.extend(completion.attempts)
+            usage = completion.usage
+            await self.budgeter.observe(
+                result.prepared.fitted, usage.prompt_tokens if usage else None
+            )
             result.answer = completion.text
             shown = completion.text
             if HISTORY_UNREADABLE in result.prepared.selection.problems:
@@ -138,7 +153,7 @@ class Answerer:
         except ModelError as error:
             log.warning("model failed for message %s: %s", trigger.id, error.detail)
             result.error = error.detail
-            result.model_attempts = list(error.attempts)
+            result.model_attempts.extend(error.attempts)
             result.request = error.request
             result.answer = error.partial_text
             result.outcome = "partial" if error.partial_text else "failure"
@@ -156,6 +171,42 @@ class Answerer:
             except Exception:
                 log.exception("could not record the interaction for message %s", trigger.id)
         return result
+
+    async def _complete(self, result: AnswerResult, on_delta: Any) -> Completion:
+        """Ask the model; on "context too long", rebuild a smaller prompt and ask again.
+
+        ``result.prepared`` always ends as the prompt last sent, so the record holds exactly
+        the accepted prompt; the refused attempts stay in ``result.model_attempts``.
+        """
+        assert result.prepared is not None
+        for refit in range(MAX_REFITS + 1):
+            try:
+                return await self.model.complete(
+                    result.prepared.request_messages, on_delta=on_delta
+                )
+            except ModelContextTooLongError as error:
+                if refit == MAX_REFITS or error.partial_text:
+                    raise
+                result.model_attempts.extend(error.attempts)
+                fitted = result.prepared.fitted
+                budget = await self.budgeter.after_overflow(error, fitted)
+                stated = ", ".join(
+                    f"{label} {value}"
+                    for label, value in (
+                        ("window", error.window),
+                        ("prompt tokens", error.prompt_tokens),
+                    )
+                    if value is not None
+                )
+                result.prepared = refit_prompt(result.prepared, budget, self.budgeter.counter())
+                new = result.prepared.fitted
+                result.refits.append(
+                    f"context too long ({stated or 'no numbers stated'}): prompt of "
+                    f"~{fitted.total if fitted else '?'} tokens rebuilt at "
+                    f"~{new.total if new else '?'} of {budget.describe()}"
+                )
+                log.warning("message %s: %s", result.trigger.id, result.refits[-1])
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     @staticmethod
     async def _tell_user(streamer: ReplyStreamer, line: str, partial: str) -> None:

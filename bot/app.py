@@ -23,6 +23,7 @@ from bot.answer import Answerer, Recorder
 from bot.config import Config, ConfigError, require_token
 from bot.mentions import allowed_mentions
 from bot.model_client import ModelClient
+from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store
 from bot.triggers import permitted, trigger_kind
 from bot.validators import snowflake
@@ -74,6 +75,7 @@ class ThreadwiseClient(nextcord.Client):
             model,
             bot_name=lambda: self.user.display_name if self.user else "assistant",
             recorder=recorder,
+            budgeter=PromptBudgeter(config.model, store),
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.

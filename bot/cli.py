@@ -135,6 +135,10 @@ def _check_config(args: argparse.Namespace, config: Config) -> int:
         print(f"\n[{section}]")
         for key, value in values.items():
             print(f"{key} = {json.dumps(value)}")
+        if section == "model":
+            from bot.prompt_budget import explain_budget
+
+            print("\n".join(explain_budget(config.model)))
     return 0
 
 

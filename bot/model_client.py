@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Literal
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.context_overflow import recognize_overflow
 from bot.settings_model import ModelSettings
 
 DeltaCallback = Callable[[str], Awaitable[None]]
@@ -177,6 +178,29 @@ class ModelRejectedError(ModelError):
     default_user_message = (
         "The model refused this request; the operator can see why in the bot's log."
     )
+
+
+class ModelContextTooLongError(ModelRejectedError):
+    """The prompt (with the answer's reserve) is longer than the model's context window.
+
+    ``window`` is the window the server stated, ``prompt_tokens`` what it counted in the
+    prompt; either is None when the message did not say. The answer flow rebuilds a smaller
+    prompt and retries, so members rarely see ``user_message``.
+    """
+
+    default_user_message = "This conversation is too long for the model; try a shorter question."
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        status: int | None = None,
+        window: int | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
+        super().__init__(detail, status=status)
+        self.window = window
+        self.prompt_tokens = prompt_tokens
 
 
 class ModelAuthError(ModelRejectedError):
@@ -670,6 +694,15 @@ class ModelClient:
             return ModelRateLimitedError(where, status=status, retry_after=retry_after)
         if status >= 500 or status in _RETRYABLE_STATUSES:
             return ModelServerError(where, status=status, retry_after=retry_after)
+        overflow = recognize_overflow(status, raw)
+        if overflow is not None:
+            return ModelContextTooLongError(
+                f"{where} — the prompt does not fit the model's context window; check [model] "
+                "context_tokens",
+                status=status,
+                window=overflow.window,
+                prompt_tokens=overflow.prompt_tokens,
+            )
         if 300 <= status < 400:
             location = response.headers.get("Location", "?")
             return ModelRejectedError(
@@ -887,6 +920,14 @@ def _raise_embedded_error(payload: dict[str, Any], url: str) -> None:
     status = code if isinstance(code, int) and 400 <= code < 600 else None
     if status == 429:
         raise ModelRateLimitedError(f"{url} reported: {message}", status=status)
+    overflow = recognize_overflow(status, {"error": error}) if status is not None else None
+    if overflow is not None:
+        raise ModelContextTooLongError(
+            f"{url} reported: {message}",
+            status=status,
+            window=overflow.window,
+            prompt_tokens=overflow.prompt_tokens,
+        )
     if status is not None and status < 500 and status not in _RETRYABLE_STATUSES:
         raise ModelRejectedError(f"{url} reported: {message}", status=status)
     raise ModelServerError(f"{url} reported an error: {message}", status=status)

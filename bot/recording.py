@@ -10,6 +10,7 @@ from bot.answer import AnswerResult
 from bot.config import Config
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
+from conversation.budget import SHORTENED
 
 log = logging.getLogger("threadwise.recording")
 
@@ -28,21 +29,26 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
             if node.message_id is None:
                 context.append(None)
                 continue
-            reasons = list(node.metadata.get("reasons", ())) if node.metadata else []
-            if node.metadata and node.metadata.get("trigger"):
+            metadata = node.metadata or {}
+            reasons = list(metadata.get("reasons", ()))
+            if metadata.get("trigger"):
                 reasons = ["trigger"]
+            if metadata.get("budget") == "shortened":
+                reasons.append(SHORTENED)
             context.append(
                 ContextEntry(
                     message_id=int(node.message_id),
                     author_id=int(node.user_id) if node.user_id else None,
                     name=node.name,
                     reasons=reasons,
+                    tokens=metadata.get("tokens"),
                 )
             )
         work.extend(
             WorkLogEntry(action=e.action, detail=e.detail, status=e.status, count=e.messages)
             for e in prepared.selection.work_log
         )
+        work.extend(budget_log(result))
         for result_article in prepared.materialized.articles:
             articles.append(
                 ArticleEntry(
@@ -99,6 +105,29 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
         work_log=work,
         articles=articles,
     )
+
+
+def budget_log(result: AnswerResult) -> list[WorkLogEntry]:
+    """The token budget in the work log: prompts refused as too long, the accepted prompt's
+    size against its budget, and each cut made to fit it."""
+    entries = [
+        WorkLogEntry(action="budget_refit", detail=note, status="failure") for note in result.refits
+    ]
+    fitted = result.prepared.fitted if result.prepared else None
+    if fitted is not None:
+        entries.append(
+            WorkLogEntry(
+                action="budget",
+                detail=fitted.summary(),
+                status="success" if fitted.fits else "failure",
+                count=fitted.total,
+            )
+        )
+        entries.extend(
+            WorkLogEntry(action="budget_cut", detail=cut.describe(), count=cut.tokens_before)
+            for cut in fitted.cuts
+        )
+    return entries
 
 
 class InteractionRecorder:

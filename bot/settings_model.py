@@ -6,16 +6,18 @@ loader composes it (and lets the ``MODEL_API_KEY`` environment variable win over
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from bot.validators import HttpUrl, OptionalSecret
 from conversation.settings import StrictSection
 
+# No {now} here: a prompt that starts the same way every time lets the model server reuse
+# what it already read (its prompt cache); the time travels with the message answered.
 DEFAULT_SYSTEM_PROMPT = (
     "You are {bot_name}, a helpful assistant chatting on the Discord server {server}, "
-    "in #{channel}. The current time is {now}. Several people may be talking at once: each "
-    "message is labelled with its author, answer the one who addressed you. Be concise and use "
-    "Discord markdown."
+    "in #{channel}. Several people may be talking at once: each message is labelled with its "
+    "author, answer the one who addressed you. The message you answer ends with the time it "
+    "was sent, which is the current time. Be concise and use Discord markdown."
 )
 
 
@@ -41,7 +43,8 @@ class ModelSettings(StrictSection):
     )
     system_prompt: str = Field(
         DEFAULT_SYSTEM_PROMPT,
-        description="Persona; may use {bot_name}, {server}, {channel} and {now}.",
+        description="Persona; may use {bot_name}, {server}, {channel} and {now} (best "
+        "left out: a prompt that changes at its start defeats the server's prompt cache).",
     )
     stream: bool = Field(True, description="Stream the answer (messages update as it is written).")
     timeout_seconds: float = Field(
@@ -66,3 +69,30 @@ class ModelSettings(StrictSection):
         30.0, ge=0, description="Cap on one backoff delay, including a server's Retry-After."
     )
     vision: bool = Field(False, description="Send images as image parts (the model must see).")
+    context_tokens: int = Field(
+        8192,
+        ge=256,
+        description="The model's context window in tokens (prompt and answer together); the "
+        "prompt is cut to fit it. On Ollama, set the model's num_ctx to the same value.",
+    )
+    reserve_tokens: int = Field(
+        1024,
+        gt=0,
+        description="Tokens kept free for the answer when max_tokens is unset (budgeting only).",
+    )
+
+    @model_validator(mode="after")
+    def _answer_fits(self) -> ModelSettings:
+        # Raised as "key: problem" so the config loader can name the key.
+        key = "max_tokens" if self.max_tokens is not None else "reserve_tokens"
+        if self.answer_reserve >= self.context_tokens:
+            raise ValueError(
+                f"{key}: {self.answer_reserve} leaves no room for the prompt in context_tokens="
+                f"{self.context_tokens}; make it smaller than context_tokens"
+            )
+        return self
+
+    @property
+    def answer_reserve(self) -> int:
+        """Tokens of the window kept for the answer: ``max_tokens``, else ``reserve_tokens``."""
+        return self.max_tokens if self.max_tokens is not None else self.reserve_tokens

@@ -50,6 +50,9 @@ class MaterializedContext:
     nodes: list[MessageNode]
     articles: list[ArticleResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Inlined text attachments per message id, as they appear in its node's text, so that the
+    # token budget can shorten them without re-reading anything.
+    attachment_texts: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class Materializer:
@@ -85,7 +88,17 @@ class Materializer:
             for result in results.values()
             if not result.ok
         ]
-        return MaterializedContext(nodes=nodes, articles=list(results.values()), problems=problems)
+        inlined = {
+            str(message.id): tuple(neutralize_embedding_tags(block) for block in extra[2])
+            for message, extra in zip(messages, attachments, strict=True)
+            if extra[2]
+        }
+        return MaterializedContext(
+            nodes=nodes,
+            articles=list(results.values()),
+            problems=problems,
+            attachment_texts=inlined,
+        )
 
     # ------------------------------------------------------------------ one message
 
@@ -94,7 +107,7 @@ class Materializer:
         message: Any,
         reasons: Sequence[Reason],
         articles: list[ArticleResult],
-        attachment_text: tuple[str, tuple[str, ...]],
+        attachment_text: tuple[str, tuple[str, ...], tuple[str, ...]],
         ambiguous: set[str],
         *,
         is_trigger: bool,
@@ -104,7 +117,7 @@ class Materializer:
         text = readable_content(message)
         parts = [text] if text else []
         parts.extend(_embed_lines(message))
-        extra, images = attachment_text
+        extra, images, _ = attachment_text
         if extra:
             parts.append(extra)
         # Only the article suffix may carry embedding tags: a member typing them must not be
@@ -149,9 +162,11 @@ class Materializer:
         embed_urls = [embed.url for embed in getattr(message, "embeds", []) if embed.url]
         return self.articles.find_urls(message.content, embed_urls)
 
-    async def _attachment_text(self, message: Any) -> tuple[str, tuple[str, ...]]:
-        """Text files inline (capped), images as image URLs, anything else named."""
+    async def _attachment_text(self, message: Any) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """Text files inline (capped), images as image URLs, anything else named; and the
+        inlined text blocks apart."""
         lines: list[str] = []
+        inlined: list[str] = []
         images: list[str] = []
         read = 0
         for attachment in getattr(message, "attachments", []):
@@ -167,9 +182,10 @@ class Materializer:
             ):
                 read += 1
                 lines.append(await self._inline_text(attachment))
+                inlined.append(lines[-1])
             else:
                 lines.append(f"[attachment: {filename}, {_size(attachment.size)}]")
-        return "\n".join(lines), tuple(images)
+        return "\n".join(lines), tuple(images), tuple(inlined)
 
     async def _inline_text(self, attachment: Any) -> str:
         limit = self.options.max_text_chars

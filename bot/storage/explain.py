@@ -39,6 +39,7 @@ def build(conn: sqlite3.Connection, message_id: int) -> Explanation:
             reasons=list(entry.reasons) if entry else [],
             excerpt=excerpt(message),
             state=states.get(entry.message_id) if entry and entry.message_id else None,
+            tokens=entry.tokens if entry else None,
         )
         for position, (message, entry) in enumerate(pairs)
     ]
@@ -99,6 +100,23 @@ def render_text(explanation: Explanation, limit: int | None = None) -> str:
         head.append(f"Error: {_one_line(e.error, 300)}")
     if e.removed:
         head.append("Content removed at the user's request.")
+    budget = [entry.detail for entry in e.work_log if entry.action == "budget"]
+    if budget:
+        head.append(f"Token budget: {budget[-1]}")
+    body = _body(e, excerpt_chars=None)
+    text = "\n".join(head + body)
+    if limit is None or len(text) <= limit:
+        return text
+    # Too long for Discord: shorter previews first, so every message still gets its line.
+    for chars in (50, 30):
+        body = _body(e, excerpt_chars=chars)
+        text = "\n".join(head + body)
+        if len(text) <= limit:
+            return text
+    return _fit(head, body, limit)
+
+
+def _body(e: Explanation, excerpt_chars: int | None) -> list[str]:
     body: list[str] = []
     if e.context:
         body.append(f"Context ({len(e.context)} messages sent):")
@@ -107,18 +125,22 @@ def render_text(explanation: Explanation, limit: int | None = None) -> str:
             where = f" [{m.message_id}]" if m.message_id else ""
             state = f" ({m.state} since)" if m.state and m.state != "active" else ""
             why = f" — {'; '.join(m.reasons)}" if m.reasons else ""
-            body.append(f"{m.position:>2}. {who}{where}{state}{why}: {m.excerpt}")
+            tokens = f" (~{m.tokens} tokens)" if m.tokens is not None else ""
+            preview = m.excerpt
+            if excerpt_chars is not None and len(preview) > excerpt_chars:
+                preview = preview[: excerpt_chars - 1] + "…"
+            body.append(f"{m.position:>2}. {who}{where}{state}{why}{tokens}: {preview}")
+    cuts = [entry.detail for entry in e.work_log if entry.action == "budget_cut"]
+    if cuts:
+        body.append("Cut to fit the token budget:")
+        body.extend(f"- {cut}" for cut in cuts)
     if e.articles:
         body.append("Articles:")
         for a in e.articles:
             body.append(f"- {a.url}: {a.status}" + (f" ({a.reason})" if a.reason else ""))
     if e.work_log_summary:
         body.append("Work log: " + "; ".join(e.work_log_summary))
-    lines = head + body
-    text = "\n".join(lines)
-    if limit is None or len(text) <= limit:
-        return text
-    return _fit(head, body, limit)
+    return body
 
 
 def _fit(head: list[str], body: list[str], limit: int) -> str:

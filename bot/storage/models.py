@@ -39,6 +39,7 @@ class ContextEntry(_Frozen):
     author_id: int | None = None
     name: str | None = None
     reasons: list[str] = Field(default_factory=list)
+    tokens: int | None = Field(None, description="Its share of the prompt's token budget.")
 
 
 class WorkLogEntry(_Frozen):
@@ -145,6 +146,7 @@ class ExplainedMessage(_Frozen):
     reasons: list[str]
     excerpt: str
     state: VersionState | None = None
+    tokens: int | None = None
 
 
 class Explanation(_Frozen):

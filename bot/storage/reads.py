@@ -57,12 +57,12 @@ def interaction_row(conn: sqlite3.Connection, seq: int) -> sqlite3.Row:
 
 def context_rows(conn: sqlite3.Connection, seq: int) -> list[tuple[dict, ContextEntry | None]]:
     rows = conn.execute(
-        "SELECT n.json, c.message_id, c.author_id, c.name, c.reasons FROM context c "
+        "SELECT n.json, c.message_id, c.author_id, c.name, c.reasons, c.tokens FROM context c "
         "JOIN nodes n ON n.id = c.node_id WHERE c.seq = ? ORDER BY c.position",
         (seq,),
     ).fetchall()
     out: list[tuple[dict, ContextEntry | None]] = []
-    for text, message_id, author_id, name, reasons in rows:
+    for text, message_id, author_id, name, reasons, tokens in rows:
         entry = None
         if message_id is not None or author_id is not None or name is not None or reasons:
             entry = ContextEntry(
@@ -70,6 +70,7 @@ def context_rows(conn: sqlite3.Connection, seq: int) -> list[tuple[dict, Context
                 author_id=author_id,
                 name=name,
                 reasons=json.loads(reasons) if reasons else [],
+                tokens=tokens,
             )
         out.append((json.loads(text), entry))
     return out

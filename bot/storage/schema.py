@@ -98,6 +98,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (message_id, version)
         ) WITHOUT ROWID""",
     ),
+    (
+        # What each sent message cost in tokens (the prompt's token budget), and what was
+        # learned about each model: its real tokens per estimated token, and a context window
+        # smaller than configured when a server said so.
+        "ALTER TABLE context ADD COLUMN tokens INTEGER",
+        """CREATE TABLE model_limits (
+            model TEXT PRIMARY KEY,
+            ratio REAL NOT NULL,
+            samples INTEGER NOT NULL,
+            window INTEGER,
+            updated_at TEXT NOT NULL
+        )""",
+    ),
 )
 
 

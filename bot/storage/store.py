@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from bot.storage import explain as explain_mod
+from bot.storage import limits as limits_mod
 from bot.storage import reads, writes
 from bot.storage.errors import StoreError
 from bot.storage.models import (
@@ -140,6 +141,10 @@ class Store:
 
         return await self._do(job, transactional=False)  # type: ignore[no-any-return]
 
+    async def save_model_limits(self, limits: limits_mod.ModelLimits) -> None:
+        """Remember a model's token calibration and learned window (one small upsert)."""
+        await self._do(lambda conn, _cache: limits_mod.save(conn, limits))
+
     async def prune(self, older_than_days: int) -> PruneResult:
         """Drop interactions older than N days and the nodes only they used."""
         return await self._do(  # type: ignore[no-any-return]
@@ -178,6 +183,11 @@ class Store:
 
     async def explain_async(self, message_id: int) -> Explanation:
         return await asyncio.to_thread(self.explain, message_id)
+
+    def model_limits(self) -> dict[str, limits_mod.ModelLimits]:
+        """What is known per model for the token budget (see ``bot.storage.limits``)."""
+        with self._reader() as conn:
+            return limits_mod.load(conn)
 
     def message_versions(self, message_id: int) -> list[MessageVersion]:
         with self._reader() as conn:

@@ -126,13 +126,26 @@ def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: Interact
     context_rows = []
     for position, (node_id, entry) in enumerate(zip(node_ids, rec.context, strict=True)):
         if entry is None:
-            context_rows.append((seq, position, node_id, None, None, None, None))
+            context_rows.append((seq, position, node_id, None, None, None, None, None))
         else:
             reasons = _reasons_json(tuple(entry.reasons)) if entry.reasons else None
             context_rows.append(
-                (seq, position, node_id, entry.message_id, entry.author_id, entry.name, reasons)
+                (
+                    seq,
+                    position,
+                    node_id,
+                    entry.message_id,
+                    entry.author_id,
+                    entry.name,
+                    reasons,
+                    entry.tokens,
+                )
             )
-    conn.executemany("INSERT INTO context VALUES (?, ?, ?, ?, ?, ?, ?)", context_rows)
+    conn.executemany(
+        "INSERT INTO context (seq, position, node_id, message_id, author_id, name, reasons, "
+        "tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        context_rows,
+    )
     if rec.answer_message_ids:
         conn.executemany(
             "INSERT OR IGNORE INTO answer_messages VALUES (?, ?, ?)",

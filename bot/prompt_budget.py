@@ -1,0 +1,129 @@
+"""The token budget of the bot's prompts, and what it learns from the model server.
+
+Two things are learned per model and kept in the store, so a restart does not forget them: the
+ratio of the server's real ``prompt_tokens`` to our estimate (calibration), and a context window
+smaller than ``[model] context_tokens`` when a server's "context too long" answer states one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from bot.model_client import ModelContextTooLongError
+from bot.settings_model import ModelSettings
+from bot.storage import Store
+from bot.storage.limits import ModelLimits
+from conversation.budget import Budget, FittedPrompt
+from conversation.tokens import Calibration, TokenCounter, prompt_tokens
+
+log = logging.getLogger("threadwise.budget")
+
+SHRINK_WITHOUT_NUMBERS = 0.7  # a refused prompt, the server not saying why: 30% smaller
+MIN_PROMPT_TOKENS = 256
+
+
+class PromptBudgeter:
+    """Budgets and token counters per model, learning from answers and refusals."""
+
+    def __init__(self, settings: ModelSettings, store: Store | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self._limits: dict[str, ModelLimits] = {}
+        if store is not None:
+            try:
+                self._limits = store.model_limits()
+            except Exception as error:  # an unreadable table must not stop the bot answering
+                log.warning("could not read the learned model limits: %s", error)
+
+    def limits(self, model: str | None = None) -> ModelLimits:
+        model = model or self.settings.name
+        return self._limits.get(model) or ModelLimits(model=model)
+
+    def budget(self, model: str | None = None) -> Budget:
+        """Configured window (or the smaller one a server stated), minus the answer's reserve."""
+        window = self.settings.context_tokens
+        learned = self.limits(model).window
+        if learned is not None:
+            window = min(window, learned)
+        reserve = self.settings.answer_reserve
+        if reserve >= window:  # a learned window smaller than the configured reserve
+            reserve = window // 4
+        return Budget(window=window, reserve=reserve)
+
+    def counter(self, model: str | None = None) -> TokenCounter:
+        limits = self.limits(model)
+        return TokenCounter(Calibration(ratio=limits.ratio, samples=limits.samples))
+
+    async def observe(self, fitted: FittedPrompt | None, reported: int | None) -> None:
+        """Calibrate from the ``prompt_tokens`` a server reported for an accepted prompt."""
+        if fitted is None or reported is None or reported > fitted.budget.window:
+            return  # over the window the count cannot be trusted (the server may have cut)
+        if self._calibrate(prompt_tokens(fitted.nodes), reported):
+            await self._save(self.limits())
+
+    async def after_overflow(
+        self, error: ModelContextTooLongError, fitted: FittedPrompt | None
+    ) -> Budget:
+        """Learn from a "context too long" answer; the budget to rebuild the prompt with."""
+        model = self.settings.name
+        limits = self.limits(model)
+        if error.window is not None and error.window < self.budget(model).window:
+            limits = limits.model_copy(update={"window": error.window})
+            self._limits[model] = limits
+            log.warning(
+                "model %s has a context window of %d tokens, smaller than [model] "
+                "context_tokens=%d; using %d",
+                model,
+                error.window,
+                self.settings.context_tokens,
+                error.window,
+            )
+        if fitted is not None and error.prompt_tokens is not None:
+            self._calibrate(prompt_tokens(fitted.nodes), error.prompt_tokens)
+        await self._save(self.limits(model))
+        budget = self.budget(model)
+        if fitted is not None and error.window is None and error.prompt_tokens is None:
+            # Nothing to learn from: ask for less than what was refused.
+            limit = max(math.floor(fitted.total * SHRINK_WITHOUT_NUMBERS), MIN_PROMPT_TOKENS)
+            if limit < budget.limit:
+                budget = Budget(window=budget.window, reserve=budget.window - limit)
+        return budget
+
+    def _calibrate(self, estimated: int, reported: int) -> bool:
+        """One more sample for the current model; False when it was not usable."""
+        limits = self.limits()
+        calibration = Calibration(ratio=limits.ratio, samples=limits.samples).observe(
+            estimated, reported
+        )
+        if calibration.samples == limits.samples:
+            return False
+        self._limits[limits.model] = limits.model_copy(
+            update={"ratio": calibration.ratio, "samples": calibration.samples}
+        )
+        return True
+
+    async def _save(self, limits: ModelLimits) -> None:
+        if self.store is None:
+            return
+        try:
+            await self.store.save_model_limits(limits)
+        except Exception as error:  # losing a calibration is no reason to lose an answer
+            log.warning("could not store the model limits of %s: %s", limits.model, error)
+
+
+def explain_budget(settings: ModelSettings) -> list[str]:
+    """``check-config``'s lines about the token budget, as comments."""
+    reserve_key = (
+        "[model] max_tokens" if settings.max_tokens is not None else "[model] reserve_tokens"
+    )
+    limit = settings.context_tokens - settings.answer_reserve
+    return [
+        f"# token budget: prompts are cut to {limit} tokens = [model] context_tokens "
+        f"{settings.context_tokens} (the model's window) - {settings.answer_reserve} kept for "
+        f"the answer ({reserve_key})",
+        "#   cut in this order: article text, then attachment text, then the least related "
+        "messages; never the system prompt, the message answered or the one it replies to",
+        "#   tokens are estimated (3 bytes a token), then calibrated from what the server "
+        "reports; a smaller window stated by the server is remembered per model",
+    ]

@@ -1,0 +1,43 @@
+"""What the store remembers per model for the token budget: calibration and learned window.
+
+Kept apart from the interaction tables' code: it is a tiny key-value record the answer flow
+reads at start-up and rewrites after answers, nothing else touches it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.storage.timefmt import now_db
+
+
+class ModelLimits(BaseModel):
+    """Real over estimated prompt tokens (``ratio``, from ``samples`` answers) and the context
+    window a server reported for this model, when it reported one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    ratio: float = Field(1.0, gt=0)
+    samples: int = Field(0, ge=0)
+    window: int | None = Field(None, gt=0)
+
+
+def load(conn: sqlite3.Connection) -> dict[str, ModelLimits]:
+    return {
+        model: ModelLimits(model=model, ratio=ratio, samples=samples, window=window)
+        for model, ratio, samples, window in conn.execute(
+            "SELECT model, ratio, samples, window FROM model_limits"
+        )
+    }
+
+
+def save(conn: sqlite3.Connection, limits: ModelLimits) -> None:
+    conn.execute(
+        "INSERT INTO model_limits (model, ratio, samples, window, updated_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET ratio = excluded.ratio, "
+        "samples = excluded.samples, window = excluded.window, updated_at = excluded.updated_at",
+        (limits.model, limits.ratio, limits.samples, limits.window, now_db()),
+    )

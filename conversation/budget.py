@@ -1,0 +1,472 @@
+"""Fitting a materialized context into the model's window, cutting what matters least first.
+
+The window is shared by the prompt and the answer, so the prompt gets ``window - reserve``
+tokens. When the context is larger, it is cut in this order, each step only as far as needed:
+
+1. linked articles are shortened, fairly (the longest lose most; each keeps a useful floor),
+   and marked as cut in their XML;
+2. inlined text attachments are shortened the same way;
+3. whole messages are dropped, lowest priority first: plain recent history and temporal
+   neighbours far in time before replies, mentions and the trigger's reply chain (deepest
+   first);
+4. still too big (the protected messages alone overflow): articles and attachments go below
+   their floor, down to nothing, and at last the protected messages' own text is clipped.
+
+Never dropped: the system prompt, the trigger, and the message the trigger replies to. Every
+cut is returned as a :class:`Cut` for the work log, and each kept message carries its token
+count (``metadata["tokens"]``) and whether it was shortened (``metadata["budget"]``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from conversation.articles.models import ArticleResult
+from conversation.articles.render import clip_text, render_embedding
+from conversation.node import MessageNode, freeze_json, thaw_json
+from conversation.tokens import REPLY_PRIMING, TokenCounter, node_tokens, text_tokens
+
+ARTICLE_FLOOR_TOKENS = 150  # below this an article stops being worth reading
+ATTACHMENT_FLOOR_TOKENS = 100
+ATTACHMENT_HEADER = "[text attachment: "
+SHORTENED = "shortened: budget"
+DROPPED = "dropped: budget"
+
+_VIA = re.compile(r"(\w+) via (\d+)")
+
+
+class Budget(BaseModel):
+    """The model's window and the part of it kept for the answer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    window: int = Field(gt=0)
+    reserve: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _room_left(self) -> Budget:
+        if self.reserve >= self.window:
+            raise ValueError(
+                f"the answer's reserve ({self.reserve}) leaves no room in a {self.window}-token "
+                "window"
+            )
+        return self
+
+    @property
+    def limit(self) -> int:
+        """Tokens the prompt may use."""
+        return self.window - self.reserve
+
+    def describe(self) -> str:
+        return f"{self.limit} tokens (window {self.window} - answer reserve {self.reserve})"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One thing taken out or shortened to fit, for the work log and the explanations."""
+
+    action: Literal["shortened", "dropped"]
+    what: str  # "article <url>", "text attachment <file>", "message", "message text"
+    message_id: str | None
+    tokens_before: int
+    tokens_after: int
+
+    def describe(self) -> str:
+        where = f" of message {self.message_id}" if self.message_id else ""
+        if self.what == "message":
+            return f"{self.action}: budget, message {self.message_id} ({self.tokens_before} tokens)"
+        return (
+            f"{self.action}: budget, {self.what}{where} "
+            f"({self.tokens_before} -> {self.tokens_after} tokens)"
+        )
+
+
+@dataclass
+class FittedPrompt:
+    """The prompt as it will be sent (system first, trigger last) and how it was made to fit."""
+
+    nodes: list[MessageNode]
+    tokens: list[int]  # per node, in the model's (calibrated) tokens
+    total: int
+    budget: Budget
+    cuts: list[Cut] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.budget.limit
+
+    def summary(self) -> str:
+        dropped = sum(1 for c in self.cuts if c.what == "message")
+        shortened = len(self.cuts) - dropped
+        parts = [f"prompt ~{self.total} of {self.budget.describe()}"]
+        if shortened:
+            parts.append(f"{shortened} shortened")
+        if dropped:
+            parts.append(f"{dropped} message{'s' if dropped != 1 else ''} dropped")
+        if not self.fits:
+            parts.append("still over: the protected messages alone exceed it")
+        return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------- the fitting
+
+
+def fit_prompt(
+    system: MessageNode,
+    nodes: Sequence[MessageNode],
+    budget: Budget,
+    counter: TokenCounter,
+    *,
+    articles: Sequence[ArticleResult] = (),
+    attachments: dict[str, Sequence[str]] | None = None,
+) -> FittedPrompt:
+    """``system`` plus ``nodes`` (chronological, trigger last), cut to ``budget``.
+
+    ``articles`` are the context's article results (their rendered XML is found in the nodes'
+    text) and ``attachments`` the inlined text-attachment blocks per message id, as they appear
+    in the nodes' text; without them only whole messages (and at last text) can be cut.
+    """
+    work = _Work(system, list(nodes), counter, budget)
+    if work.over() > 0:
+        pieces = work.find_articles(articles)
+        blocks = work.find_attachments(attachments or {})
+        work.water_fill(pieces, ARTICLE_FLOOR_TOKENS)
+        work.water_fill(blocks, ATTACHMENT_FLOOR_TOKENS)
+        work.drop_messages()
+        work.water_fill(pieces, 0)
+        work.water_fill(blocks, 0)
+        work.clip_protected()
+        dropped = work.cuts
+        work.cuts = []
+        record_piece_cuts(work, [*pieces, *blocks])
+        work.cuts.extend(dropped)
+    return work.result()
+
+
+@dataclass
+class _Piece:
+    """An article element or an attachment block inside one node's text."""
+
+    node: int
+    label: str
+    current: str
+    full_chars: int
+    render: Callable[[int], str]  # characters to keep -> the new text (0: the stub)
+    tokens: int = 0
+    body_tokens: int = 0  # of the full text, for proportional cuts
+    before: int = 0
+
+
+class _Work:
+    def __init__(
+        self, system: MessageNode, nodes: list[MessageNode], counter: TokenCounter, budget: Budget
+    ) -> None:
+        self.system = system
+        self.nodes = nodes
+        self.contents = [node.content for node in nodes]
+        self.raw = [node_tokens(node) for node in nodes]
+        self.system_raw = node_tokens(system)
+        self.counter = counter
+        self.budget = budget
+        self.factor = counter.calibration.factor
+        self.alive = [True] * len(nodes)
+        self.changed: set[int] = set()
+        self.cuts: list[Cut] = []
+        self.total_raw = REPLY_PRIMING + self.system_raw + sum(self.raw)
+        self.protected = _protected(nodes)
+
+    # -- accounting ------------------------------------------------------------------------
+
+    def over(self) -> int:
+        """Raw tokens to remove before the prompt fits (<= 0: it fits)."""
+        return self.total_raw - math.floor(self.budget.limit / self.factor)
+
+    def scaled(self, raw: int) -> int:
+        return self.counter.scale(raw)
+
+    def set_content(self, index: int, content: str) -> None:
+        self.contents[index] = content
+        node = self.nodes[index]
+        new = node_tokens(node.model_copy(update={"content": content}))
+        self.total_raw += new - self.raw[index]
+        self.raw[index] = new
+        self.changed.add(index)
+
+    # -- finding what can be shortened -----------------------------------------------------
+
+    def find_articles(self, articles: Sequence[ArticleResult]) -> list[_Piece]:
+        pieces: list[_Piece] = []
+        elements = [(a, render_embedding(a)) for a in articles if a.ok]
+        if not elements:
+            return pieces
+        for index, content in enumerate(self.contents):
+            if "<embedding" not in content:
+                continue
+            for article, element in elements:
+                if element in content:
+                    pieces.append(
+                        _Piece(
+                            node=index,
+                            label=f"article {article.url}",
+                            current=element,
+                            full_chars=len(article.text),
+                            render=_article_renderer(article),
+                            tokens=text_tokens(element),
+                            body_tokens=max(text_tokens(article.text), 1),
+                        )
+                    )
+        return pieces
+
+    def find_attachments(self, attachments: dict[str, Sequence[str]]) -> list[_Piece]:
+        pieces: list[_Piece] = []
+        for index, node in enumerate(self.nodes):
+            for block in attachments.get(node.message_id or "", ()):
+                head, _, body = block.partition("\n")
+                if not body or not head.startswith(ATTACHMENT_HEADER) or block not in node.content:
+                    continue
+                filename = head[len(ATTACHMENT_HEADER) : -1]
+                pieces.append(
+                    _Piece(
+                        node=index,
+                        label=f"text attachment {filename}",
+                        current=block,
+                        full_chars=len(body),
+                        render=_attachment_renderer(filename, body),
+                        tokens=text_tokens(block),
+                        body_tokens=max(text_tokens(body), 1),
+                    )
+                )
+        return pieces
+
+    # -- cutting ---------------------------------------------------------------------------
+
+    def water_fill(self, pieces: list[_Piece], floor: int) -> None:
+        """Shorten ``pieces`` to one common token cap (not below ``floor``) so the prompt fits:
+        the longest lose the most, short ones are left whole."""
+        live = [p for p in pieces if self.alive[p.node] and p.tokens > floor]
+        for _ in range(4):  # the proportional guess is close; a second pass mops up
+            excess = self.over()
+            if excess <= 0 or not live:
+                return
+            cap = _water_level([p.tokens for p in live], excess, floor)
+            for piece in live:
+                if piece.tokens <= cap:
+                    continue
+                keep = piece.full_chars * max(cap, 0) / piece.body_tokens
+                chars = 0 if cap <= 0 else max(int(keep) - 1, 0)
+                self.replace(piece, piece.render(chars))
+            live = [p for p in live if p.tokens > floor]
+
+    def replace(self, piece: _Piece, new: str) -> None:
+        if not piece.before:
+            piece.before = piece.tokens
+        content = self.contents[piece.node]
+        content = content.replace(piece.current, new, 1)
+        if not new:
+            content = content.replace("<embeddings></embeddings>", "").rstrip()
+        piece.current = new
+        piece.tokens = text_tokens(new)
+        self.set_content(piece.node, content)
+
+    def drop_messages(self) -> None:
+        for index in _drop_order(self.nodes, self.protected):
+            if self.over() <= 0:
+                return
+            self.alive[index] = False
+            self.total_raw -= self.raw[index]
+            self.cuts.append(
+                Cut(
+                    "dropped",
+                    "message",
+                    self.nodes[index].message_id,
+                    self.scaled(self.raw[index]),
+                    0,
+                )
+            )
+
+    def clip_protected(self) -> None:
+        """Last resort: the trigger and its reply target are kept, but their text is clipped,
+        the longest first (the system prompt is the operator's and stays whole)."""
+        order = sorted(self.protected, key=lambda i: -self.raw[i])
+        for index in order:
+            excess = self.over()
+            if excess <= 0:
+                return
+            content = self.contents[index]
+            tokens = text_tokens(content)
+            keep_tokens = max(tokens - excess - 8, 0)
+            chars = int(len(content) * keep_tokens / max(tokens, 1))
+            note = f"\n[... cut for the token budget: {chars} of {len(content)} characters]"
+            before = self.raw[index]
+            self.set_content(index, clip_text(content, chars) + note)
+            self.cuts.append(
+                Cut(
+                    "shortened",
+                    "message text",
+                    self.nodes[index].message_id,
+                    self.scaled(before),
+                    self.scaled(self.raw[index]),
+                )
+            )
+
+    # -- the result ------------------------------------------------------------------------
+
+    def result(self) -> FittedPrompt:
+        piece_cuts = self.cuts
+        nodes = [self.system]
+        tokens = [self.scaled(self.system_raw)]
+        for index, node in enumerate(self.nodes):
+            if not self.alive[index]:
+                continue
+            metadata = thaw_json(node.metadata)
+            metadata["tokens"] = self.scaled(self.raw[index])
+            if index in self.changed:
+                metadata["budget"] = "shortened"
+            update: dict[str, object] = {"metadata": freeze_json(metadata)}
+            if index in self.changed:
+                update["content"] = self.contents[index]
+            nodes.append(node.model_copy(update=update))
+            tokens.append(metadata["tokens"])
+        return FittedPrompt(
+            nodes=nodes,
+            tokens=tokens,
+            total=self.scaled(self.total_raw),
+            budget=self.budget,
+            cuts=piece_cuts,
+        )
+
+
+def record_piece_cuts(work: _Work, pieces: Sequence[_Piece]) -> None:
+    """Shortened pieces of messages still in the prompt become cuts (dropped ones do not)."""
+    for piece in pieces:
+        if piece.before and work.alive[piece.node]:
+            action: Literal["shortened", "dropped"] = "shortened" if piece.current else "dropped"
+            work.cuts.append(
+                Cut(
+                    action,
+                    piece.label,
+                    work.nodes[piece.node].message_id,
+                    work.scaled(piece.before),
+                    work.scaled(piece.tokens),
+                )
+            )
+
+
+# ---------------------------------------------------------------------------- renderers
+
+
+def _article_renderer(article: ArticleResult) -> Callable[[int], str]:
+    original = max(article.original_chars, len(article.text))
+
+    def render(chars: int) -> str:
+        if chars <= 0:
+            return ""
+        shorter = article.model_copy(
+            update={
+                "text": clip_text(article.text, chars),
+                "truncated": True,
+                "original_chars": original,
+            }
+        )
+        return render_embedding(shorter)
+
+    return render
+
+
+def _attachment_renderer(filename: str, body: str) -> Callable[[int], str]:
+    def render(chars: int) -> str:
+        if chars <= 0:
+            return f"{ATTACHMENT_HEADER}{filename}, left out for the token budget]"
+        return (
+            f"{ATTACHMENT_HEADER}{filename}]\n{clip_text(body, chars)}\n"
+            f"[... cut for the token budget: {chars} of {len(body)} characters shown]"
+        )
+
+    return render
+
+
+def _water_level(sizes: list[int], excess: int, floor: int) -> int:
+    """The cap ``c >= floor`` with ``sum(max(s - c, 0)) >= excess``, as high as possible."""
+    ordered = sorted(sizes, reverse=True)
+    removed = 0
+    for count, size in enumerate(ordered, start=1):
+        following = ordered[count] if count < len(ordered) else floor
+        following = max(following, floor)
+        step = (size - following) * count
+        if removed + step >= excess:
+            return max(size - math.ceil((excess - removed) / count), floor)
+        removed += step
+    return floor
+
+
+# ---------------------------------------------------------------------------- priorities
+
+
+def _reasons(node: MessageNode) -> list[tuple[str, int | None]]:
+    found: list[tuple[str, int | None]] = []
+    for reason in node.metadata.get("reasons", ()) if node.metadata else ():
+        match = _VIA.fullmatch(str(reason))
+        found.append((match[1], int(match[2])) if match else (str(reason), None))
+    return found
+
+
+def _reply_chain(nodes: Sequence[MessageNode]) -> dict[int, int]:
+    """Node index -> depth in the trigger's reply chain (1: the message the trigger answers)."""
+    if not nodes or nodes[-1].message_id is None:
+        return {}
+    by_reference: dict[int, int] = {}
+    for index, node in enumerate(nodes[:-1]):
+        for kind, via in _reasons(node):
+            if kind == "reference" and via is not None:
+                by_reference.setdefault(via, index)
+    chain: dict[int, int] = {}
+    current = int(nodes[-1].message_id)
+    depth = 1
+    while current in by_reference and by_reference[current] not in chain:
+        index = by_reference[current]
+        chain[index] = depth
+        current = int(nodes[index].message_id or 0)
+        depth += 1
+    return chain
+
+
+def _protected(nodes: Sequence[MessageNode]) -> list[int]:
+    if not nodes:
+        return []
+    protected = [len(nodes) - 1]
+    protected.extend(index for index, depth in _reply_chain(nodes).items() if depth == 1)
+    return protected
+
+
+def _drop_order(nodes: Sequence[MessageNode], protected: Sequence[int]) -> list[int]:
+    """Indexes of droppable nodes, the first to go first."""
+    if not nodes:
+        return []
+    trigger = nodes[-1]
+    trigger_id = int(trigger.message_id) if trigger.message_id else None
+    chain = _reply_chain(nodes)
+    keyed: list[tuple[tuple[float, ...], int]] = []
+    for index, node in enumerate(nodes):
+        if index in protected:
+            continue
+        rank = 0
+        for kind, via in _reasons(node):
+            if kind in ("reference", "reply", "mention"):
+                rank = max(rank, 3 if via == trigger_id else 2)
+            elif kind in ("temporal", "author"):
+                rank = max(rank, 2 if via == trigger_id else 1)
+        if index in chain:
+            keyed.append(((4, -chain[index], 0), index))
+            continue
+        distance = 0.0
+        if node.created_at is not None and trigger.created_at is not None:
+            distance = abs((trigger.created_at - node.created_at).total_seconds())
+        keyed.append(((rank, -distance, index), index))
+    keyed.sort()
+    return [index for _, index in keyed]
