@@ -161,6 +161,7 @@ class _Piece:
     tokens: int = 0
     body_tokens: int = 0  # of the full text, for proportional cuts
     before: int = 0
+    kept: int = -1  # characters of the text still in (-1: all of them)
 
 
 class _Work:
@@ -250,7 +251,7 @@ class _Work:
         """Shorten ``pieces`` to one common token cap (not below ``floor``) so the prompt fits:
         the longest lose the most, short ones are left whole."""
         live = [p for p in pieces if self.alive[p.node] and p.tokens > floor]
-        for _ in range(4):  # the proportional guess is close; a second pass mops up
+        for _ in range(6):  # the proportional guess is close; another pass mops up
             excess = self.over()
             if excess <= 0 or not live:
                 return
@@ -258,9 +259,12 @@ class _Work:
             for piece in live:
                 if piece.tokens <= cap:
                     continue
-                keep = piece.full_chars * max(cap, 0) / piece.body_tokens
-                chars = 0 if cap <= 0 else max(int(keep) - 1, 0)
-                self.replace(piece, piece.render(chars))
+                per_char = piece.body_tokens / max(piece.full_chars, 1)
+                kept = piece.full_chars if piece.kept < 0 else piece.kept
+                framing = piece.tokens - kept * per_char  # tags, title, the "cut" note
+                chars = 0 if cap <= 0 else max(int((cap - framing) / per_char) - 1, 1)
+                piece.kept = min(chars, kept)
+                self.replace(piece, piece.render(piece.kept))
             live = [p for p in live if p.tokens > floor]
 
     def replace(self, piece: _Piece, new: str) -> None:
@@ -295,16 +299,19 @@ class _Work:
         the longest first (the system prompt is the operator's and stays whole)."""
         order = sorted(self.protected, key=lambda i: -self.raw[i])
         for index in order:
-            excess = self.over()
-            if excess <= 0:
+            if self.over() <= 0:
                 return
             content = self.contents[index]
-            tokens = text_tokens(content)
-            keep_tokens = max(tokens - excess - 8, 0)
-            chars = int(len(content) * keep_tokens / max(tokens, 1))
-            note = f"\n[... cut for the token budget: {chars} of {len(content)} characters]"
             before = self.raw[index]
-            self.set_content(index, clip_text(content, chars) + note)
+            chars = len(content)
+            for _ in range(4):
+                excess = self.over()
+                if excess <= 0:
+                    break
+                tokens = text_tokens(self.contents[index])
+                chars = int(chars * max(tokens - excess - 2, 0) / max(tokens, 1))
+                note = f"\n[... cut for the token budget: {chars} of {len(content)} characters]"
+                self.set_content(index, clip_text(content, chars) + note)
             self.cuts.append(
                 Cut(
                     "shortened",

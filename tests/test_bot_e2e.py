@@ -64,8 +64,13 @@ def make_config(discord: FakeDiscord, fake_model: FakeOpenAI, **sections: dict) 
 
 
 @contextlib.asynccontextmanager
-async def running_bot(store: Any = None, **sections: dict) -> AsyncIterator[Harness]:
-    async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as fake:
+async def running_bot(
+    store: Any = None, fake_model: dict | None = None, **sections: dict
+) -> AsyncIterator[Harness]:
+    async with (
+        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord,
+        FakeOpenAI(**(fake_model or {})) as fake,
+    ):
         await discord.load_log(EXAMPLE)
         config = make_config(discord, fake, **sections)
         async with ModelClient(config.model) as model_client:

@@ -28,13 +28,20 @@ long markdown answer with fenced code blocks, for splitting tests.
 
 Server options: ``api_key`` makes requests without ``Authorization: Bearer <api_key>`` get a
 401; ``reject_stream_options`` answers 400 to requests carrying ``stream_options`` (as strict
-servers do); ``models`` is what ``GET /v1/models`` lists.
+servers do); ``models`` is what ``GET /v1/models`` lists; ``context_window`` makes it count
+each request's tokens (:func:`count_tokens`, a word-piece count unlike the bot's estimate) and
+answer a prompt whose tokens plus ``max_tokens`` pass the window as OpenAI does: HTTP 400,
+``code: "context_length_exceeded"``, "This model's maximum context length is N tokens. However,
+your messages resulted in M tokens..." (``overflow_wording`` picks vLLM's or llama.cpp's form
+instead). The reported ``usage.prompt_tokens`` uses the same count.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -156,6 +163,8 @@ class FakeOpenAI:
     api_key: str | None = None
     reject_stream_options: bool = False
     models: Sequence[str] = ("fake-model",)
+    context_window: int | None = None
+    overflow_wording: Literal["openai", "vllm", "llamacpp", "bare"] = "openai"
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -271,6 +280,8 @@ class FakeOpenAI:
             return _error(400, "'messages' is a required property")
         if self.reject_stream_options and "stream_options" in body:
             return _error(400, "Unrecognized request argument supplied: stream_options")
+        if (overflow := self._overflow(body)) is not None:
+            return overflow
         behaviour = self._pick(recorded)
         recorded.behaviour = behaviour
         model = str(body.get("model") or "fake-model")
@@ -295,6 +306,39 @@ class FakeOpenAI:
             recorded.client_disconnected = True
             return web.Response(status=499)
         raise AssertionError(f"unknown behaviour {behaviour!r}")
+
+    def _overflow(self, body: dict[str, Any]) -> web.Response | None:
+        """The 400 a server with a context window gives a request that does not fit it."""
+        if self.context_window is None:
+            return None
+        prompt = count_tokens(body["messages"])
+        answer = body.get("max_tokens") or 0
+        window = self.context_window
+        if prompt + answer <= window:
+            return None
+        if self.overflow_wording == "vllm":
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you requested "
+                f"{prompt + answer} tokens ({prompt} in the messages, {answer} in the "
+                "completion). Please reduce the length of the messages or completion."
+            )
+            return _error(400, message, code=None)
+        if self.overflow_wording == "llamacpp":
+            error = {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": prompt,
+                "n_ctx": window,
+            }
+            return web.json_response({"error": error}, status=400)
+        if self.overflow_wording == "bare":
+            return _error(400, "Please reduce the length of the messages.")
+        message = (
+            f"This model's maximum context length is {window} tokens. However, your messages "
+            f"resulted in {prompt} tokens. Please reduce the length of the messages."
+        )
+        return _error(400, message, code="context_length_exceeded")
 
     async def _answer(
         self, request: web.Request, recorded: RecordedRequest, answer: Answer, model: str
@@ -455,10 +499,26 @@ def _echo(messages: list[dict[str, Any]]) -> str:
     return "echo: (no user message)"
 
 
+_WORD_PIECES = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
+
+
+def count_tokens(messages: list[dict[str, Any]]) -> int:
+    """The fake's own tokenizer: letters in pieces of up to five, digits in threes, every other
+    character alone, four tokens of framing per message (roughly what BPE vocabularies do)."""
+    total = 3
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        text = _text_of(message.get("content"))
+        total += 4 + sum(
+            math.ceil(len(piece) / 5) if piece.isalpha() else 1
+            for piece in _WORD_PIECES.findall(text)
+        )
+    return total
+
+
 def _usage(messages: list[dict[str, Any]], completion_tokens: int) -> dict[str, int]:
-    prompt = sum(
-        len(_text_of(m.get("content")).split()) + 3 for m in messages if isinstance(m, dict)
-    )
+    prompt = count_tokens(messages)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion_tokens,

@@ -1,0 +1,134 @@
+"""The token budget end to end: the bot, fake Discord, a fake model with a real context window."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.prompt_budget import PromptBudgeter
+from bot.storage import Store
+from tests.fakes.openai_server import count_tokens
+from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, DEV, ELI, _settled, running_bot
+
+WORDS = [
+    "replication",
+    "lag",
+    "grows",
+    "whenever",
+    "the",
+    "nightly",
+    "vacuum",
+    "runs",
+    "against",
+    "the",
+    "archive",
+    "tables",
+    "while",
+    "backups",
+    "stream",
+    "to",
+    "the",
+    "remote",
+    "bucket",
+    "and",
+    "nobody",
+    "watches",
+    "the",
+    "dashboards",
+    "closely",
+    "enough",
+]
+
+
+def long_text(seed: int, words: int = 160) -> str:
+    return " ".join(WORDS[(seed * 7 + i) % len(WORDS)] for i in range(words)) + f" ({seed})"
+
+
+async def chatter(bot, count: int) -> list[dict]:
+    """``count`` long messages from several people, the channel's conversation."""
+    people = (BEN, DEV, ELI)
+    said = []
+    for n in range(count):
+        said.append(await bot.discord.user_says(CHANNEL, people[n % 3], long_text(n)))
+    return said
+
+
+async def test_long_conversation_is_cut_to_the_window(tmp_path):
+    window = 1600
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(
+            store=store,
+            fake_model={"context_window": window},
+            model={"context_tokens": window, "reserve_tokens": 200},
+        ) as bot:
+            said = await chatter(bot, 14)
+            target = said[2]  # an old message, far behind the recent ones
+            reply = await bot.answer_to(
+                CHANNEL, CHLOE, f"<@{BOT_ID}> is this still true?", reply_to=int(target["id"])
+            )
+            await _settled(bot)
+            requests = bot.model.chat_requests
+            explanation = await store.explain_async(int(reply["id"]))
+    assert len(requests) == 1  # fitted before sending: the server never refused it
+    sent = requests[0].messages
+    assert count_tokens(sent) <= window - 200
+    assert reply["content"].startswith("echo:")
+    assert sent[0]["role"] == "system" and "threadwise" in sent[0]["content"]
+    assert "is this still true?" in sent[-1]["content"]
+    assert target["content"] in "\n".join(m["content"] for m in sent)  # the replied-to message
+    # Something had to go, and the explanation says what and what it cost.
+    cuts = [e.detail for e in explanation.work_log if e.action == "budget_cut"]
+    assert cuts and all(c.startswith("dropped: budget, message") for c in cuts)
+    assert len(sent) < 1 + 14 + 1
+    budget = [e for e in explanation.work_log if e.action == "budget"]
+    assert budget and budget[0].count <= window - 200 and budget[0].status == "success"
+    assert all(m.tokens for m in explanation.context if m.message_id is not None)
+    # The oldest unrelated messages go first; the newest one survives.
+    assert said[-1]["content"] in "\n".join(m["content"] for m in sent)
+
+
+@pytest.mark.parametrize("wording", ["openai", "vllm", "llamacpp"])
+async def test_context_too_long_is_recovered_and_the_window_remembered(tmp_path, wording):
+    window = 1500
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(
+            store=store, fake_model={"context_window": window, "overflow_wording": wording}
+        ) as bot:  # configured for 8192 tokens: the server knows better
+            said = await chatter(bot, 14)
+            reply = await bot.answer_to(
+                CHANNEL, CHLOE, f"<@{BOT_ID}> summarise please", reply_to=int(said[5]["id"])
+            )
+            await _settled(bot)
+            requests = bot.model.chat_requests
+            config = bot.client.config
+        exported = list(store.export())
+        explanation = store.explain(int(reply["id"]))
+        learned = PromptBudgeter(config.model, store)  # as after a restart
+    assert reply["content"].startswith("echo:")  # an answer, not an error
+    assert len(requests) == 2
+    rejected, accepted = requests[0].messages, requests[1].messages
+    assert count_tokens(rejected) > window
+    assert count_tokens(accepted) <= window
+    assert accepted[0] == rejected[0]  # the same system prompt
+    assert "summarise please" in accepted[-1]["content"]
+    assert said[5]["content"] in "\n".join(m["content"] for m in accepted)
+    # The record and the export hold the prompt that was accepted, not the refused one.
+    assert len(exported) == 1
+    assert exported[0]["messages"][:-1] == accepted
+    assert len(explanation.context) == len(accepted)
+    assert [e.action for e in explanation.work_log].count("budget_refit") == 1
+    assert learned.budget().window == window
+    assert learned.limits().samples >= 1  # the accepted answer's usage calibrated the count
+
+
+async def test_refusal_without_numbers_still_gets_an_answer():
+    async with running_bot(
+        fake_model={"context_window": 2500, "overflow_wording": "bare"},
+        model={"reserve_tokens": 100},
+    ) as bot:
+        said = await chatter(bot, 14)
+        reply = await bot.answer_to(CHANNEL, CHLOE, f"<@{BOT_ID}> so?", reply_to=int(said[9]["id"]))
+        requests = bot.model.chat_requests
+    assert reply["content"].startswith("echo:")
+    assert 2 <= len(requests) <= 3
+    sizes = [count_tokens(r.messages) for r in requests]
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= 2500
