@@ -15,8 +15,10 @@ from typing import Any
 
 from bot.config import Config
 from bot.model_client import ModelClient, ModelError
+from bot.prompt_budget import PromptBudgeter
 from conversation.articles.service import ArticleService
 from conversation.builder import ContextBuilder
+from conversation.budget import SHORTENED
 from conversation.cache import ChannelCache
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
@@ -74,8 +76,15 @@ async def _prepare(
         materializer = Materializer(options, articles)
         bot_name = source.state.user.display_name if source.state.user else "assistant"
         persona = persona_for(config.model.system_prompt, bot_name, source.channel)
+        budgeter = PromptBudgeter(config.model)  # the conservative count: no store here
         prepared = await prepare_prompt(
-            trigger, reader, ContextBuilder(config.context), materializer, persona
+            trigger,
+            reader,
+            ContextBuilder(config.context),
+            materializer,
+            persona,
+            budget=budgeter.budget(),
+            counter=budgeter.counter(),
         )
     answer = await _ask_model(prepared, config) if ask_model else "(not asked: --no-model)"
     return prepared, answer
@@ -104,9 +113,20 @@ def _reason_label(kind: str, via: int | None, numbers: dict[int, int]) -> str:
 
 def _as_json(prepared: PreparedPrompt, answer: str) -> dict[str, Any]:
     selection = prepared.selection
+    fitted = prepared.fitted
     return {
         "trigger": str(selection.trigger.id),
         "messages": prepared.request_messages,
+        "tokens": fitted.tokens if fitted else None,
+        "budget": {
+            "prompt_tokens": fitted.total,
+            "limit": fitted.budget.limit,
+            "window": fitted.budget.window,
+            "reserve": fitted.budget.reserve,
+            "cuts": [cut.describe() for cut in fitted.cuts],
+        }
+        if fitted
+        else None,
         "reasons": selection.report().reasons,
         "rest_calls": selection.rest_calls,
         "articles": [
@@ -136,6 +156,9 @@ def _print_text(
     out.write("\n")
     nodes = prepared.graph.snapshot().nodes()
     numbers = {int(n.message_id): i for i, n in enumerate(nodes) if n.message_id is not None}
+    fitted = prepared.fitted
+    if fitted is not None:
+        out.write(f"Token budget: {fitted.summary()}\n\n")
     for number, node in enumerate(nodes):
         if node.metadata and node.metadata.get("trigger"):
             label = "trigger"
@@ -144,13 +167,18 @@ def _print_text(
         else:
             reasons = selection.reasons.get(int(node.message_id or 0), [])
             label = ", ".join(_reason_label(r.kind, r.via, numbers) for r in reasons) or "-"
+        if node.metadata and node.metadata.get("budget") == "shortened":
+            label += f", {SHORTENED}"
         when = node.created_at.strftime("%Y-%m-%d %H:%M") if node.created_at else ""
-        out.write(f"#{number:<3} {node.role:<9} {when:<16}  [{label}]\n")
+        tokens = f"  ~{fitted.tokens[number]} tokens" if fitted is not None else ""
+        out.write(f"#{number:<3} {node.role:<9} {when:<16}  [{label}]{tokens}\n")
         for line in node.content.splitlines() or [""]:
             out.write(f"     {line}\n")
     for article in prepared.materialized.articles:
         status = "read" if article.ok else f"not used ({article.reason})"
         out.write(f"\narticle {article.url}: {status}")
+    for cut in fitted.cuts if fitted is not None else ():
+        out.write(f"\n{cut.describe()}")
     for problem in selection.problems:
         out.write(f"\nnote: {problem}")
     out.write(f"\n\nModel answer:\n{answer}\n")

@@ -28,13 +28,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from conversation.articles.models import ArticleResult
-from conversation.articles.render import clip_text, render_embedding
-from conversation.node import MessageNode, freeze_json, thaw_json
+from conversation.articles.render import clip_text, render_embedding, xml_attr
+from conversation.node import FrozenMap, MessageNode
 from conversation.tokens import REPLY_PRIMING, TokenCounter, node_tokens, text_tokens
 
 ARTICLE_FLOOR_TOKENS = 150  # below this an article stops being worth reading
 ATTACHMENT_FLOOR_TOKENS = 100
 ATTACHMENT_HEADER = "[text attachment: "
+ARTICLE_TAG = '<embedding type="article" url="'
+ARTICLE_END = "</embedding>"
 SHORTENED = "shortened: budget"
 DROPPED = "dropped: budget"
 
@@ -202,15 +204,23 @@ class _Work:
     # -- finding what can be shortened -----------------------------------------------------
 
     def find_articles(self, articles: Sequence[ArticleResult]) -> list[_Piece]:
+        """Each article element in the nodes' text, found by its URL attribute (members cannot
+        write embedding tags, the materializer neutralises them, so every one is real)."""
         pieces: list[_Piece] = []
-        elements = [(a, render_embedding(a)) for a in articles if a.ok]
-        if not elements:
+        by_tag = {f'{ARTICLE_TAG}{xml_attr(a.url)}"': a for a in articles if a.ok}
+        if not by_tag:
             return pieces
         for index, content in enumerate(self.contents):
-            if "<embedding" not in content:
-                continue
-            for article, element in elements:
-                if element in content:
+            start = content.find(ARTICLE_TAG)
+            while start >= 0:
+                end = content.find(ARTICLE_END, start)
+                if end < 0:
+                    break
+                end += len(ARTICLE_END)
+                tag_end = content.find('"', start + len(ARTICLE_TAG))
+                article = by_tag.get(content[start : tag_end + 1])
+                if article is not None:
+                    element = content[start:end]
                     pieces.append(
                         _Piece(
                             node=index,
@@ -222,6 +232,7 @@ class _Work:
                             body_tokens=max(text_tokens(article.text), 1),
                         )
                     )
+                start = content.find(ARTICLE_TAG, end)
         return pieces
 
     def find_attachments(self, attachments: dict[str, Sequence[str]]) -> list[_Piece]:
@@ -331,11 +342,10 @@ class _Work:
         for index, node in enumerate(self.nodes):
             if not self.alive[index]:
                 continue
-            metadata = thaw_json(node.metadata)
-            metadata["tokens"] = self.scaled(self.raw[index])
+            metadata = {**node.metadata, "tokens": self.scaled(self.raw[index])}
             if index in self.changed:
                 metadata["budget"] = "shortened"
-            update: dict[str, object] = {"metadata": freeze_json(metadata)}
+            update: dict[str, object] = {"metadata": FrozenMap(metadata)}
             if index in self.changed:
                 update["content"] = self.contents[index]
             nodes.append(node.model_copy(update=update))
