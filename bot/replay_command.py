@@ -17,8 +17,8 @@ from bot.config import Config
 from bot.model_client import ModelClient, ModelError
 from bot.prompt_budget import PromptBudgeter
 from conversation.articles.service import ArticleService
-from conversation.builder import ContextBuilder
 from conversation.budget import SHORTENED
+from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
