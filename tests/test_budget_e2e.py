@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from bot.model_client import ModelContextTooLongError
 from bot.prompt_budget import PromptBudgeter
-from bot.storage import Store
+from bot.settings_model import ModelSettings
+from bot.storage import Store, render_text
+from conversation.budget import Budget, FittedPrompt
+from conversation.node import MessageNode
 from tests.fakes.openai_server import count_tokens
 from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, DEV, ELI, _settled, running_bot
 
@@ -84,6 +88,11 @@ async def test_long_conversation_is_cut_to_the_window(tmp_path):
     assert all(m.tokens for m in explanation.context if m.message_id is not None)
     # The oldest unrelated messages go first; the newest one survives.
     assert said[-1]["content"] in "\n".join(m["content"] for m in sent)
+    # What /context and `explain` show: the budget, tokens per message, what was cut.
+    text = render_text(explanation)
+    assert f"Token budget: prompt ~{budget[0].count} of {window - 200} tokens" in text
+    assert "dropped: budget, message" in text and " tokens): " in text
+    assert len(render_text(explanation, limit=2000)) <= 2000
 
 
 @pytest.mark.parametrize("wording", ["openai", "vllm", "llamacpp"])
@@ -132,3 +141,29 @@ async def test_refusal_without_numbers_still_gets_an_answer():
     assert 2 <= len(requests) <= 3
     sizes = [count_tokens(r.messages) for r in requests]
     assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= 2500
+
+
+async def test_budgeter_learns_and_remembers(tmp_path):
+    settings = ModelSettings(name="m", context_tokens=8192, reserve_tokens=1024)
+    nodes = [
+        MessageNode(role="system", content="s" * 300),
+        MessageNode(role="user", content="u" * 9000),
+    ]
+    fitted = FittedPrompt(
+        nodes=nodes, tokens=[0, 0], total=3120, budget=Budget(window=8192, reserve=1024)
+    )
+    with Store.open(tmp_path / "s.sqlite3") as store:
+        budgeter = PromptBudgeter(settings, store)
+        assert budgeter.budget() == Budget(window=8192, reserve=1024)
+        await budgeter.observe(fitted, 2000)
+        refused = ModelContextTooLongError("too long", status=400, window=3000)
+        smaller = await budgeter.after_overflow(refused, fitted)
+        small = FittedPrompt(nodes=nodes, tokens=[0, 0], total=1500, budget=smaller)
+        bare = await budgeter.after_overflow(ModelContextTooLongError("too long"), small)
+        again = PromptBudgeter(settings, store)  # a restart
+    assert smaller == Budget(window=3000, reserve=1024)
+    assert bare.limit == 1050  # nothing stated: ask for 30% less than was refused
+    assert again.budget().window == 3000
+    limits = again.limits()
+    assert limits.samples == 1 and limits.ratio == pytest.approx(2000 / 3114, rel=0.01)
+    assert again.counter().scale(1000) < 1000  # calibrated below the conservative estimate

@@ -68,6 +68,15 @@ def test_every_setting_is_written_in_config_toml():
             "[context] min_linear: must not exceed max_total (40 > 30)",
         ),
         ('[model]\nbase_url = "localhost:1234"\n', "[model] base_url:"),
+        ("[model]\ncontext_tokens = 100\n", "[model] context_tokens: Input should be greater"),
+        (
+            "[model]\nreserve_tokens = 9000\n",
+            "[model] reserve_tokens: 9000 leaves no room for the prompt in context_tokens=8192",
+        ),
+        (
+            "[model]\ncontext_tokens = 4096\nmax_tokens = 4096\n",
+            "[model] max_tokens: 4096 leaves no room",
+        ),
         ('[discord]\napi_base = "ftp://x"\n', "[discord] api_base:"),
         ("[context\n", "not valid TOML"),
     ],
@@ -80,6 +89,14 @@ def test_bad_config_names_the_key(tmp_path, text, expected):
     assert message.startswith(f"{path}: ")
     assert expected in message
     assert "\n" not in message
+
+
+def test_check_config_explains_the_token_budget(tmp_path, capsys):
+    path = write(tmp_path, "[model]\ncontext_tokens = 4096\nmax_tokens = 512\n")
+    assert main(["check-config", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "context_tokens = 4096" in out and "reserve_tokens = 1024" in out
+    assert "prompts are cut to 3584 tokens" in out and "[model] max_tokens" in out
 
 
 def test_explicit_missing_file_is_an_error(tmp_path):

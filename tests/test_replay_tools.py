@@ -150,6 +150,24 @@ def test_replay_json_and_a_chosen_trigger():
     assert any(m["role"] == "assistant" for m in data["messages"])
 
 
+def test_replay_shows_the_budget_and_its_cuts(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text("[model]\ncontext_tokens = 1000\nreserve_tokens = 200\n")
+    args = ("replay", str(EXAMPLE), "--no-model", "--config", str(config))
+    text = run_cli(*args)
+    assert text.returncode == 0, text.stderr
+    assert "Token budget: prompt ~" in text.stdout and "of 800 tokens" in text.stdout
+    assert "shortened: budget, article https://wiki.example.org/guides/database-upgrade" in (
+        text.stdout
+    )
+    assert "[trigger]" in text.stdout and " tokens\n" in text.stdout
+    data = json.loads(run_cli(*args, "--format", "json").stdout)
+    budget = data["budget"]
+    assert budget["limit"] == 800 and budget["prompt_tokens"] <= 800
+    assert budget["cuts"] and len(data["tokens"]) == len(data["messages"])
+    assert sum(data["tokens"]) <= budget["prompt_tokens"]
+
+
 def test_replay_says_when_no_model_answers(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text('[model]\nbase_url = "http://127.0.0.1:9/v1"\n[articles]\nenabled = false\n')

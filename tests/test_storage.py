@@ -282,6 +282,24 @@ def test_migrations_from_empty_file_and_idempotent_reopen(tmp_path: Path) -> Non
         Store.open(path)
 
 
+async def test_a_first_version_file_migrates_and_keeps_model_limits(tmp_path: Path) -> None:
+    from bot.storage.limits import ModelLimits
+
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        migrate(conn, MIGRATIONS[:1])  # as the first release left it
+    with Store.open(path) as store:
+        assert store.model_limits() == {}
+        await store.record(make_record(1, [(1, 1, "x")]))
+        await store.save_model_limits(ModelLimits(model="m", ratio=0.7, samples=3, window=4096))
+        await store.save_model_limits(ModelLimits(model="m", ratio=0.8, samples=4, window=4096))
+    with Store.open(path) as store:
+        assert store.model_limits() == {
+            "m": ModelLimits(model="m", ratio=0.8, samples=4, window=4096)
+        }
+        assert store.counts()["interactions"] == 1
+
+
 async def test_bad_record_is_refused_whole(store: Store) -> None:
     with pytest.raises(ValidationError, match="aligned"):
         InteractionRecord.model_validate(
