@@ -17,7 +17,13 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from bot.config import Config
-from bot.model_client import Completion, ModelClient, ModelContextTooLongError, ModelError
+from bot.model_client import (
+    Completion,
+    DeltaCallback,
+    ModelClient,
+    ModelContextTooLongError,
+    ModelError,
+)
 from bot.prompt_budget import PromptBudgeter
 from bot.replier import ReplyStreamer
 from conversation.builder import ContextBuilder
@@ -172,20 +178,20 @@ class Answerer:
                 log.exception("could not record the interaction for message %s", trigger.id)
         return result
 
-    async def _complete(self, result: AnswerResult, on_delta: Any) -> Completion:
+    async def _complete(self, result: AnswerResult, on_delta: DeltaCallback) -> Completion:
         """Ask the model; on "context too long", rebuild a smaller prompt and ask again.
 
         ``result.prepared`` always ends as the prompt last sent, so the record holds exactly
         the accepted prompt; the refused attempts stay in ``result.model_attempts``.
         """
         assert result.prepared is not None
-        for refit in range(MAX_REFITS + 1):
+        while True:
             try:
                 return await self.model.complete(
                     result.prepared.request_messages, on_delta=on_delta
                 )
             except ModelContextTooLongError as error:
-                if refit == MAX_REFITS or error.partial_text:
+                if len(result.refits) >= MAX_REFITS or error.partial_text:
                     raise
                 result.model_attempts.extend(error.attempts)
                 fitted = result.prepared.fitted
@@ -206,7 +212,6 @@ class Answerer:
                     f"~{new.total if new else '?'} of {budget.describe()}"
                 )
                 log.warning("message %s: %s", result.trigger.id, result.refits[-1])
-        raise AssertionError("unreachable")  # the loop returns or raises
 
     @staticmethod
     async def _tell_user(streamer: ReplyStreamer, line: str, partial: str) -> None:

@@ -144,10 +144,7 @@ def fit_prompt(
         work.water_fill(pieces, 0)
         work.water_fill(blocks, 0)
         work.clip_protected()
-        dropped = work.cuts
-        work.cuts = []
-        record_piece_cuts(work, [*pieces, *blocks])
-        work.cuts.extend(dropped)
+        work.record_pieces([*pieces, *blocks])
     return work.result()
 
 
@@ -333,6 +330,22 @@ class _Work:
                 )
             )
 
+    def record_pieces(self, pieces: Sequence[_Piece]) -> None:
+        """Shortened pieces of messages still in the prompt become cuts, listed before the
+        dropped messages (the order they were made in)."""
+        shortened = [
+            Cut(
+                "shortened" if piece.current else "dropped",
+                piece.label,
+                self.nodes[piece.node].message_id,
+                self.scaled(piece.before),
+                self.scaled(piece.tokens),
+            )
+            for piece in pieces
+            if piece.before and self.alive[piece.node]
+        ]
+        self.cuts[:0] = shortened
+
     # -- the result ------------------------------------------------------------------------
 
     def result(self) -> FittedPrompt:
@@ -357,22 +370,6 @@ class _Work:
             budget=self.budget,
             cuts=piece_cuts,
         )
-
-
-def record_piece_cuts(work: _Work, pieces: Sequence[_Piece]) -> None:
-    """Shortened pieces of messages still in the prompt become cuts (dropped ones do not)."""
-    for piece in pieces:
-        if piece.before and work.alive[piece.node]:
-            action: Literal["shortened", "dropped"] = "shortened" if piece.current else "dropped"
-            work.cuts.append(
-                Cut(
-                    action,
-                    piece.label,
-                    work.nodes[piece.node].message_id,
-                    work.scaled(piece.before),
-                    work.scaled(piece.tokens),
-                )
-            )
 
 
 # ---------------------------------------------------------------------------- renderers

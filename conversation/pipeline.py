@@ -29,7 +29,7 @@ class PreparedPrompt:
     selection: ContextSelection
     materialized: MaterializedContext
     graph: MessageGraph
-    system: MessageNode | None = None
+    system: MessageNode
     fitted: FittedPrompt | None = None  # None when no budget was given
 
     @property
@@ -89,7 +89,7 @@ def refit_prompt(
     """The same context assembled again under another budget (after a "context too long"
     answer, say): nothing is fetched again, the cuts start over from the whole context."""
     materialized = prepared.materialized
-    system = prepared.system or MessageNode(role="system", content="")
+    system = prepared.system
     fitted = None
     nodes: list[MessageNode] = [system, *materialized.nodes]
     if budget is not None:
