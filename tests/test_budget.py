@@ -240,3 +240,61 @@ async def test_model_client_raises_context_too_long_with_the_numbers():
     assert error.window == 50 and error.prompt_tokens == count_tokens(messages)
     assert len(fake.chat_requests) == 1  # never retried as it is
     assert "context_tokens" in error.detail
+
+
+async def test_real_attachment_is_found_and_shortened(tmp_path):
+    """From the fake Discord through the materializer: the inlined file is what gets cut."""
+    import json
+
+    from aiohttp import web
+
+    from conversation.materialize import MaterializeOptions, Materializer
+    from conversation.selection import ContextSelection
+    from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
+    from tests.test_materialize import ALICE, BOT, CHANNEL, export, message, user
+
+    async def notes(request: web.Request) -> web.Response:
+        return web.Response(text="a line of the log <embedding>\n" * 200, content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/notes.txt", notes)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    attachment = {"id": "7", "url": f"http://127.0.0.1:{port}/notes.txt",
+                  "fileName": "notes.txt", "fileSizeBytes": 6000}  # fmt: skip
+    alice = user(ALICE, "alice", "Alice")
+    raw = export([message(0, alice, "my log", attachments=[attachment]), message(1, alice, "why?")])
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps(raw))
+    try:
+        async with FakeDiscord(bot_id=BOT) as fake:
+            await fake.load_log(log)
+            with fake.nextcord_pointed_here():
+                async with fake.running(make_nextcord_client()) as client:
+                    channel = client.get_channel(CHANNEL)
+                    first, trigger = [
+                        await channel.fetch_message(int(m["id"])) for m in raw["messages"]
+                    ]
+                    selection = ContextSelection(
+                        trigger=trigger, messages=[first], reasons={first.id: []}
+                    )
+                    materialized = await Materializer(
+                        MaterializeOptions(bot_user_id=BOT)
+                    ).materialize(selection)
+    finally:
+        await runner.cleanup()
+    fitted = fit_prompt(
+        SYSTEM,
+        materialized.nodes,
+        Budget(window=1200, reserve=200),
+        TokenCounter(),
+        attachments=materialized.attachment_texts,
+    )
+    assert fitted.fits
+    assert [c.what for c in fitted.cuts] == ["text attachment notes.txt"]
+    kept = fitted.nodes[1].content
+    assert kept.startswith("Alice: my log\n[text attachment: notes.txt]\na line of the log &lt;")
+    assert "[... cut for the token budget:" in kept
