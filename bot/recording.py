@@ -120,12 +120,10 @@ def budget_log(result: AnswerResult) -> list[WorkLogEntry]:
                 action="budget",
                 detail=fitted.summary(),
                 status="success" if fitted.fits else "failure",
-                count=fitted.total,
             )
         )
         entries.extend(
-            WorkLogEntry(action="budget_cut", detail=cut.describe(), count=cut.tokens_before)
-            for cut in fitted.cuts
+            WorkLogEntry(action="budget_cut", detail=cut.describe()) for cut in fitted.cuts
         )
     return entries
 
