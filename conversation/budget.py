@@ -34,6 +34,7 @@ from conversation.tokens import REPLY_PRIMING, TokenCounter, node_tokens, text_t
 
 ARTICLE_FLOOR_TOKENS = 150  # below this an article stops being worth reading
 ATTACHMENT_FLOOR_TOKENS = 100
+CLIP_NOTE_TOKENS = 20  # "[... cut for the token budget: N of M characters]"
 ATTACHMENT_HEADER = "[text attachment: "
 ARTICLE_TAG = '<embedding type="article" url="'
 ARTICLE_END = "</embedding>"
@@ -271,8 +272,13 @@ class _Work:
                 kept = piece.full_chars if piece.kept < 0 else piece.kept
                 framing = piece.tokens - kept * per_char  # tags, title, the "cut" note
                 chars = 0 if cap <= 0 else max(int((cap - framing) / per_char) - 1, 1)
+                new = piece.render(min(chars, kept))
+                if text_tokens(new) >= piece.tokens:  # the "cut" note outweighs a tiny cut
+                    chars, new = 0, piece.render(0)
+                    if text_tokens(new) >= piece.tokens:
+                        continue
                 piece.kept = min(chars, kept)
-                self.replace(piece, piece.render(piece.kept))
+                self.replace(piece, new)
             live = [p for p in live if p.tokens > floor]
 
     def replace(self, piece: _Piece, new: str) -> None:
@@ -309,17 +315,24 @@ class _Work:
         for index in order:
             if self.over() <= 0:
                 return
-            content = self.contents[index]
+            # Articles go with the clipped text: half an XML element would be worse than none.
+            text = self.contents[index].split("<embeddings>", 1)[0].rstrip()
+            per_char = max(text_tokens(text), 1) / max(len(text), 1)
             before = self.raw[index]
-            chars = len(content)
             for _ in range(4):
                 excess = self.over()
                 if excess <= 0:
                     break
-                tokens = text_tokens(self.contents[index])
-                chars = int(chars * max(tokens - excess - 2, 0) / max(tokens, 1))
-                note = f"\n[... cut for the token budget: {chars} of {len(content)} characters]"
-                self.set_content(index, clip_text(content, chars) + note)
+                current = text_tokens(self.contents[index])
+                room = current - excess - CLIP_NOTE_TOKENS - 1
+                chars = 0 if room <= 0 else min(int(room / per_char), len(text))
+                note = f"\n[... cut for the token budget: {chars} of {len(text)} characters]"
+                candidate = clip_text(text, chars) + note
+                if text_tokens(candidate) >= current:
+                    break  # too short to gain anything by cutting
+                self.set_content(index, candidate)
+            if self.raw[index] >= before:
+                continue
             self.cuts.append(
                 Cut(
                     "shortened",

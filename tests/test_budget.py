@@ -298,3 +298,59 @@ async def test_real_attachment_is_found_and_shortened(tmp_path):
     kept = fitted.nodes[1].content
     assert kept.startswith("Alice: my log\n[text attachment: notes.txt]\na line of the log &lt;")
     assert "[... cut for the token budget:" in kept
+
+
+# ---------------------------------------------------------------------------- any context
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+KINDS = ("linear", "temporal", "author", "mention", "reply", "reference")
+
+
+@st.composite
+def contexts(draw):
+    count = draw(st.integers(1, 14))
+    nodes = []
+    results = []
+    for number in range(1, count + 1):
+        kind = draw(st.sampled_from(KINDS))
+        via = draw(st.integers(1, count + 1))
+        reason = kind if kind == "linear" else f"{kind} via {1000 + via}"
+        text = draw(st.sampled_from(["ok", "x" * 200, "日本語のテキスト" * 40, "word " * 300]))
+        base = node(number, text, reason)
+        if draw(st.booleans()):
+            result = article(f"https://a.example/{number}", draw(st.integers(50, 8000)))
+            results.append(result)
+            base = with_articles(base, result)
+        nodes.append(base)
+    nodes.append(trigger(count + 1, draw(st.sampled_from(["why?", "q" * 600]))))
+    return nodes, results
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    context=contexts(),
+    window=st.integers(300, 20_000),
+    ratio=st.sampled_from([None, 0.5, 1.3]),
+)
+def test_any_context_fits_and_keeps_what_must_stay(context, window, ratio):
+    nodes, results = context
+    calibration = Calibration() if ratio is None else Calibration(ratio=ratio, samples=2)
+    counter = TokenCounter(calibration)
+    budget = Budget(window=window, reserve=window // 5)
+    fitted = fit_prompt(SYSTEM, nodes, budget, counter, articles=results)
+    kept = ids(fitted.nodes)
+    assert fitted.nodes[0] == SYSTEM
+    assert kept == sorted(kept) and kept[-1] == len(nodes)  # order kept, trigger last
+    replied = [
+        i for i, n in enumerate(nodes[:-1], 1) if f"reference via {1000 + len(nodes)}" in
+        n.metadata["reasons"]
+    ]  # fmt: skip
+    assert set(replied[:1]) <= set(kept)  # a message replies to one message only
+    assert fitted.total == counter.prompt(fitted.nodes)
+    # It fits whenever the system prompt leaves any room at all.
+    if counter.prompt([SYSTEM]) + 2 * 40 < budget.limit:
+        assert fitted.fits
+    if counter.prompt([SYSTEM, *nodes]) <= budget.limit:
+        assert fitted.cuts == [] and len(fitted.nodes) == len(nodes) + 1
