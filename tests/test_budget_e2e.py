@@ -72,6 +72,8 @@ async def test_long_conversation_is_cut_to_the_window(tmp_path):
             await _settled(bot)
             requests = bot.model.chat_requests
             explanation = await store.explain_async(int(reply["id"]))
+            command = await bot.discord.invoke_command(CHANNEL, CHLOE, "context")
+            shown = await bot.discord.wait_for_interaction_response(command, timeout=10)
     assert len(requests) == 1  # fitted before sending: the server never refused it
     sent = requests[0].messages
     assert count_tokens(sent) <= window - 200
@@ -95,6 +97,8 @@ async def test_long_conversation_is_cut_to_the_window(tmp_path):
     assert f"Token budget: prompt ~{total} of {window - 200} tokens" in text
     assert "dropped: budget, message" in text and " tokens): " in text
     assert len(render_text(explanation, limit=2000)) <= 2000
+    slash = shown["data"]["content"]  # /context in Discord says the same, in 2000 characters
+    assert f"Token budget: prompt ~{total} of" in slash and " tokens): " in slash
 
 
 @pytest.mark.parametrize("wording", ["openai", "vllm", "llamacpp"])
