@@ -106,10 +106,13 @@ class FittedPrompt:
 
     def summary(self) -> str:
         dropped = sum(1 for c in self.cuts if c.what == "message")
-        shortened = len(self.cuts) - dropped
+        shortened = sum(1 for c in self.cuts if c.action == "shortened")
+        left_out = len(self.cuts) - dropped - shortened
         parts = [f"prompt ~{self.total} of {self.budget.describe()}"]
         if shortened:
             parts.append(f"{shortened} shortened")
+        if left_out:
+            parts.append(f"{left_out} article{'s' if left_out != 1 else ''} or file(s) left out")
         if dropped:
             parts.append(f"{dropped} message{'s' if dropped != 1 else ''} dropped")
         if not self.fits:
@@ -165,6 +168,9 @@ class _Piece:
 
 
 class _Work:
+    """One fitting under way: the nodes' current texts and token counts (uncalibrated, so
+    every step compares with the budget divided by the calibration factor), what is still in."""
+
     def __init__(
         self, system: MessageNode, nodes: list[MessageNode], counter: TokenCounter, budget: Budget
     ) -> None:
