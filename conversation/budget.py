@@ -112,7 +112,7 @@ class FittedPrompt:
         if shortened:
             parts.append(f"{shortened} shortened")
         if left_out:
-            parts.append(f"{left_out} article{'s' if left_out != 1 else ''} or file(s) left out")
+            parts.append(f"{left_out} left out")
         if dropped:
             parts.append(f"{dropped} message{'s' if dropped != 1 else ''} dropped")
         if not self.fits:
