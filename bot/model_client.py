@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -589,7 +590,7 @@ class ModelClient:
 
     def _retry_delay(self, retries_done: int, error: ModelError) -> float:
         cap = self.settings.retry_max_seconds
-        if error.retry_after is not None:
+        if error.retry_after is not None and math.isfinite(error.retry_after):
             return min(max(error.retry_after, 0.0), cap)
         ceiling = self.settings.retry_base_seconds * (2**retries_done)
         # "Equal jitter": never less than half the backoff, so retries really do slow down,
@@ -937,17 +938,18 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or HTTP date)."""
     millis = headers.get("retry-after-ms")
     if millis:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
+        seconds = _finite_seconds(millis, scale=1000)
+        if seconds is not None:
+            return seconds
     value = headers.get("Retry-After")
     if not value:
         return None
     try:
-        return max(float(value), 0.0)
+        float(value)
     except ValueError:
         pass
+    else:
+        return _finite_seconds(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -955,6 +957,15 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+def _finite_seconds(value: str, *, scale: float = 1) -> float | None:
+    """A wait the server asked for, if it is a real one: ``nan`` or ``inf`` would wait forever."""
+    try:
+        seconds = float(value) / scale
+    except ValueError:
+        return None
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
 def _json_object(raw: bytes, *, bad_json: str, not_object: str, preview: int) -> dict[str, Any]:

@@ -555,3 +555,19 @@ async def test_html_page_instead_of_a_stream_is_a_protocol_error(fake: FakeOpenA
     async with ModelClient(make_settings(fake)) as client:
         with pytest.raises(ModelProtocolError, match=r"expected an event stream.*Please log in"):
             await client.complete(MESSAGES)
+
+
+@pytest.mark.parametrize("header", ["nan", "NaN", "inf", "-inf", "1e400", "-5"])
+async def test_unusable_retry_after_still_retries_within_the_cap(
+    fake: FakeOpenAI, header: str
+) -> None:
+    # A wait of nan or infinity would hold the channel until the total timeout.
+    fake.queue(RateLimited(retry_after=header), Answer(text="answered"))
+    settings = make_settings(fake, timeout_seconds=5, retry_max_seconds=0.3)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    async with ModelClient(settings) as client:
+        completion = await client.complete(MESSAGES)
+    assert completion.text == "answered"
+    assert loop.time() - began < 1.5
+    assert len(fake.chat_requests) == 2
