@@ -27,6 +27,7 @@ from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store
 from bot.triggers import permitted, trigger_kind
 from bot.validators import snowflake
+from bot.visibility import may_view_channel
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
@@ -98,13 +99,23 @@ class ThreadwiseClient(nextcord.Client):
                 default=None,
             ),
         ) -> None:
-            await interaction.response.send_message(
-                await self.explain_for(interaction.channel_id, message_id), ephemeral=True
+            asker = interaction.user
+            text = (
+                await self.explain_for(interaction.channel_id, message_id, asker)
+                if asker is not None
+                else "I cannot tell who is asking."
             )
+            await interaction.response.send_message(text, ephemeral=True)
 
-    async def explain_for(self, channel_id: int | None, message_id: str | None) -> str:
-        """The text of ``/context``: short enough for one ephemeral Discord message."""
-        from bot.storage import StoreError, render_text
+    async def explain_for(
+        self, channel_id: int | None, message_id: str | None, asker: nextcord.abc.User
+    ) -> str:
+        """The text of ``/context``: short enough for one ephemeral Discord message.
+
+        An answer from a channel the asker cannot view is "not found", worded exactly like an
+        id the store never saw (see ``bot.visibility``).
+        """
+        from bot.storage import StoreError, not_in_store, render_text
 
         if self.store is None:
             return "Answers are not being recorded here ([storage] is not set up)."
@@ -124,6 +135,14 @@ class ThreadwiseClient(nextcord.Client):
             explanation = await self.store.explain_async(target)
         except StoreError as error:
             return str(error)
+        if not may_view_channel(
+            self,
+            asker,
+            guild_id=explanation.guild_id,
+            channel_id=explanation.channel_id,
+            dm_participant_id=explanation.trigger_author_id,
+        ):
+            return str(not_in_store(target))
         return render_text(explanation, limit=2000)
 
     # ------------------------------------------------------------------ lifecycle

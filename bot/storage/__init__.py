@@ -5,7 +5,7 @@ calls on the store, and the CLI reads it.
 """
 
 from bot.storage.errors import StoreError
-from bot.storage.explain import render_text, summarize
+from bot.storage.explain import not_in_store, render_text, summarize
 from bot.storage.models import (
     REMOVED,
     ArticleEntry,
@@ -36,6 +36,7 @@ __all__ = [
     "StoreError",
     "WorkLogEntry",
     "migrate",
+    "not_in_store",
     "render_text",
     "schema_version",
     "summarize",

@@ -19,9 +19,7 @@ from bot.storage.nodes import excerpt
 def build(conn: sqlite3.Connection, message_id: int) -> Explanation:
     seq = reads.find_seq(conn, message_id)
     if seq is None:
-        raise StoreError(
-            f"message {message_id} is neither the trigger nor part of an answer in the store"
-        )
+        raise not_in_store(message_id)
     row = reads.interaction_row(conn, seq)
     pairs = reads.context_rows(conn, seq)
     states = reads.states_since(
@@ -53,6 +51,13 @@ def build(conn: sqlite3.Connection, message_id: int) -> Explanation:
         work_log=log,
         work_log_summary=summarize(log),
         removed=bool(row["removed"]),
+    )
+
+
+def not_in_store(message_id: int) -> StoreError:
+    """The one way of saying "no such answer", also used for answers the asker may not see."""
+    return StoreError(
+        f"message {message_id} is neither the trigger nor part of an answer in the store"
     )
 
 

@@ -1,0 +1,108 @@
+"""``/context`` shows an answer only to people who can view its channel, end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from bot.storage import Store
+from conversation.dce import load_export
+from tests.fakes.discord_gateway import INTENT_GUILDS
+from tests.test_bot_e2e import (
+    ALICE,
+    BEN,
+    BOT_ID,
+    CHANNEL,
+    CHLOE,
+    DM_CHANNEL,
+    ROOT,
+    Harness,
+    running_bot,
+)
+from tests.test_bot_e2e import _settled as settled
+
+GUILD = "1300000000000000000"
+STAFF_ONLY = 1300000000000000050
+VIEW_CHANNEL = 1 << 10
+
+
+def staff_channel_log(path: Path) -> Path:
+    """A channel of the example's guild, to be hidden from everyone but Ben and the bot."""
+    export = json.loads((ROOT / "examples" / "support-channel.json").read_text())
+    export["channel"] = export["channel"] | {"id": str(STAFF_ONLY), "name": "staff-only"}
+    export["messages"] = [m for m in export["messages"] if m["author"]["id"] == str(BEN)][:1]
+    path.write_text(json.dumps(export))
+    return path
+
+
+async def add_private_channel(bot: Harness, log: Path) -> None:
+    state = bot.discord.state
+    state.load_export(load_export(log))
+    channel = state.channels[str(STAFF_ONLY)]
+    channel["permission_overwrites"] = [
+        {"id": GUILD, "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)},
+        {"id": str(BEN), "type": 1, "allow": str(VIEW_CHANNEL), "deny": "0"},
+        {"id": str(BOT_ID), "type": 1, "allow": str(VIEW_CHANNEL), "deny": "0"},
+    ]
+    await bot.discord.gateway.dispatch("CHANNEL_CREATE", channel, intent=INTENT_GUILDS)
+    for _ in range(100):
+        if bot.client.get_channel(STAFF_ONLY) is not None:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the private channel never reached the bot")
+
+
+async def context_text(bot: Harness, user: int, message_id: int | None = None) -> str:
+    options = [{"name": "message_id", "type": 3, "value": str(message_id)}] if message_id else []
+    record = await bot.discord.invoke_command(CHANNEL, user, "context", options)
+    body = await bot.discord.wait_for_interaction_response(record, timeout=10)
+    assert body["data"]["flags"] & 64
+    return body["data"]["content"]
+
+
+def not_found(message_id: int) -> str:
+    return f"message {message_id} is neither the trigger nor part of an answer in the store"
+
+
+async def test_an_answer_in_a_private_channel_is_not_found_for_outsiders(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            await add_private_channel(bot, staff_channel_log(tmp_path / "staff.json"))
+            said = await bot.discord.user_says(STAFF_ONLY, BEN, f"<@{BOT_ID}> secret plans?")
+            reply = await bot.discord.wait_for_bot_message(
+                STAFF_ONLY, after=int(said["id"]), timeout=10
+            )
+            await settled(bot)
+            answer = int(reply["id"])
+            # Chloe cannot view #staff-only: to her the answer does not exist, by either id.
+            assert await context_text(bot, CHLOE, answer) == not_found(answer)
+            trigger = int(said["id"])
+            assert await context_text(bot, CHLOE, trigger) == not_found(trigger)
+            # Ben can: he gets the explanation, from another channel too.
+            shown = await context_text(bot, BEN, answer)
+    assert "secret plans" in shown and "trigger" in shown
+
+
+async def test_a_dm_answer_is_shown_only_to_its_participant(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            await bot.discord.load_log(ROOT / "tests" / "logs" / "dm_with_threadwise.json")
+            said = await bot.discord.user_says(DM_CHANNEL, ALICE, "my password is hunter2?")
+            reply = await bot.discord.wait_for_bot_message(
+                DM_CHANNEL, after=int(said["id"]), timeout=10
+            )
+            await settled(bot)
+            answer = int(reply["id"])
+            assert await context_text(bot, CHLOE, answer) == not_found(answer)
+            shown = await context_text(bot, ALICE, answer)
+    assert "hunter2" in shown
+
+
+async def test_the_latest_answer_here_is_still_explained(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            await bot.answer_to(CHANNEL, CHLOE, f"<@{BOT_ID}> how long does the link mode take?")
+            await settled(bot)
+            shown = await context_text(bot, BEN)
+    assert "link mode" in shown
