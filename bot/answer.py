@@ -32,6 +32,7 @@ from conversation.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
 from conversation.materialize import Materializer
 from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt, refit_prompt
 from conversation.reader import ChannelReader
+from conversation.text import clean_text
 
 log = logging.getLogger("threadwise.answer")
 
@@ -123,7 +124,7 @@ class Answerer:
 
         async def on_delta(delta: str) -> None:
             nonlocal text
-            text += delta
+            text += clean_text(delta)  # the model's text goes to Discord and the store too
             await streamer.update(text)
 
         try:
@@ -150,8 +151,8 @@ class Answerer:
             await self.budgeter.observe(
                 result.prepared.fitted, usage.prompt_tokens if usage else None
             )
-            result.answer = completion.text
-            shown = completion.text
+            result.answer = clean_text(completion.text)
+            shown = result.answer
             if HISTORY_UNREADABLE in result.prepared.selection.problems:
                 shown = f"{shown}\n\n*({HISTORY_UNREADABLE})*"
             await streamer.finish(shown)
@@ -161,9 +162,9 @@ class Answerer:
             result.error = error.detail
             result.model_attempts.extend(error.attempts)
             result.request = error.request
-            result.answer = error.partial_text
+            result.answer = clean_text(error.partial_text)
             result.outcome = "partial" if error.partial_text else "failure"
-            await self._tell_user(streamer, error.user_message, error.partial_text)
+            await self._tell_user(streamer, error.user_message, result.answer)
         except Exception as error:  # a bug or Discord trouble: the bot must keep running
             log.exception("answer to message %s failed", trigger.id)
             result.error = f"{type(error).__name__}: {error}"

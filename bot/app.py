@@ -31,6 +31,7 @@ from bot.visibility import may_view_channel
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
+from conversation.text import clean_text
 
 log = logging.getLogger("threadwise")
 
@@ -208,7 +209,11 @@ class ThreadwiseClient(nextcord.Client):
         if self.store is not None and author_id != bot_id:
             edited_at = nextcord.utils.parse_time(data.get("edited_timestamp")) or datetime.now(UTC)
             await self.store.record_edit(
-                payload.message_id, payload.channel_id, author_id, data["content"], edited_at
+                payload.message_id,
+                payload.channel_id,
+                author_id,
+                clean_text(str(data["content"])),
+                edited_at,
             )
         cache = self.caches.get(payload.channel_id)
         channel = self.get_channel(payload.channel_id) or self._channels.get(payload.channel_id)

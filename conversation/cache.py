@@ -17,6 +17,7 @@ from enum import Enum
 
 from conversation.dce import time_snowflake
 from conversation.source import MessageLike
+from conversation.text import clean_message
 
 LIVE = 1 << 64  # Upper bound of the live interval: every future message arrives by gateway.
 
@@ -67,6 +68,7 @@ class ChannelCache:
         message_id = message.id
         if message_id in self._deleted:
             return
+        clean_message(message)  # every live message, gateway or REST, enters here
         if message_id not in self._messages:
             bisect.insort(self._ids, message_id)
         elif not replace:

@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from conversation.text import clean_json
+
 DISCORD_EPOCH_MS = 1_420_070_400_000
 
 # DCE writes message types by name; unknown ones appear as the numeric value, as a string.
@@ -213,6 +215,7 @@ def load_export(path: str | Path) -> ChannelExport:
 
 
 def parse_export(raw: Any, *, source: str = "<export>") -> ChannelExport:
+    raw = clean_json(raw)  # a log's text enters here: nothing unencodable gets past
     if not isinstance(raw, dict) or not isinstance(raw.get("messages"), list):
         raise ExportError(f"{source}: not a DiscordChatExporter JSON export (no 'messages' list)")
     try:

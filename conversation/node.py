@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from conversation.text import clean_text
+
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
@@ -155,6 +157,12 @@ class MessageNode(BaseModel):
     tool_call_id: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     metadata: Metadata = _EMPTY_METADATA
+
+    @field_validator("content", "name")
+    @classmethod
+    def _encodable(cls, value: str | None) -> str | None:
+        # Whatever a node holds is sent, stored and printed: it must be valid Unicode text.
+        return None if value is None else clean_text(value)
 
     @field_validator("created_at")
     @classmethod
