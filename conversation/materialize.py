@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from conversation.articles.models import ArticleResult
 from conversation.articles.render import render_embeddings
 from conversation.articles.service import ArticleService
+from conversation.names import neutral_name
 from conversation.node import MessageNode
 from conversation.selection import ContextSelection, Reason
 
@@ -170,7 +171,7 @@ class Materializer:
         images: list[str] = []
         read = 0
         for attachment in getattr(message, "attachments", []):
-            filename = attachment.filename
+            filename = neutral_name(attachment.filename, fallback="file")
             content_type = (getattr(attachment, "content_type", None) or "").lower()
             lower = filename.lower()
             if content_type.startswith("image/") or lower.endswith(IMAGE_SUFFIXES):
@@ -189,15 +190,16 @@ class Materializer:
 
     async def _inline_text(self, attachment: Any) -> str:
         limit = self.options.max_text_chars
+        filename = neutral_name(attachment.filename, fallback="file")
         if attachment.size > MAX_TEXT_ATTACHMENT_BYTES:
-            return f"[text attachment: {attachment.filename}, {_size(attachment.size)}, too big]"
+            return f"[text attachment: {filename}, {_size(attachment.size)}, too big]"
         try:
             data: bytes = await attachment.read()
         except Exception as error:  # nextcord raises HTTPException, NotFound, or fails offline
-            return f"[text attachment: {attachment.filename}, not readable: {type(error).__name__}]"
+            return f"[text attachment: {filename}, not readable: {type(error).__name__}]"
         text = data.decode("utf-8", errors="replace")
         cut = "" if len(text) <= limit else f"\n[... cut at {limit} of {len(text)} characters]"
-        return f"[text attachment: {attachment.filename}]\n{text[:limit]}{cut}"
+        return f"[text attachment: {filename}]\n{text[:limit]}{cut}"
 
 
 # ---------------------------------------------------------------------------- text helpers
@@ -212,8 +214,9 @@ def neutralize_embedding_tags(text: str) -> str:
 
 
 def display_name(user: Any) -> str:
+    """The name a person goes by here, neutralised: members choose it (see ``names``)."""
     name = getattr(user, "display_name", None) or getattr(user, "name", None) or "someone"
-    return str(name)
+    return neutral_name(str(name))
 
 
 def readable_content(message: Any) -> str:
@@ -231,12 +234,12 @@ def readable_content(message: Any) -> str:
 
     def role_name(match: re.Match[str]) -> str:
         role = guild.get_role(int(match.group(1))) if guild is not None else None
-        return f"@{role.name}" if role is not None else "@unknown-role"
+        return f"@{neutral_name(role.name)}" if role is not None else "@unknown-role"
 
     def channel_name(match: re.Match[str]) -> str:
         channel = guild.get_channel(int(match.group(1))) if guild is not None else None
         name = getattr(channel, "name", None)
-        return f"#{name}" if name else "#unknown-channel"
+        return f"#{neutral_name(name)}" if name else "#unknown-channel"
 
     content = USER_MENTION.sub(user_name, content)
     content = ROLE_MENTION.sub(role_name, content)
@@ -247,7 +250,7 @@ def readable_content(message: Any) -> str:
 def _embed_lines(message: Any) -> list[str]:
     lines = []
     for embed in getattr(message, "embeds", []):
-        title = (embed.title or "").strip()
+        title = neutral_name(embed.title or "", fallback="")
         description = (embed.description or "").strip()
         if title or description:
             text = " - ".join(part for part in (title, description) if part)

@@ -15,6 +15,7 @@ from conversation.budget import Budget, FittedPrompt, fit_prompt
 from conversation.builder import ContextBuilder
 from conversation.graph import MessageGraph
 from conversation.materialize import MaterializedContext, Materializer, render_system_prompt
+from conversation.names import neutral_name
 from conversation.node import MessageNode
 from conversation.reader import ChannelReader
 from conversation.selection import ContextSelection
@@ -130,7 +131,7 @@ def persona_for(template: str, bot_name: str, channel: object) -> Persona:
     name = getattr(channel, "name", None)
     return Persona(
         template=template,
-        bot_name=bot_name,
-        server=guild.name if guild is not None else "direct messages",
-        channel=name if name else "a direct message",
+        bot_name=neutral_name(bot_name, fallback="assistant"),
+        server=neutral_name(guild.name) if guild is not None else "direct messages",
+        channel=neutral_name(name) if name else "a direct message",
     )
