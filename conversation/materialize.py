@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from conversation.articles.models import ArticleResult
 from conversation.articles.render import render_embeddings
 from conversation.articles.service import ArticleService
+from conversation.articles.urls import url_key
 from conversation.names import neutral_name
 from conversation.node import MessageNode
 from conversation.selection import ContextSelection, Reason
@@ -73,6 +74,7 @@ class Materializer:
             results = await self.articles.fetch_many(ordered)
         attachments = await asyncio.gather(*(self._attachment_text(m) for m in messages))
         names = _ambiguous_names(messages)
+        repeats = _repeated_links(messages, links, results)
         nodes = [
             self._node(
                 message,
@@ -81,6 +83,7 @@ class Materializer:
                 extra,
                 names,
                 is_trigger=message is selection.trigger,
+                shown_earlier=repeats.get(message.id, frozenset()),
             )
             for message, extra in zip(messages, attachments, strict=True)
         ]
@@ -112,6 +115,7 @@ class Materializer:
         ambiguous: set[str],
         *,
         is_trigger: bool,
+        shown_earlier: frozenset[str] = frozenset(),
     ) -> MessageNode:
         author = message.author
         is_bot_turn = self.options.bot_user_id is not None and author.id == self.options.bot_user_id
@@ -124,7 +128,7 @@ class Materializer:
         # Only the article suffix may carry embedding tags: a member typing them must not be
         # able to forge an "article" the model would trust.
         body = neutralize_embedding_tags("\n".join(parts))
-        suffix = render_embeddings(articles)
+        suffix = render_embeddings(articles, shown_earlier=shown_earlier)
         if suffix:
             body = f"{body} {suffix}" if body else suffix
         metadata: dict[str, Any] = {
@@ -267,6 +271,32 @@ def _reply_target(message: Any) -> str | None:
     if author is not None:
         return display_name(author)
     return "a deleted message" if resolved is not None else "an earlier message"
+
+
+def _repeated_links(
+    messages: Sequence[Any], links: dict[int, list[str]], results: dict[str, ArticleResult]
+) -> dict[int, frozenset[str]]:
+    """Per message, the links whose article an earlier message of the prompt already embeds.
+
+    The earliest mention carries the article, so the prompt's beginning (what servers cache)
+    does not change when a later message links it again. Two spellings of one page (another
+    ``#fragment``) are one article.
+    """
+    embedded: set[str] = set()
+    repeats: dict[int, frozenset[str]] = {}
+    for message in messages:
+        again = set()
+        for url in links[message.id]:
+            result = results.get(url)
+            if result is None or not result.ok:
+                continue
+            key = url_key(url)
+            if key in embedded:
+                again.add(url)
+            embedded.add(key)
+        if again:
+            repeats[message.id] = frozenset(again)
+    return repeats
 
 
 def _ambiguous_names(messages: Sequence[Any]) -> set[str]:

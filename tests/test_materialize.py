@@ -14,6 +14,7 @@ from conversation.materialize import MaterializeOptions, Materializer, render_sy
 from conversation.selection import ContextSelection, Reason
 from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
 
+ROOT = Path(__file__).resolve().parents[1]
 BOT, ALICE, BOB, OTHER_BOB = 42, 100, 101, 102
 GUILD, CHANNEL, ROLE, OTHER_CHANNEL = 900, 901, 902, 903
 T0 = datetime(2024, 5, 6, 9, 0, tzinfo=UTC)
@@ -257,3 +258,56 @@ def test_server_and_channel_names_in_the_system_prompt_are_neutral():
         "ops evil",
         "bot name",
     )
+
+
+async def test_a_page_linked_again_and_again_is_embedded_once(tmp_path: Path):
+    from conversation.articles.service import ArticleService
+    from conversation.settings import ArticleSettings
+
+    pages = ROOT / "tests" / "pages"
+    offline = {
+        "https://garden.example/rain": pages / "garden_rainwater.html",
+        "https://cafe.example/night": pages / "breakout_attempt.html",
+        "https://db.example/upgrade": ROOT / "examples" / "pages" / "database-upgrade.html",
+    }
+    urls = list(offline)
+    alice, bob = user(ALICE, "alice", "Alice"), user(BOB, "bob", "Bob")
+    log = [
+        message(minute, alice if minute % 2 else bob, f"again {' '.join(urls)}#part{minute}")
+        for minute in range(40)
+    ]
+    source = LogSource(parse_export(export(log)), bot_user_id=BOT)
+    settings = ArticleSettings(extract_workers="thread", max_urls_per_context=10)
+    async with ArticleService(settings, offline_pages=offline) as service:
+        materialized = await Materializer(MaterializeOptions(bot_user_id=BOT), service).materialize(
+            select_all(source)
+        )
+    prompt = "\\n".join(node.content for node in materialized.nodes)
+    assert prompt.count("<embedding ") == 3 * 40
+    references = prompt.count('shown="earlier"/>')
+    assert prompt.count("<embedding ") - references == 3  # each page once, all in message one
+    first = materialized.nodes[0].content
+    assert all(f'url="{url}' in first for url in urls) and 'shown="earlier"' not in first
+    assert materialized.nodes[-1].content.count('shown="earlier"/>') == 3
+    assert prompt.count("rainwater") == first.count("rainwater")
+
+
+async def test_the_per_context_limit_counts_articles_not_mentions(tmp_path: Path):
+    from conversation.articles.service import ArticleService
+    from conversation.settings import ArticleSettings
+
+    pages = ROOT / "tests" / "pages"
+    offline = {
+        "https://garden.example/rain": pages / "garden_rainwater.html",
+        "https://cafe.example/night": pages / "breakout_attempt.html",
+    }
+    alice = user(ALICE, "alice", "Alice")
+    log = [message(minute, alice, " ".join(offline)) for minute in range(5)]
+    source = LogSource(parse_export(export(log)), bot_user_id=BOT)
+    settings = ArticleSettings(extract_workers="thread", max_urls_per_context=1)
+    async with ArticleService(settings, offline_pages=offline) as service:
+        materialized = await Materializer(MaterializeOptions(bot_user_id=BOT), service).materialize(
+            select_all(source)
+        )
+    prompt = "\n".join(node.content for node in materialized.nodes)
+    assert prompt.count("<embedding ") - prompt.count('shown="earlier"/>') == 1

@@ -10,7 +10,7 @@ express them and a parser would reject the whole prompt section.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from conversation.articles.models import ArticleResult
 
@@ -67,10 +67,25 @@ def render_embedding(result: ArticleResult) -> str:
     return f"<embedding {attributes}>{xml_text(body)}</embedding>"
 
 
-def render_embeddings(results: Iterable[ArticleResult]) -> str:
+def render_reference(result: ArticleResult) -> str:
+    """An article already embedded earlier in the same prompt: named, not repeated."""
+    return f'<embedding type="article" url="{xml_attr(result.url)}" shown="earlier"/>'
+
+
+def render_embeddings(
+    results: Iterable[ArticleResult], *, shown_earlier: Collection[str] = ()
+) -> str:
     """The ``<embeddings>...</embeddings>`` suffix for a message's successful articles, in the
-    order given, or "" when none succeeded (failures stay in the results, with their reasons)."""
-    elements = [render_embedding(result) for result in results if result.ok]
+    order given, or "" when none succeeded (failures stay in the results, with their reasons).
+
+    Articles whose URL is in ``shown_earlier`` are only referred to: a link posted forty times
+    must not put forty copies of one page into a prompt.
+    """
+    elements = [
+        render_reference(result) if result.url in shown_earlier else render_embedding(result)
+        for result in results
+        if result.ok
+    ]
     if not elements:
         return ""
     return "<embeddings>" + "".join(elements) + "</embeddings>"
