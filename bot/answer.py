@@ -118,14 +118,15 @@ class Answerer:
         began = time.perf_counter()
         channel = trigger.channel
         streamer = ReplyStreamer(
-            trigger, self.config.mentions, edit_interval=self.config.replies.edit_interval_seconds
+            trigger,
+            self.config.mentions,
+            edit_interval=self.config.replies.edit_interval_seconds,
+            max_messages=self.config.replies.max_messages_per_answer,
         )
-        text = ""
 
         async def on_delta(delta: str) -> None:
-            nonlocal text
-            text += clean_text(delta)  # the model's text goes to Discord and the store too
-            await streamer.update(text)
+            # The model's text goes to Discord and the store too: made encodable on arrival.
+            await streamer.add(clean_text(delta))
 
         try:
             async with typing_indicator(channel):
@@ -168,7 +169,11 @@ class Answerer:
         except Exception as error:  # a bug or Discord trouble: the bot must keep running
             log.exception("answer to message %s failed", trigger.id)
             result.error = f"{type(error).__name__}: {error}"
-            await self._tell_user(streamer, "Something went wrong on my side, sorry.", text)
+            if not result.answer:
+                result.answer = streamer.text
+            await self._tell_user(
+                streamer, "Something went wrong on my side, sorry.", result.answer
+            )
         result.posted_ids = streamer.message_ids
         result.ended_at = datetime.now(UTC)
         self._log(result)

@@ -42,6 +42,8 @@ STREAM_LOOKAHEAD = 100
 _FENCE_BODY = r"[ \t]{0,8}(`{3,10})([A-Za-z0-9_+.#-]{0,32})[ \t\r]*"
 _FENCE = re.compile(rf"^{_FENCE_BODY}$", re.MULTILINE)
 _FENCE_LINE = re.compile(_FENCE_BODY)
+_FENCE_LINE_AT = re.compile(rf"{_FENCE_BODY}(?=\n|\Z)")  # a fence line from here to its end
+_BLANK_TO_EOL = re.compile(r"[^\S\n]*(?:\n|\Z)")  # nothing visible from here to the line end
 _FENCE_MAX = 8 + 10 + 32  # longest fence line without its trailing blanks
 _WHITESPACE = re.compile(r"\s+")
 _VISIBLE = re.compile(r"\S")
@@ -108,23 +110,64 @@ def _parse_blocks(text: str) -> list[_Block]:
 _OUT, _IN, _BAD = "out", "in", "bad"
 
 
-class _Splitter:
-    """Cut decisions over one version of the text (re-made when streamed text grows)."""
+class _Blocks:
+    """The code blocks of a text: a list in order, plus at most one block after them.
 
-    def __init__(self, text: str, limit: int) -> None:
+    The one-shot split has every block in ``blocks``. The streaming split keeps the blocks
+    whose end has arrived in a list it only appends to (shared, never copied) and gives the one
+    still open, or the one the unfinished last line would open or close, as ``last``.
+    """
+
+    __slots__ = ("blocks", "last", "lo", "starts")
+
+    def __init__(
+        self, blocks: list[_Block], starts: list[int], last: _Block | None, lo: int = 0
+    ) -> None:
+        self.blocks = blocks
+        self.starts = starts
+        self.last = last
+        self.lo = lo  # no question is about a position at or before ``starts[lo - 1]``
+
+    @classmethod
+    def of(cls, text: str) -> _Blocks:
+        blocks = _parse_blocks(text)
+        return cls(blocks, [b.open_start for b in blocks], None)
+
+    def before(self, position: int) -> _Block | None:
+        """The last block opening before ``position``."""
+        if self.last is not None and self.last.open_start < position:
+            return self.last
+        index = bisect.bisect_left(self.starts, position, self.lo) - 1
+        return self.blocks[index] if index >= 0 else None
+
+
+class _Splitter:
+    """Cut decisions over one version of the text.
+
+    Every question it answers looks at most a message's length around the cut it is about, so
+    deciding a cut costs the same however long the text already is (what lets the streaming
+    split do a constant amount of work per delta).
+    """
+
+    def __init__(
+        self,
+        text: str,
+        limit: int,
+        *,
+        blocks: _Blocks | None = None,
+        content_end: int | None = None,
+    ) -> None:
         if limit < MIN_LIMIT:
             raise ValueError(f"limit must be at least {MIN_LIMIT}, got {limit}")
         self.text = text
         self.limit = limit
-        self.blocks = _parse_blocks(text)
-        self._starts = [b.open_start for b in self.blocks]
-        self.content_end = len(text.rstrip())
+        self._blocks = blocks if blocks is not None else _Blocks.of(text)
+        self.content_end = content_end if content_end is not None else len(text.rstrip())
 
     # -- fence state -------------------------------------------------------------------------
 
     def _block_before(self, position: int) -> _Block | None:
-        index = bisect.bisect_left(self._starts, position) - 1
-        return self.blocks[index] if index >= 0 else None
+        return self._blocks.before(position)
 
     def state(self, position: int) -> tuple[str, _Block | None]:
         """Fence state of a cut at ``position`` (text before it in one chunk, after in the next)."""
@@ -160,12 +203,8 @@ class _Splitter:
 
     # -- validity of a cut -------------------------------------------------------------------
 
-    def _line_start(self, position: int) -> int:
-        return self.text.rfind("\n", 0, position) + 1
-
-    def _line_end(self, position: int) -> int:
-        end = self.text.find("\n", position)
-        return len(self.text) if end < 0 else end
+    def _at_line_start(self, position: int) -> bool:
+        return position == 0 or self.text[position - 1] == "\n"
 
     def _visible(self, start: int, end: int) -> bool:
         return _VISIBLE.search(self.text, start, end) is not None
@@ -192,15 +231,17 @@ class _Splitter:
             return False
         if self.size(start, end) > self.limit:
             return False
-        # A piece of a line must not turn into a fence line when it stands alone.
-        line_start = self._line_start(end)
-        head_start = max(line_start, start)
-        whole_line = head_start == line_start and not self._visible(end, self._line_end(end))
+        # A piece of a line must not turn into a fence line when it stands alone. Where the
+        # line starts matters only within the chunk: a line that began before it is a piece.
+        newline = text.rfind("\n", start, end)
+        if newline >= 0:
+            head_start, whole_head = newline + 1, True
+        else:
+            head_start, whole_head = start, self._at_line_start(start)
+        whole_line = whole_head and _BLANK_TO_EOL.match(text, end) is not None
         if not whole_line and self._looks_like_fence(head_start, end):
             return False
-        if resume != self._line_start(resume) and self._looks_like_fence(
-            resume, self._line_end(resume)
-        ):
+        if not self._at_line_start(resume) and _FENCE_LINE_AT.match(text, resume):
             return False
         if end < len(text) and (text[end] in _GLUE or unicodedata.combining(text[end])):
             return False
@@ -346,6 +387,57 @@ class StreamView:
     tail: str
 
 
+class _BlockParser:
+    """Code blocks of a growing text, parsed once per line: each update reads only new lines.
+
+    Lines that ended (a newline arrived) are final and parsed for good; the unfinished last line
+    is parsed again on each update, since what it is (a fence or not) may still change. The
+    result is the same as :func:`_parse_blocks` on the whole text.
+    """
+
+    def __init__(self) -> None:
+        self.blocks: list[_Block] = []
+        self.starts: list[int] = []
+        self._open: tuple[int, int, str, str] | None = None  # start, end of tag, ticks, lang
+        self._parsed = 0  # start of the first line not parsed for good
+        self._lo = 0  # blocks before this index open before every position still asked about
+
+    def update(self, text: str, floor: int) -> _Blocks:
+        """The blocks of ``text``, for questions about positions after ``floor`` only."""
+        last_newline = text.rfind("\n", self._parsed)
+        if last_newline >= 0:
+            for match in _FENCE.finditer(text, self._parsed, last_newline):
+                self._take(match)
+            self._parsed = last_newline + 1
+        tail = _FENCE.match(text, self._parsed) if self._parsed < len(text) else None
+        opened = self._open
+        last: _Block | None = None
+        if tail is not None:
+            ticks, lang = tail.group(1), tail.group(2)
+            if opened is None:
+                last = _Block(tail.start(), tail.end(2), None, None, ticks, lang)
+            elif not lang and len(ticks) >= len(opened[2]):
+                last = _Block(opened[0], opened[1], tail.start(), tail.end(1), *opened[2:])
+        if last is None and opened is not None:
+            last = _Block(opened[0], opened[1], None, None, *opened[2:])
+        starts = self.starts
+        while self._lo < len(starts) and starts[self._lo] < floor:  # floor only grows
+            self._lo += 1
+        return _Blocks(self.blocks, starts, last, self._lo)
+
+    def _take(self, match: re.Match[str]) -> None:
+        ticks, lang = match.group(1), match.group(2)
+        opened = self._open
+        if opened is None:
+            self._open = (match.start(), match.end(2), ticks, lang)
+        elif not lang and len(ticks) >= len(opened[2]):
+            self.blocks.append(
+                _Block(opened[0], opened[1], match.start(), match.end(1), *opened[2:])
+            )
+            self.starts.append(opened[0])
+            self._open = None
+
+
 class StreamingSplitter:
     """Splits an answer while it grows; the chunks it makes final never change afterwards.
 
@@ -354,6 +446,10 @@ class StreamingSplitter:
     ``STREAM_LOOKAHEAD`` characters past the longest it could be, so its cut point is decided
     exactly as :func:`split_chunks` would decide it, except that a code block whose end has not
     arrived yet cannot be moved whole to the next message.
+
+    The work per update depends on the size of the delta and of a message, not on the length of
+    the text so far: code blocks are parsed line by line as they arrive, the end of the visible
+    text is tracked from the deltas, and cuts only look around the message being written.
     """
 
     def __init__(self, limit: int = DISCORD_MESSAGE_LIMIT, lookahead: int = STREAM_LOOKAHEAD):
@@ -364,19 +460,34 @@ class StreamingSplitter:
         self._text = ""
         self._start: int | None = None
         self._final: list[Chunk] = []
+        self._final_texts: tuple[str, ...] = ()
+        self._blocks = _BlockParser()
+        self._content_end = 0  # end of the last visible character
 
     @property
     def final_chunks(self) -> tuple[Chunk, ...]:
         return tuple(self._final)
 
     def _advance(self, text: str) -> _Splitter:
-        if not text.startswith(self._text):
+        old = self._text
+        # Checking the last characters given before is enough to catch a caller that restarted
+        # or rewrote the text, without reading the whole of it on every delta.
+        check = max(len(old) - 64, 0)
+        if len(text) < len(old) or not text.startswith(old[check:], check):
             raise ValueError("streamed text must extend the text given before")
+        if len(text) > len(old):
+            visible = _last_visible(text, len(old))
+            if visible is not None:
+                self._content_end = visible + 1
+                if self._start is None:
+                    self._start = text.rfind("\n", 0, _first_visible(text, len(old))) + 1
         self._text = text
-        splitter = _Splitter(text, self.limit)
-        if self._start is None:
-            self._start = _first_start(text)
-        return splitter
+        return _Splitter(
+            text,
+            self.limit,
+            blocks=self._blocks.update(text, self._start or 0),
+            content_end=self._content_end,
+        )
 
     def update(self, text: str) -> StreamView:
         """Take the text so far; return the final chunks and the chunk in progress."""
@@ -384,18 +495,23 @@ class StreamingSplitter:
         start = self._start
         if start is None:
             return StreamView(final=(), tail="")
+        finalized = len(self._final)
         while len(text) - start > splitter.window(start) + self.lookahead:
             end, resume = splitter.best_cut(start)
             self._final.append(splitter.render(start, end))
             start = resume
         self._start = start
+        if len(self._final) != finalized:
+            self._final_texts = self._final_texts + tuple(
+                chunk.text for chunk in self._final[finalized:]
+            )
         if start >= splitter.content_end:
             tail = ""
         elif splitter.rest_fits(start):
             tail = splitter.render(start, splitter.content_end).text
         else:
             tail = splitter.render(start, splitter.best_cut(start)[0]).text
-        return StreamView(final=tuple(chunk.text for chunk in self._final), tail=tail)
+        return StreamView(final=self._final_texts, tail=tail)
 
     def finish(self, text: str) -> list[str]:
         """All messages of the complete answer: the final ones so far, then the rest."""
@@ -407,3 +523,17 @@ class StreamingSplitter:
         if self._start is not None:
             _split_rest(splitter, self._start, chunks)
         return chunks
+
+
+def _last_visible(text: str, since: int) -> int | None:
+    """Index of the last non-whitespace character at or after ``since``, if any."""
+    for index in range(len(text) - 1, since - 1, -1):
+        if not text[index].isspace():
+            return index
+    return None
+
+
+def _first_visible(text: str, since: int) -> int:
+    match = _VISIBLE.search(text, since)
+    assert match is not None  # only called once _last_visible found one
+    return match.start()

@@ -66,6 +66,9 @@ class ReplySettings(StrictSection):
     edit_interval_seconds: float = Field(
         1.0, ge=0.2, description="While streaming, edit the answer at most this often."
     )
+    max_messages_per_answer: int = Field(
+        5, ge=1, le=100, description="Discord messages one answer may take; the rest is cut."
+    )
 
 
 class AttachmentSettings(StrictSection):

@@ -4,10 +4,21 @@ Every message goes out with the operator's ``allowed_mentions`` (by default nobo
 an answer containing ``@everyone`` pings no one) and with mass mentions defused in the text as a
 second line of defence. Edits are throttled to one per ``edit_interval`` so a fast model does not
 run into Discord's rate limits.
+
+An answer takes at most ``max_messages`` messages: a runaway answer (a model repeating itself
+for 200k characters) is cut with a note instead of flooding the channel. Deltas are only
+collected as they arrive; the text is split when it is shown, by a splitter whose work depends
+on what is new, not on the length of the answer so far.
+
+Posting is not allowed to lose the answer: while streaming, a failed post or edit is logged and
+tried again at the next one; the final post retries Discord's transient errors, and when the
+trigger cannot be replied to any more (deleted, or history not readable) it posts to the channel
+without the reference. Only then does it give up, and the caller records the whole answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -22,6 +33,11 @@ log = logging.getLogger(__name__)
 # Room for the zero-width spaces that defusing may add to a chunk.
 CHUNK_LIMIT = 1950
 DISCORD_LIMIT = 2000
+CUT_NOTE = "*(Cut here: too long for {count} messages.)*"
+SEND_ATTEMPTS = 3  # a post that meets Discord's 5xx is tried this often
+SEND_RETRY_SECONDS = 0.5  # first wait between attempts, doubled each time
+# A reply refused for its reference (target deleted, no history permission): post it plainly.
+REFERENCE_REFUSED = (400, 403, 404)
 
 
 class ReplyStreamer:
@@ -34,6 +50,7 @@ class ReplyStreamer:
         *,
         edit_interval: float = 1.0,
         reply: bool = True,
+        max_messages: int = 5,
     ) -> None:
         self.trigger = trigger
         self.channel = trigger.channel
@@ -41,9 +58,13 @@ class ReplyStreamer:
         self.allowed = allowed_mentions(mentions)
         self.edit_interval = edit_interval
         self.reply = reply
+        self.max_messages = max_messages
         self.sent: list[nextcord.Message] = []
         self._shown: list[str] = []  # text currently displayed in each sent message
         self._splitter = StreamingSplitter(limit=CHUNK_LIMIT)
+        self._text = ""
+        self._pending: list[str] = []  # deltas not yet joined to ``_text``
+        self._full = False  # every message the answer may take is final: stop splitting
         self._last_flush = 0.0
         self.edits = 0
 
@@ -51,30 +72,47 @@ class ReplyStreamer:
     def message_ids(self) -> list[int]:
         return [message.id for message in self.sent]
 
-    async def update(self, text: str) -> None:
-        """The answer so far; shown at most once per interval."""
-        view = self._splitter.update(text)
+    @property
+    def text(self) -> str:
+        """Everything received so far."""
+        if self._pending:
+            self._text += "".join(self._pending)
+            self._pending.clear()
+        return self._text
+
+    async def add(self, delta: str) -> None:
+        """One more piece of the answer; shown at most once per interval."""
+        self._pending.append(delta)
         now = time.monotonic()
-        if now - self._last_flush < self.edit_interval:
+        if self._full or now - self._last_flush < self.edit_interval:
             return
         self._last_flush = now
+        view = self._splitter.update(self.text)
         chunks = [*view.final, view.tail] if view.tail else list(view.final)
-        await self._show(chunks)
+        if len(view.final) >= self.max_messages:
+            self._full = True
+        try:
+            await self._show(chunks[: self.max_messages])
+        except nextcord.HTTPException as error:
+            # Streaming is a preview: the final post tries again, the answer goes on.
+            log.warning("showing the answer so far failed (%s); trying again later", error)
 
     async def finish(self, text: str) -> list[nextcord.Message]:
         """The final messages: the whole answer defused first, then split (see ``_final``)."""
         chunks = self._final(text) or ["(The model gave an empty answer.)"]
-        await self._show(chunks, final=True)
+        await self._show(self._capped(chunks), final=True)
         return self.sent
 
     async def fail(self, line: str, partial_text: str = "") -> list[nextcord.Message]:
         """Show what arrived, then one short line saying what went wrong."""
         note = f"*{line}*"
-        chunks = self._final(partial_text)
+        chunks = self._capped(self._final(partial_text))
         if chunks and len(chunks[-1]) + len(note) + 1 <= DISCORD_LIMIT:
             chunks[-1] = f"{chunks[-1]}\n{note}"
-        else:
+        elif len(chunks) < self.max_messages:
             chunks.append(note)
+        else:
+            chunks[-1] = note
         await self._show(chunks, final=True)
         return self.sent
 
@@ -82,6 +120,16 @@ class ReplyStreamer:
         # Defusing before splitting: the zero-width spaces it adds count against the limit, so
         # no text is cut however many mass mentions the answer holds.
         return split_message(make_safe(text, self.mentions), CHUNK_LIMIT)
+
+    def _capped(self, chunks: list[str]) -> list[str]:
+        """At most ``max_messages`` chunks, the last one saying that the rest was cut."""
+        if len(chunks) <= self.max_messages:
+            return chunks
+        kept = chunks[: self.max_messages]
+        note = CUT_NOTE.format(count=self.max_messages)
+        # Chunks leave DISCORD_LIMIT - CHUNK_LIMIT characters free; the note fits in them.
+        kept[-1] = f"{kept[-1]}\n{note}"
+        return kept
 
     async def _show(self, chunks: list[str], *, final: bool = False) -> None:
         for index, chunk in enumerate(chunks):
@@ -104,5 +152,32 @@ class ReplyStreamer:
     async def _send(self, text: str, *, first: bool) -> nextcord.Message:
         if first and self.reply:
             reference = self.trigger.to_reference(fail_if_not_exists=False)
-            return await self.channel.send(text, reference=reference, allowed_mentions=self.allowed)
-        return await self.channel.send(text, allowed_mentions=self.allowed)
+            try:
+                return await self._post(text, reference=reference)
+            except nextcord.HTTPException as error:
+                if error.status not in REFERENCE_REFUSED:
+                    raise
+                log.warning(
+                    "cannot reply to message %s (%s %s); posting without the reference",
+                    self.trigger.id,
+                    error.status,
+                    error.text,
+                )
+                self.reply = False
+        return await self._post(text)
+
+    async def _post(self, text: str, *, reference: Any = None) -> nextcord.Message:
+        """``channel.send``, tried again on Discord's transient server errors."""
+        for attempt in range(SEND_ATTEMPTS):
+            try:
+                if reference is None:
+                    return await self.channel.send(text, allowed_mentions=self.allowed)
+                return await self.channel.send(
+                    text, reference=reference, allowed_mentions=self.allowed
+                )
+            except nextcord.DiscordServerError as error:
+                if attempt == SEND_ATTEMPTS - 1:
+                    raise
+                log.warning("posting failed (%s); trying again", error.status)
+                await asyncio.sleep(SEND_RETRY_SECONDS * 2**attempt)
+        raise AssertionError("unreachable")

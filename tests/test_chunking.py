@@ -293,3 +293,19 @@ def test_streaming_blank_start_shows_nothing() -> None:
     splitter = StreamingSplitter()
     assert splitter.update("\n\n").tail == ""
     assert splitter.update("\n\n  hi").tail == "  hi"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), text=texts)
+def test_blocks_parsed_line_by_line_are_the_blocks_of_the_whole_text(
+    data: st.DataObject, text: str
+) -> None:
+    # The streaming split reads each line once; what it knows must equal a parse from scratch.
+    from bot.chunking import _BlockParser, _parse_blocks
+
+    cuts = data.draw(st.lists(st.integers(min_value=0, max_value=len(text)), max_size=20))
+    parser = _BlockParser()
+    for cut in [*sorted(cuts), len(text)]:
+        known = parser.update(text[:cut], 0)
+        seen = [*known.blocks, *([known.last] if known.last is not None else [])]
+        assert seen == _parse_blocks(text[:cut])
