@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_output()
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace, Config], int] = args.handler
     try:
@@ -121,6 +122,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into head(1) and the like
         sys.stderr.close()
         return 0
+
+
+def _tolerant_output() -> None:
+    """Text that cannot be encoded (a file name with undecodable bytes, which Python keeps as
+    lone surrogates) is printed escaped, instead of ending the command with a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 # ---------------------------------------------------------------------------- handlers

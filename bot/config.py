@@ -122,6 +122,8 @@ def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"{path}: not valid TOML: {error}") from error
+        except RecursionError as error:
+            raise ConfigError(f"{path}: not valid TOML: nested too deeply") from error
         except OSError as error:
             raise ConfigError(f"{path}: cannot read: {error.strerror}") from error
         except UnicodeDecodeError as error:

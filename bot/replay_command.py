@@ -53,7 +53,7 @@ def _offline_pages(log: Path) -> dict[str, Path]:
         return {}
     try:
         mapping = json.loads(index.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise CommandError(f"{index}: not a readable JSON index of pages ({error})") from error
     if not isinstance(mapping, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()

@@ -13,9 +13,16 @@ import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from conversation.text import clean_json
 
@@ -67,15 +74,31 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+MAX_SNOWFLAKE = 2**63  # Discord ids are signed 64-bit integers
+
+
+def _id_text(value: str, *, zero: bool = True) -> str:
+    """An id as DCE writes it: decimal digits, a signed 64-bit integer (0: "none", DMs' guild)."""
+    if not (value.isascii() and value.isdigit()) or not (0 if zero else 1) <= int(value) < (
+        MAX_SNOWFLAKE
+    ):
+        raise ValueError(f"not a Discord id: {value[:40]!r}")
+    return value
+
+
+SnowflakeText = Annotated[str, AfterValidator(_id_text)]
+OptionalSnowflakeText = Annotated[str | None, AfterValidator(lambda v: v and _id_text(v))]
+
+
 class DceRole(_Lenient):
-    id: str
+    id: SnowflakeText
     name: str = ""
     color: str | None = None
     position: int = 0
 
 
 class DceUser(_Lenient):
-    id: str
+    id: SnowflakeText
     name: str
     discriminator: str = "0000"
     nickname: str | None = None
@@ -103,9 +126,9 @@ class DceEmbed(_Lenient):
 
 
 class DceReference(_Lenient):
-    message_id: str | None = Field(None, alias="messageId")
-    channel_id: str | None = Field(None, alias="channelId")
-    guild_id: str | None = Field(None, alias="guildId")
+    message_id: OptionalSnowflakeText = Field(None, alias="messageId")
+    channel_id: OptionalSnowflakeText = Field(None, alias="channelId")
+    guild_id: OptionalSnowflakeText = Field(None, alias="guildId")
 
 
 class DceMessage(_Lenient):
@@ -124,8 +147,8 @@ class DceMessage(_Lenient):
     @field_validator("id")
     @classmethod
     def _snowflake(cls, value: str) -> str:
-        if not value.isdigit():
-            raise ValueError("message id must be a numeric snowflake")
+        if not (value.isascii() and value.isdigit()) or not 0 < int(value) < MAX_SNOWFLAKE:
+            raise ValueError("message id must be a numeric snowflake below 2**63")
         return value
 
     @field_validator("timestamp", "timestamp_edited")
@@ -145,12 +168,12 @@ class DceMessage(_Lenient):
 
 
 class DceGuild(_Lenient):
-    id: str = "0"
+    id: SnowflakeText = "0"
     name: str = "Direct Messages"
 
 
 class DceChannel(_Lenient):
-    id: str
+    id: SnowflakeText
     type: str = "GuildTextChat"
     category_id: str | None = Field(None, alias="categoryId")
     category: str | None = None
@@ -211,11 +234,16 @@ def load_export(path: str | Path) -> ChannelExport:
         raise ExportError(f"{path}: cannot read the channel log ({error.strerror})") from error
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ExportError(f"{path}: not a JSON file ({error})") from error
+    except RecursionError as error:
+        raise ExportError(f"{path}: not a channel log (JSON nested too deeply)") from error
     return parse_export(raw, source=str(path))
 
 
 def parse_export(raw: Any, *, source: str = "<export>") -> ChannelExport:
-    raw = clean_json(raw)  # a log's text enters here: nothing unencodable gets past
+    try:
+        raw = clean_json(raw)  # a log's text enters here: nothing unencodable gets past
+    except RecursionError as error:
+        raise ExportError(f"{source}: not a channel log (JSON nested too deeply)") from error
     if not isinstance(raw, dict) or not isinstance(raw.get("messages"), list):
         raise ExportError(f"{source}: not a DiscordChatExporter JSON export (no 'messages' list)")
     try:
