@@ -35,6 +35,7 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
                 reasons = ["trigger"]
             if metadata.get("budget") == "shortened":
                 reasons.append(SHORTENED)
+            named = metadata.get("named", {})
             context.append(
                 ContextEntry(
                     message_id=int(node.message_id),
@@ -42,6 +43,7 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
                     name=node.name,
                     reasons=reasons,
                     tokens=metadata.get("tokens"),
+                    named={int(user_id): name for user_id, name in named.items()},
                 )
             )
         work.extend(

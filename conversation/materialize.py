@@ -135,6 +135,10 @@ class Materializer:
             "reasons": [reason.describe() for reason in reasons],
             "trigger": is_trigger,
         }
+        named = people_named(message)
+        named.pop(str(self.options.bot_user_id), None)  # the bot is never forgotten
+        if named:
+            metadata["named"] = named
         name = display_name(author)
         created_at: datetime = message.created_at
         if is_bot_turn:
@@ -249,6 +253,26 @@ def readable_content(message: Any) -> str:
     content = ROLE_MENTION.sub(role_name, content)
     content = CHANNEL_MENTION.sub(channel_name, content)
     return CUSTOM_EMOJI.sub(lambda m: f":{m.group(1)}:", content)
+
+
+def people_named(message: Any) -> dict[str, str]:
+    """User id -> the name shown for each person the text names (mentions, the reply target).
+
+    Kept beside the text so that a person's name can be found and removed everywhere it was
+    rendered into someone else's message (forgetting a user), not only in their own messages.
+    """
+    named = {str(user.id): display_name(user) for user in getattr(message, "mentions", [])}
+    guild = getattr(message, "guild", None)
+    for match in USER_MENTION.finditer(message.content or ""):
+        if match.group(1) not in named and guild is not None:
+            member = guild.get_member(int(match.group(1)))
+            if member is not None:
+                named[match.group(1)] = display_name(member)
+    reference = getattr(message, "reference", None)
+    author = getattr(getattr(reference, "resolved", None), "author", None)
+    if author is not None:
+        named[str(author.id)] = display_name(author)
+    return named
 
 
 def _embed_lines(message: Any) -> list[str]:

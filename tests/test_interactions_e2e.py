@@ -138,3 +138,25 @@ async def test_an_edit_in_a_dm_reaches_the_cache_and_the_store(tmp_path):
         states = [v.state for v in store.message_versions(trigger)]
     assert cached.content == "the port is 6543?"
     assert states == ["superseded", "active"]
+
+
+async def test_forget_user_removes_their_name_from_everyone_elses_messages(tmp_path):
+    path = tmp_path / "store.sqlite3"
+    chloe_asked = 1350098139217920000  # Chloé's question in the example log
+    with Store.open(path) as store:
+        async with running_bot(store=store) as bot:
+            await ask(bot, BEN, f"what do you think, <@{CHLOE}>?", reply_to=chloe_asked)
+            await ask(bot, BEN, "and anyone else?")
+            sent = json.dumps(bot.model.chat_requests[-1].body["messages"], ensure_ascii=False)
+        exported = json.dumps(list(store.export()), ensure_ascii=False)
+    # Her name was in Ben's reply header, in his mention, and in the bot's answer quoting him.
+    assert "(replying to Chloé)" in sent and "@Chloé" in sent
+    assert "Chloé" in exported
+    config = tmp_path / "config.toml"
+    config.write_text(f'[storage]\npath = "{path}"\n')
+    assert await asyncio.to_thread(main, ["forget-user", str(CHLOE), "--config", str(config)]) == 0
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("store.sqlite3*"))
+    assert "Chloé".encode() not in raw
+    with Store.open(path) as store:
+        after = json.dumps(list(store.export()), ensure_ascii=False)
+    assert "and anyone else?" in after and "Chloé" not in after

@@ -40,6 +40,9 @@ class ContextEntry(_Frozen):
     name: str | None = None
     reasons: list[str] = Field(default_factory=list)
     tokens: int | None = Field(None, description="Its share of the prompt's token budget.")
+    named: dict[int, str] = Field(
+        default_factory=dict, description="People the text names (id -> name as shown)."
+    )
 
 
 class WorkLogEntry(_Frozen):

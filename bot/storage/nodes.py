@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 from bot.storage.models import REMOVED
@@ -35,6 +36,22 @@ def redact_message(message: dict[str, Any]) -> dict[str, Any]:
         redacted["content"] = REMOVED
     if "name" in redacted:
         redacted["name"] = REMOVED
+    return redacted
+
+
+def redact_names_in(message: dict[str, Any], pattern: re.Pattern[str]) -> dict[str, Any]:
+    """The message with every match of ``pattern`` in its text replaced (names, for forgetting)."""
+    redacted = dict(message)
+    content = redacted.get("content")
+    if isinstance(content, str):
+        redacted["content"] = pattern.sub(REMOVED, content)
+    elif isinstance(content, list):
+        redacted["content"] = [
+            {**part, "text": pattern.sub(REMOVED, part["text"])}
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
     return redacted
 
 

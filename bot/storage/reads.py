@@ -57,12 +57,18 @@ def interaction_row(conn: sqlite3.Connection, seq: int) -> sqlite3.Row:
 
 def context_rows(conn: sqlite3.Connection, seq: int) -> list[tuple[dict, ContextEntry | None]]:
     rows = conn.execute(
-        "SELECT n.json, c.message_id, c.author_id, c.name, c.reasons, c.tokens FROM context c "
+        "SELECT c.position, n.json, c.message_id, c.author_id, c.name, c.reasons, c.tokens "
+        "FROM context c "
         "JOIN nodes n ON n.id = c.node_id WHERE c.seq = ? ORDER BY c.position",
         (seq,),
     ).fetchall()
+    named: dict[int, dict[int, str]] = {}
+    for position, user_id, shown in conn.execute(
+        "SELECT position, user_id, name FROM context_names WHERE seq = ?", (seq,)
+    ):
+        named.setdefault(position, {})[user_id] = shown
     out: list[tuple[dict, ContextEntry | None]] = []
-    for text, message_id, author_id, name, reasons, tokens in rows:
+    for position, text, message_id, author_id, name, reasons, tokens in rows:
         entry = None
         if message_id is not None or author_id is not None or name is not None or reasons:
             entry = ContextEntry(
@@ -71,6 +77,7 @@ def context_rows(conn: sqlite3.Connection, seq: int) -> list[tuple[dict, Context
                 name=name,
                 reasons=json.loads(reasons) if reasons else [],
                 tokens=tokens,
+                named=named.get(position, {}),
             )
         out.append((json.loads(text), entry))
     return out

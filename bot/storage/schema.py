@@ -111,6 +111,18 @@ MIGRATIONS: tuple[Migration, ...] = (
             updated_at TEXT NOT NULL
         )""",
     ),
+    # Who a request message names besides its author (reply target, mentions), by id, with
+    # the name it showed: forgetting a person finds their name in everyone else's messages.
+    (
+        """CREATE TABLE context_names (
+            seq INTEGER NOT NULL REFERENCES interactions (seq) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            user_id INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            PRIMARY KEY (seq, position, user_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX context_names_user ON context_names (user_id)",
+    ),
 )
 
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from bot.storage.errors import StoreError
 from bot.storage.models import REMOVED, ForgetResult, InteractionRecord, PruneResult
-from bot.storage.nodes import canonical_json, node_hash, redact_message
+from bot.storage.nodes import canonical_json, node_hash, redact_message, redact_names_in
 from bot.storage.timefmt import now_db, to_db
 
 NODE_CACHE_LIMIT = 50_000
@@ -146,6 +146,14 @@ def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: Interact
         "tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         context_rows,
     )
+    named_rows = [
+        (seq, position, user_id, name)
+        for position, entry in enumerate(rec.context)
+        if entry is not None
+        for user_id, name in entry.named.items()
+    ]
+    if named_rows:
+        conn.executemany("INSERT INTO context_names VALUES (?, ?, ?, ?)", named_rows)
     if rec.answer_message_ids:
         conn.executemany(
             "INSERT OR IGNORE INTO answer_messages VALUES (?, ?, ?)",
@@ -267,6 +275,7 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
     bytes leave the file and the WAL, not only the tables.
     """
     cache.clear()
+    names = _names_of(conn, user_id)
     shells = [
         int(seq)
         for (seq,) in conn.execute(
@@ -331,6 +340,7 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
             "UPDATE work_log SET detail = replace(detail, ?, ?) WHERE instr(detail, ?) > 0",
             (link, REMOVED, link),
         )
+    context_changed += _redact_names(conn, cache, user_id, names)
     removed = delete_orphan_nodes(conn)
     cache.clear()
     return ForgetResult(
@@ -339,6 +349,70 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
         interactions_emptied=len(shells),
         nodes_removed=removed,
     )
+
+
+def _names_of(conn: sqlite3.Connection, user_id: int) -> set[str]:
+    """Every name the person was shown under: on their messages and in others' messages."""
+    rows = conn.execute(
+        "SELECT name FROM context WHERE author_id = ? AND name IS NOT NULL "
+        "UNION SELECT name FROM context_names WHERE user_id = ?",
+        (user_id, user_id),
+    )
+    return {name for (name,) in rows if name and name != REMOVED}
+
+
+def _redact_names(conn: sqlite3.Connection, cache: NodeCache, user_id: int, names: set[str]) -> int:
+    """The person's name out of everyone else's messages; returns the context rows changed.
+
+    Where others' messages named them (a reply header, a mention) is known by id, from
+    ``context_names``. The bot's answers may address or quote them by name as free text, so
+    those are searched for the names too. Other members' own words are left as they are: a
+    name typed without a mention cannot be told apart from the same word meaning something else.
+    """
+    if not names:
+        return 0
+    pattern = re.compile(
+        "|".join(rf"(?<!\w){re.escape(n)}(?!\w)" for n in sorted(names, key=len, reverse=True))
+    )
+    targets = {
+        int(node_id)
+        for (node_id,) in conn.execute(
+            "SELECT c.node_id FROM context_names n JOIN context c "
+            "ON c.seq = n.seq AND c.position = n.position WHERE n.user_id = ?",
+            (user_id,),
+        )
+    }
+    for name in names:
+        escaped = canonical_json({"n": name})[6:-2]  # the name as it appears in stored JSON
+        targets.update(
+            int(node_id)
+            for (node_id,) in conn.execute(
+                "SELECT id FROM nodes WHERE instr(json, ?) > 0 AND json LIKE ?",
+                (escaped, '{"role":"assistant"%'),
+            )
+        )
+    changed = 0
+    for old in sorted(targets):
+        (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
+        message = json.loads(text)
+        redacted = redact_names_in(message, pattern)
+        if redacted == message:
+            continue
+        new = node_id_for(conn, cache, canonical_json(redacted))
+        changed += conn.execute(
+            "UPDATE context SET node_id = ? WHERE node_id = ?", (new, old)
+        ).rowcount
+        conn.execute("UPDATE message_versions SET node_id = ? WHERE node_id = ?", (new, old))
+    for name in names:
+        for seq, answer in conn.execute(
+            "SELECT seq, answer FROM interactions WHERE instr(answer, ?) > 0", (name,)
+        ).fetchall():
+            conn.execute(
+                "UPDATE interactions SET answer = ? WHERE seq = ?",
+                (pattern.sub(REMOVED, answer), seq),
+            )
+    conn.execute("DELETE FROM context_names WHERE user_id = ?", (user_id,))
+    return changed
 
 
 def prune(conn: sqlite3.Connection, cache: NodeCache, older_than_days: int) -> PruneResult:
