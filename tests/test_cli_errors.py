@@ -49,10 +49,11 @@ def test_json_nested_thousands_deep_is_one_line(tmp_path):
 
 
 def test_json_nested_just_below_the_parser_limit_is_one_line(tmp_path):
-    # Parsed by json, but too deep for whatever walks the result afterwards.
+    # Parsed by json, and possibly too deep for what walks the result afterwards (where the
+    # limit bites depends on the interpreter): either way, one line naming the file.
     path = tmp_path / "deep.json"
     path.write_text('{"messages": [], "x": ' + "[" * 990 + "]" * 990 + "}")
-    assert_one_line(run_cli("contexts", str(path)), str(path), "nested too deeply")
+    assert_one_line(run_cli("contexts", str(path)), str(path))
 
 
 def test_toml_nested_thousands_deep_is_one_line(tmp_path):
