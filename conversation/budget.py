@@ -19,6 +19,7 @@ count (``metadata["tokens"]``) and whether it was shortened (``metadata["budget"
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -28,7 +29,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from conversation.articles.models import ArticleResult
-from conversation.articles.render import clip_text, render_embedding, xml_attr
+from conversation.articles.render import ARTICLE_REF_TAG, clip_text, render_embedding, xml_attr
+from conversation.articles.urls import url_key
 from conversation.node import FrozenMap, MessageNode
 from conversation.tokens import REPLY_PRIMING, TokenCounter, node_tokens, text_tokens
 
@@ -145,6 +147,7 @@ def fit_prompt(
         work.water_fill(pieces, ARTICLE_FLOOR_TOKENS)
         work.water_fill(blocks, ATTACHMENT_FLOOR_TOKENS)
         work.drop_messages()
+        work.carry_articles(pieces)
         work.water_fill(pieces, 0)
         work.water_fill(blocks, 0)
         work.clip_protected()
@@ -165,6 +168,7 @@ class _Piece:
     body_tokens: int = 0  # of the full text, for proportional cuts
     before: int = 0
     kept: int = -1  # characters of the text still in (-1: all of them)
+    key: str | None = None  # an article's identity (``url_key``), which references name
 
 
 class _Work:
@@ -234,6 +238,7 @@ class _Work:
                             render=_article_renderer(article),
                             tokens=text_tokens(element),
                             body_tokens=max(text_tokens(article.text), 1),
+                            key=url_key(article.url),
                         )
                     )
                 start = content.find(ARTICLE_TAG, end)
@@ -313,6 +318,22 @@ class _Work:
                     0,
                 )
             )
+
+    def carry_articles(self, pieces: list[_Piece]) -> None:
+        """An article is embedded once, at its first mention; later mentions only refer to it.
+        When the message holding it was dropped, it moves to the first later message still in
+        that refers to it, so no reference is left pointing at nothing."""
+        for piece in pieces:
+            if piece.key is None or not piece.current or self.alive[piece.node]:
+                continue
+            for index in range(piece.node + 1, len(self.nodes)):
+                if not self.alive[index]:
+                    continue
+                reference = _reference_to(self.contents[index], piece.key)
+                if reference is not None:
+                    piece.node = index
+                    self.set_content(index, self.contents[index].replace(reference, piece.current))
+                    break
 
     def clip_protected(self) -> None:
         """Last resort: the trigger and its reply target are kept, but their text is clipped,
@@ -475,6 +496,17 @@ def _protected(nodes: Sequence[MessageNode]) -> list[int]:
     protected = [len(nodes) - 1]
     protected.extend(index for index, depth in _reply_chain(nodes).items() if depth == 1)
     return protected
+
+
+_REFERENCE = re.compile(re.escape(ARTICLE_REF_TAG) + r'([^"]*)"[^>]*/>')
+
+
+def _reference_to(content: str, key: str) -> str | None:
+    """The first reference element in ``content`` to the article ``key``, as written."""
+    for match in _REFERENCE.finditer(content):
+        if url_key(html.unescape(match.group(1))) == key:
+            return match.group(0)
+    return None
 
 
 def _drop_order(nodes: Sequence[MessageNode], protected: Sequence[int]) -> list[int]:

@@ -354,3 +354,27 @@ def test_any_context_fits_and_keeps_what_must_stay(context, window, ratio):
         assert fitted.fits
     if counter.prompt([SYSTEM, *nodes]) <= budget.limit:
         assert fitted.cuts == [] and len(fitted.nodes) == len(nodes) + 1
+
+
+def test_a_dropped_message_hands_its_article_to_a_later_mention():
+    # An article is embedded at its first mention only; later ones refer to it.
+    from conversation.articles.render import render_embeddings as embeddings
+
+    page = article("https://a.example/guide", 1200)
+    again = page.model_copy(update={"url": "https://a.example/guide#setup"})  # same page
+    first = node(1, "x" * 3000 + " see this", "linear").model_copy()
+    first = first.model_copy(update={"content": f"{first.content} {embeddings([page])}"})
+    later = node(2, "as linked above", "linear")
+    later = later.model_copy(
+        update={"content": f"{later.content} {embeddings([again], shown_earlier={again.url})}"}
+    )
+    nodes = [first, later, trigger(3, "what does the guide say?")]
+    room = prompt_tokens([SYSTEM, *nodes]) - 900  # the long first message must go
+    fitted = fit_prompt(
+        SYSTEM, nodes, Budget(window=room + 100, reserve=100), TokenCounter(), articles=[page]
+    )
+    assert fitted.fits and ids(fitted.nodes) == [2, 3]
+    kept = fitted.nodes[1].content
+    assert f'<embedding type="article" url="{page.url}"' in kept  # maybe shortened, but there
+    assert page.text[:100] in kept and 'shown="earlier"' not in kept
+    assert "dropped" in [c.action for c in fitted.cuts]

@@ -67,9 +67,14 @@ def render_embedding(result: ArticleResult) -> str:
     return f"<embedding {attributes}>{xml_text(body)}</embedding>"
 
 
+ARTICLE_REF_TAG = '<embedding type="article-ref" url="'
+"""How a reference to an article embedded earlier in the prompt begins (its own element type,
+so nothing that looks for articles mistakes it for one)."""
+
+
 def render_reference(result: ArticleResult) -> str:
     """An article already embedded earlier in the same prompt: named, not repeated."""
-    return f'<embedding type="article" url="{xml_attr(result.url)}" shown="earlier"/>'
+    return f'{ARTICLE_REF_TAG}{xml_attr(result.url)}" shown="earlier"/>'
 
 
 def render_embeddings(
