@@ -16,10 +16,15 @@ log = logging.getLogger("threadwise.recording")
 
 
 def interaction_record(result: AnswerResult, config: Config) -> InteractionRecord:
-    """The record of one answer. The request messages are the exact body that was sent."""
+    """The record of one answer. The request messages are the exact body that was sent.
+
+    With ``provider = "anthropic"`` they are the OpenAI-format messages the Anthropic request was
+    translated from (by a fixed translation), so the store and ``export`` keep one format.
+    """
     prepared = result.prepared
     request = result.request or {}
-    messages = list(request.get("messages") or (prepared.request_messages if prepared else []))
+    sent = request.get("messages") if config.model.provider == "openai" else None
+    messages = list(sent or (prepared.request_messages if prepared else []))
     context: list[ContextEntry | None] = []
     work: list[WorkLogEntry] = []
     articles: list[ArticleEntry] = []
@@ -93,7 +98,7 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
         parameters={
             key: value
             for key, value in request.items()
-            if key not in ("messages", "stream_options")
+            if key not in ("messages", "system", "stream_options")
         }
         or {"temperature": config.model.temperature, "max_tokens": config.model.max_tokens},
         request_messages=messages,

@@ -1,4 +1,4 @@
-"""The ``[model]`` section of ``config.toml``: which OpenAI-compatible endpoint answers, and how.
+"""The ``[model]`` section of ``config.toml``: which model endpoint answers, and how.
 
 Kept apart from ``bot.config`` so the model client and its tests need nothing else; the config
 loader composes it (and lets the ``MODEL_API_KEY`` environment variable win over the file).
@@ -6,7 +6,9 @@ loader composes it (and lets the ``MODEL_API_KEY`` environment variable win over
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, model_validator
 
 from bot.validators import HttpUrl, OptionalSecret
 from conversation.settings import StrictSection
@@ -24,10 +26,14 @@ DEFAULT_SYSTEM_PROMPT = (
 class ModelSettings(StrictSection):
     """Endpoint, sampling and robustness knobs of the chat model.
 
-    Any server speaking the OpenAI ``/chat/completions`` protocol works: Ollama (the default
-    address), llama.cpp's server, vLLM, OpenRouter, OpenAI itself.
+    ``provider = "openai"``: any server speaking the OpenAI ``/chat/completions`` protocol
+    (Ollama, the default address, llama.cpp's server, vLLM, OpenRouter, OpenAI itself);
+    ``provider = "anthropic"``: Anthropic's Messages API, natively (prompt caching included).
     """
 
+    provider: Literal["openai", "anthropic"] = Field(
+        "openai", description="Which API the endpoint speaks."
+    )
     base_url: HttpUrl = Field(
         "http://127.0.0.1:11434/v1",
         min_length=1,
@@ -37,9 +43,23 @@ class ModelSettings(StrictSection):
         None, description="Bearer token; the MODEL_API_KEY environment variable wins over this."
     )
     name: str = Field("llama3.1", min_length=1, description="Model name sent in each request.")
-    temperature: float = Field(0.7, ge=0, le=2, description="Sampling temperature (0..2).")
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="Sampling temperature (0..2); unset: not sent."
+    )
     max_tokens: int | None = Field(
-        None, gt=0, description="Cap on answer tokens; unset leaves it to the server."
+        None, gt=0, description="Cap on answer tokens; unset: not sent (anthropic: reserve_tokens)."
+    )
+    top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling; unset: not sent.")
+    top_k: int | None = Field(None, gt=0, description="Top-k sampling; unset: not sent.")
+    presence_penalty: float | None = Field(None, ge=-2, le=2, description="openai only.")
+    frequency_penalty: float | None = Field(None, ge=-2, le=2, description="openai only.")
+    seed: int | None = Field(None, description="openai only: reproducible sampling.")
+    stop: list[str] | None = Field(None, description="Stop sequences; unset: not sent.")
+    extra_headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="HTTP headers added to each request (kept secret)."
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="JSON fields added to each request body as they are."
     )
     system_prompt: str = Field(
         DEFAULT_SYSTEM_PROMPT,
@@ -78,7 +98,8 @@ class ModelSettings(StrictSection):
     reserve_tokens: int = Field(
         1024,
         gt=0,
-        description="Tokens kept free for the answer when max_tokens is unset (budgeting only).",
+        description="Tokens kept free for the answer when max_tokens is unset (not sent, but "
+        "for anthropic, which requires a cap).",
     )
 
     @model_validator(mode="after")
@@ -96,3 +117,29 @@ class ModelSettings(StrictSection):
     def answer_reserve(self) -> int:
         """Tokens of the window kept for the answer: ``max_tokens``, else ``reserve_tokens``."""
         return self.max_tokens if self.max_tokens is not None else self.reserve_tokens
+
+    @model_validator(mode="before")
+    @classmethod
+    def _anthropic_address(cls, data: Any) -> Any:
+        """Anthropic's own address when the provider is switched but no base_url is given."""
+        if (
+            isinstance(data, dict)
+            and data.get("provider") == "anthropic"
+            and "base_url" not in data
+        ):
+            return {**data, "base_url": "https://api.anthropic.com"}
+        return data
+
+    @model_validator(mode="after")
+    def _check_provider_keys(self) -> ModelSettings:
+        if self.provider == "anthropic":
+            for key in ("presence_penalty", "frequency_penalty", "seed"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f'{key}: not supported with provider = "anthropic"')
+        taken = sorted(set(self.extra_body) & _BODY_KEYS_OF_THE_BOT)
+        if taken:
+            raise ValueError(f"extra_body: {taken[0]!r} is set by the bot, not here")
+        return self
+
+
+_BODY_KEYS_OF_THE_BOT = frozenset({"model", "messages", "system", "stream", "stream_options"})

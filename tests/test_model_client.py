@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import random
 import socket
 from typing import Any
 
 import aiohttp
+import httpx2
 import pytest
 from pydantic import SecretStr, ValidationError
 
@@ -149,13 +151,13 @@ async def test_no_usage_when_the_server_sends_none(fake: FakeOpenAI) -> None:
     assert completion.usage is None
 
 
-async def test_missing_done_after_finish_reason_is_tolerated_and_noted(fake: FakeOpenAI) -> None:
+async def test_missing_done_after_finish_reason_is_tolerated(fake: FakeOpenAI) -> None:
+    # The SDK ends the stream at [DONE] or at the end of the body without telling which.
     fake.queue(Answer(text="done soon", send_done=False))
     async with ModelClient(make_settings(fake)) as client:
         completion = await client.complete(MESSAGES)
     assert completion.text == "done soon"
     assert completion.finish_reason == "stop"
-    assert any("[DONE]" in warning for warning in completion.warnings)
 
 
 async def test_rejected_stream_options_are_dropped_and_remembered() -> None:
@@ -184,12 +186,12 @@ async def test_long_answer_with_code_streams_intact(fake: FakeOpenAI) -> None:
     assert text.count("```") >= 4
 
 
-async def test_borrowed_session_is_left_open(fake: FakeOpenAI) -> None:
-    async with aiohttp.ClientSession() as session:
-        async with ModelClient(make_settings(fake), session=session) as client:
+async def test_borrowed_http_client_is_left_open(fake: FakeOpenAI) -> None:
+    async with httpx2.AsyncClient() as http:
+        async with ModelClient(make_settings(fake), http_client=http) as client:
             await client.complete(MESSAGES)
-        assert not session.closed
-        async with ModelClient(make_settings(fake), session=session) as again:
+        assert not http.is_closed
+        async with ModelClient(make_settings(fake), http_client=http) as again:
             assert (await again.complete(MESSAGES)).text.startswith("echo:")
 
 
@@ -571,3 +573,99 @@ async def test_unusable_retry_after_still_retries_within_the_cap(
     assert completion.text == "answered"
     assert loop.time() - began < 1.5
     assert len(fake.chat_requests) == 2
+
+
+async def test_sampling_keys_are_sent_only_when_set(fake: FakeOpenAI) -> None:
+    async with ModelClient(make_settings(fake)) as client:
+        await client.complete(MESSAGES)
+    body = fake.chat_requests[0].body
+    for key in ("temperature", "max_tokens", "top_p", "top_k", "seed", "stop"):
+        assert key not in body  # reasoning models reject some of them
+    settings = make_settings(
+        fake,
+        temperature=0.3,
+        top_p=0.8,
+        top_k=20,
+        presence_penalty=0.5,
+        frequency_penalty=-0.5,
+        seed=7,
+        stop=["</answer>"],
+        extra_body={"repetition_penalty": 1.1, "reasoning": {"effort": "low"}},
+        extra_headers={"HTTP-Referer": "https://example.org", "X-Title": "threadwise"},
+    )
+    async with ModelClient(settings) as client:
+        completion = await client.complete(MESSAGES)
+    request = fake.chat_requests[1]
+    assert request.body == completion.request
+    expected = {"temperature": 0.3, "top_p": 0.8, "top_k": 20, "presence_penalty": 0.5,
+                "frequency_penalty": -0.5, "seed": 7, "stop": ["</answer>"],
+                "repetition_penalty": 1.1, "reasoning": {"effort": "low"}}  # fmt: skip
+    assert {key: request.body.get(key) for key in expected} == expected
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    assert headers["http-referer"] == "https://example.org"
+    assert headers["x-title"] == "threadwise"
+
+
+def test_provider_settings_are_checked() -> None:
+    anthropic = ModelSettings(provider="anthropic")
+    assert anthropic.base_url == "https://api.anthropic.com"
+    assert ModelSettings(provider="anthropic", base_url="http://proxy:8080").base_url == (
+        "http://proxy:8080"
+    )
+    with pytest.raises(ValidationError, match='seed: not supported with provider = "anthropic"'):
+        ModelSettings(provider="anthropic", seed=1)
+    with pytest.raises(ValidationError, match="extra_body: 'messages' is set by the bot"):
+        ModelSettings(extra_body={"messages": []})
+    with pytest.raises(ValidationError):
+        ModelSettings(provider="gemini")
+    with pytest.raises(ValidationError):
+        ModelSettings(top_p=1.5)
+    assert "hidden-value" not in repr(ModelSettings(extra_headers={"X-Key": "hidden-value"}))
+
+
+async def test_key_stays_out_of_debug_logs(fake: FakeOpenAI, caplog) -> None:
+    secret = "sk-logged-0123456789abcdef"
+    caplog.set_level(logging.DEBUG)
+    async with ModelClient(make_settings(fake, api_key=SecretStr(secret))) as client:
+        await client.complete(MESSAGES)
+    assert fake.chat_requests[0].headers["Authorization"] == f"Bearer {secret}"
+    assert caplog.records  # the SDK and HTTP loggers did talk
+    assert all(secret not in record.getMessage() for record in caplog.records)
+
+
+async def test_server_ignoring_stream_true_answers_in_one_piece() -> None:
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.Response:
+        message = {"role": "assistant", "content": "all at once"}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        return web.json_response({"id": "x", "object": "chat.completion", "created": 0,
+                                  "model": "whole-model", "choices": [choice]})  # fmt: skip
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        settings = make_settings(None, base_url=f"http://127.0.0.1:{port}/v1")
+        deltas = Collector()
+        async with ModelClient(settings) as client:
+            completion = await client.complete(MESSAGES, on_delta=deltas)
+        assert completion.text == deltas.text == "all at once"
+        assert completion.model == "whole-model"
+    finally:
+        await runner.cleanup()
+
+
+async def test_openai_environment_variables_are_not_sent(fake: FakeOpenAI, monkeypatch) -> None:
+    # The SDK reads these by default; the bot sends only what its config says, to any server.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-from-the-environment")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-from-the-environment")
+    async with ModelClient(make_settings(fake)) as client:
+        await client.complete(MESSAGES)
+    sent = " ".join(f"{k}: {v}" for k, v in fake.chat_requests[0].headers.items())
+    assert "environment" not in sent and "Authorization" not in sent

@@ -1,0 +1,1 @@
+"""The chat model client: one retry loop (``client``) over a provider's SDK."""
