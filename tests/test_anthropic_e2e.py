@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,7 +14,7 @@ from bot.model_client import ModelClient
 from bot.recording import InteractionRecorder
 from bot.storage import Store
 from conversation.graph import MessageGraph
-from tests.fakes.anthropic_server import FakeAnthropic, Overloaded
+from tests.fakes.anthropic_server import Fail, FakeAnthropic, Overloaded
 from tests.fakes.discord_server import FakeDiscord
 from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, _settled
 
@@ -110,3 +111,13 @@ async def test_overloaded_claude_gets_one_short_line_then_recovers():
         reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> and now?")
         assert reply["content"].startswith("echo:")
         assert len(bot.model.message_requests) == 3
+
+
+async def test_prompt_too_long_for_claude_is_rebuilt_smaller_and_answered():
+    async with claude_bot(context_tokens=200000) as bot:
+        bot.model.queue(Fail(400, "prompt is too long: 1500 tokens > 600 maximum"))
+        reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> summarise the thread please")
+        await _settled(bot)
+        refused, accepted = bot.model.message_requests
+    assert reply["content"].startswith("echo:")
+    assert len(json.dumps(accepted.body["messages"])) < len(json.dumps(refused.body["messages"]))
