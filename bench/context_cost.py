@@ -71,12 +71,14 @@ async def main_async(args: argparse.Namespace) -> None:
     source = LogSource(export)
     settings = ContextSettings()
     builder = ContextBuilder(settings)
+    before = settings.model_copy(update={"min_linear": 10, "learned_relevance": False})
     start = len(source.messages) // 5 + 1
     step = max(1, (len(source.messages) - start) // args.triggers)
     triggers = list(range(start, len(source.messages), step))[: args.triggers]
     selectors: dict[str, Build] = {
         "threadwise builder": builder.build,
-        "seed tik/tok, literal": lambda t, r: baselines.seed_literal(t, r, settings),
+        "rules only, min_linear 10 (before the score)": ContextBuilder(before).build,
+        "seed tik/tok, literal": lambda t, r: baselines.seed_literal(t, r, before),
     }
     print(
         f"synthetic busy channel: {len(source.messages)} messages, seed {args.seed}, "

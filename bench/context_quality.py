@@ -6,7 +6,7 @@ excluded). Prints micro precision, recall, F1 and parent recall for our builder 
 run, for the baselines: last 30, last 10, reply chain only, and the seed's algorithm read
 literally.
 
-    python -m bench.context_quality [DATA_DIR] [--set key=value ...]
+    python -m bench.context_quality [DATA_DIR] [--set key=value ...] [--by-domain]
 """
 
 from __future__ import annotations
@@ -78,22 +78,47 @@ def gold_triggers(gold_path: Path) -> dict[int, tuple[set[int], set[int]]]:
     return triggers
 
 
-def selectors(settings: ContextSettings) -> dict[str, Selector]:
+def _selector(settings: ContextSettings) -> Selector:
     builder = ContextBuilder(settings)
 
-    async def ours(trigger: MessageLike, reader: ChannelReader) -> list[MessageLike]:
+    async def select(trigger: MessageLike, reader: ChannelReader) -> list[MessageLike]:
         return (await builder.build(trigger, reader)).messages
 
+    return select
+
+
+def selectors(settings: ContextSettings) -> dict[str, Selector]:
+    # The seed and the rules-only builder as they were before the learned score: 10 recent
+    # messages always in.
+    before = settings.model_copy(update={"min_linear": 10, "learned_relevance": False})
+    ablation = settings.model_copy(update={"learned_relevance": False})
     return {
-        "threadwise builder": ours,
+        "threadwise builder": _selector(settings),
+        "rules only, min_linear 10 (before the score)": _selector(before),
+        "rules only, same min_linear (score off)": _selector(ablation),
         "last 30 messages": lambda t, r: baselines.last_n(t, r, 30),
         "last 10 messages": lambda t, r: baselines.last_n(t, r, 10),
         "reply chain only": baselines.reply_chain,
-        "seed tik/tok, literal": lambda t, r: baselines.seed_literal(t, r, settings),
+        "seed tik/tok, literal": lambda t, r: baselines.seed_literal(t, r, before),
     }
 
 
-async def score_all(data_dir: Path, settings: ContextSettings, only: set[str] | None = None):
+def domain_of(log_path: Path) -> str:
+    """The community a log comes from: Ubuntu unless its name says otherwise."""
+    for name in ("rust", "mediawiki"):
+        if name in log_path.stem:
+            return name
+    return "ubuntu"
+
+
+async def score_all(
+    data_dir: Path,
+    settings: ContextSettings,
+    only: set[str] | None = None,
+    *,
+    by_domain: bool = False,
+):
+    """Scores per selector (per ``selector [domain]`` too with ``by_domain``)."""
     scores: dict[str, Score] = {}
     chosen = {k: v for k, v in selectors(settings).items() if not only or k in only}
     for log_path in sorted(data_dir.glob("*.json")):
@@ -103,37 +128,45 @@ async def score_all(data_dir: Path, settings: ContextSettings, only: set[str] | 
         triggers = gold_triggers(log_path.with_suffix(".gold.json"))
         for name, select in chosen.items():
             score = scores.setdefault(name, Score())
+            part = scores.setdefault(f"{name} [{domain_of(log_path)}]", Score())
             started = time.perf_counter()
             for trigger_id, (gold, parents) in triggers.items():
                 trigger = source.message(trigger_id)
                 reader = ChannelReader(source, ChannelCache(source.channel_id))
                 context = {m.id for m in await select(trigger, reader)}
                 context.discard(trigger_id)
-                score.triggers += 1
-                score.hits += len(context & gold)
-                score.selected += len(context)
-                score.gold += len(gold)
-                score.rest_calls += reader.rest_calls
-                if parents:
-                    score.with_parent += 1
-                    score.parent_found += bool(context & parents)
+                for counted in (score, part):
+                    counted.triggers += 1
+                    counted.hits += len(context & gold)
+                    counted.selected += len(context)
+                    counted.gold += len(gold)
+                    counted.rest_calls += reader.rest_calls
+                    if parents:
+                        counted.with_parent += 1
+                        counted.parent_found += bool(context & parents)
             score.seconds += time.perf_counter() - started
+    if not by_domain:
+        scores = {name: score for name, score in scores.items() if not name.endswith("]")}
     return scores
 
 
 def print_table(scores: dict[str, Score], settings: ContextSettings) -> None:
     baseline = scores.get("seed tik/tok, literal")
+    first = next(iter(scores.values()))
     print(
         f"context quality, min_linear={settings.min_linear} max_total={settings.max_total} "
         f"threshold={settings.time_threshold_minutes} min; "
-        f"{next(iter(scores.values())).triggers} triggers"
+        f"{first.triggers} triggers"
     )
     print(
         "| selector | precision | recall | F1 | parent recall | F1 vs seed | REST/trigger (cold) |"
     )
     print("|---|---|---|---|---|---|---|")
     for name, s in scores.items():
-        ratio = f"{s.f1 / baseline.f1:.2f}x" if baseline and baseline.f1 else "-"
+        seed = baseline
+        if name.endswith("]"):
+            seed = scores.get("seed tik/tok, literal " + name[name.rindex("[") :])
+        ratio = f"{s.f1 / seed.f1:.2f}x" if seed and seed.f1 else "-"
         print(
             f"| {name} | {s.precision:.3f} | {s.recall:.3f} | {s.f1:.3f} | "
             f"{s.parent_recall:.3f} | {ratio} | {s.rest_calls / max(s.triggers, 1):.2f} |"
@@ -151,10 +184,15 @@ def main() -> None:
         help="override a [context] setting, e.g. --set max_total=40",
     )
     parser.add_argument("--only", action="append", help="run only these selectors")
+    parser.add_argument(
+        "--by-domain", action="store_true", help="also score Ubuntu, rust, mediawiki apart"
+    )
     args = parser.parse_args()
     overrides = dict(item.split("=", 1) for item in args.set)
     settings = ContextSettings.model_validate(overrides)
-    scores = asyncio.run(score_all(args.data, settings, set(args.only or [])))
+    scores = asyncio.run(
+        score_all(args.data, settings, set(args.only or []), by_domain=args.by_domain)
+    )
     print_table(scores, settings)
 
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from bot.config import Config
+from bot.message_links import DiscordLinkResolver
 from bot.model_client import (
     Completion,
     DeltaCallback,
@@ -106,7 +107,7 @@ class Answerer:
     ) -> None:
         self.config = config
         self.caches = caches
-        self.builder = ContextBuilder(config.context)
+        self.builder = ContextBuilder(config.context, links=DiscordLinkResolver())
         self.materializer = materializer
         self.model = model
         self.bot_name = bot_name

@@ -166,7 +166,12 @@ def _print_text(
             label = "system prompt"
         else:
             reasons = selection.reasons.get(int(node.message_id or 0), [])
-            label = ", ".join(_reason_label(r.kind, r.via, numbers) for r in reasons) or "-"
+            label = (
+                ", ".join(
+                    _reason_label(r.kind, r.via, numbers) + r.describe_score() for r in reasons
+                )
+                or "-"
+            )
         if node.metadata and node.metadata.get("budget") == "shortened":
             label += f", {SHORTENED}"
         when = node.created_at.strftime("%Y-%m-%d %H:%M") if node.created_at else ""

@@ -25,13 +25,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from conversation.cache import UNKNOWN
+from conversation.message_links import (
+    LinkOutcome,
+    LinkResolver,
+    MessageLink,
+    guild_id_of,
+    message_links,
+)
 from conversation.reader import ChannelReader, WorkEntry
+from conversation.relevance import Clue, RelevanceModel, clue_of, load_model
 from conversation.selection import ContextSelection, Reason, ReasonKind
 from conversation.settings import ContextSettings
 from conversation.source import MessageLike, created_ms, is_conversational, reference_id
 
+_CLUE_CACHE_SIZE = 4096
+# Neighbours read on each side of a replied-to message the walk did not reach.
+_PARENT_NEIGHBOURS = 10
+
 # Lower sorts first when a step has more candidates than room left.
 _PRIORITY: dict[ReasonKind, int] = {
+    "link": 0,
     "reference": 0,
     "mention": 1,
     "reply": 2,
@@ -111,19 +125,281 @@ class _Exploration:
 class ContextBuilder:
     """Builds the context of a trigger from a channel reader (cache, payloads, then REST)."""
 
-    def __init__(self, settings: ContextSettings) -> None:
+    def __init__(
+        self,
+        settings: ContextSettings,
+        model: RelevanceModel | None = None,
+        *,
+        links: LinkResolver | None = None,
+    ) -> None:
         self.settings = settings
         self.threshold_ms = int(settings.time_threshold_minutes * 60_000)
+        self.model = model if model is not None or not settings.learned_relevance else load_model()
+        self.links = links
+        self._clues: dict[tuple[int, str], Clue] = {}
 
     async def build(self, trigger: MessageLike, reader: ChannelReader) -> ContextSelection:
-        settings = self.settings
         reader.learn(trigger)
-        state = _Exploration(trigger=trigger, max_total=settings.max_total)
+        calls_before, log_start = reader.rest_calls, len(reader.log)
+        linked, left_out = await self._linked(trigger, reader)
+        room = max(1, self.settings.max_total - len(linked))
+        if self.model is not None:
+            selection = await self._build_scored(trigger, reader, self.model, room)
+        else:
+            selection = await self._build_by_rules(trigger, reader, room)
+        known = set(selection.reasons)
+        for message, reason in linked:
+            if message.id in known:
+                selection.reasons[message.id].insert(0, reason)
+            else:
+                selection.reasons[message.id] = [reason]
+                selection.messages.append(message)
+                known.add(message.id)
+        selection.messages.sort(key=lambda m: m.id)
+        selection.problems[:0] = left_out
+        selection.rest_calls = reader.rest_calls - calls_before
+        selection.work_log = reader.log[log_start:]
+        return selection
+
+    # ------------------------------------------------------------------ message links
+
+    async def _linked(
+        self, trigger: MessageLike, reader: ChannelReader
+    ) -> tuple[list[tuple[MessageLike, Reason]], list[str]]:
+        """Messages the trigger links to, and a line for each link left out (and why)."""
+        linked: list[tuple[MessageLike, Reason]] = []
+        left_out: list[str] = []
+        for link in message_links(trigger.content or ""):
+            outcome = await self._follow_link(link, trigger, reader)
+            reader.log.append(
+                WorkEntry(
+                    action="link_followed",
+                    detail=f"{trigger.id} links to {link.url}"
+                    + (f": {outcome.left_out}" if outcome.left_out else ""),
+                    status="success" if outcome.message is not None else "failure",
+                )
+            )
+            if outcome.message is not None and outcome.message.id != trigger.id:
+                linked.append((outcome.message, Reason(kind="link", via=trigger.id)))
+            elif outcome.left_out:
+                left_out.append(f"linked message {link.url} left out: {outcome.left_out}")
+        return linked, left_out
+
+    async def _follow_link(
+        self, link: MessageLink, trigger: MessageLike, reader: ChannelReader
+    ) -> LinkOutcome:
+        if link.guild_id != guild_id_of(trigger):
+            return LinkOutcome(left_out="it is in another server")
+        if link.message_id >= trigger.id:
+            return LinkOutcome(left_out="it is newer than the question")
+        if link.channel_id == reader.source.channel_id:
+            message = await reader.get(link.message_id)
+            if message is None:
+                return LinkOutcome(left_out="it no longer exists")
+            return LinkOutcome(message=message)
+        if self.links is None:
+            return LinkOutcome(left_out="only this channel can be read here")
+        return await self.links.resolve(link, trigger)
+
+    # ------------------------------------------------------------------ learned score
+
+    async def _build_scored(
+        self, trigger: MessageLike, reader: ChannelReader, model: RelevanceModel, max_total: int
+    ) -> ContextSelection:
+        """Tik/tok proposes, the score decides.
+
+        The candidates are the temporal neighbourhood before the trigger (under sealing, at
+        most ``candidate_window`` messages: the history page the recent messages cost anyway)
+        and the trigger's reply chain, whatever its age. The ``min_linear`` most recent
+        messages are always in; the other candidates enter by score, highest first, when it
+        reaches the threshold, until ``max_total``.
+        """
+        settings = self.settings
+        calls_before, log_start = reader.rest_calls, len(reader.log)
+        problems: list[str] = []
+        limit = min(settings.min_linear, max_total)
+        recent = await reader.recent(trigger, limit, keep=is_conversational)
+
+        walk: list[MessageLike] = []
+        newer = trigger
+        current = trigger
+        for _ in range(settings.candidate_window):
+            found = await reader.previous(current)
+            if found is None:
+                break
+            # The recent messages are in whatever their age; a silence seals only beyond them.
+            sealing = len(walk) >= limit
+            if sealing and created_ms(newer) - created_ms(found) > self.threshold_ms:
+                break
+            current = found
+            if is_conversational(found):
+                walk.append(found)
+                newer = found
+        seen = {m.id for m in walk}
+        walked = set(seen)
+        for message in recent:  # past a silence but always in: scored all the same
+            if message.id not in seen:
+                walk.append(message)
+                seen.add(message.id)
+        chain: dict[int, int] = {}  # parent id -> the message replying to it
+        child = trigger
+        while len(chain) < max_total:
+            parent_id = reference_id(child)
+            if parent_id is None or parent_id >= trigger.id or parent_id in chain:
+                break
+            parent = await self._referenced(child, parent_id, reader)
+            reader.log.append(
+                WorkEntry(
+                    action="reference_followed",
+                    detail=f"{child.id} replies to {parent_id}",
+                    status="success" if parent is not None else "failure",
+                )
+            )
+            if parent is None:
+                problems.append(f"message {child.id} replies to {parent_id}, which is gone")
+                break
+            chain[parent.id] = child.id
+            if parent.id not in seen:
+                walk.append(parent)
+                seen.add(parent.id)
+            child = parent
+
+        # The replied-to message's own neighbourhood, when the walk did not reach it (a reply
+        # across a silence): the page read around it already holds these neighbours.
+        parent_id = reference_id(trigger)
+        if parent_id in chain and parent_id not in walked:
+            for direction in ("before", "after"):
+                current = next(m for m in walk if m.id == parent_id)
+                for _ in range(_PARENT_NEIGHBOURS):
+                    found = await (
+                        reader.previous(current) if direction == "before" else reader.next(current)
+                    )
+                    if found is None or found.id >= trigger.id:
+                        break
+                    if abs(created_ms(found) - created_ms(current)) > self.threshold_ms:
+                        break
+                    current = found
+                    if is_conversational(found) and found.id not in seen:
+                        walk.append(found)
+                        seen.add(found.id)
+
+        # What the walk's messages reply to, when it costs nothing (the payload carries it or
+        # the cache holds it): a thread starter's question in the parent channel, an old
+        # message someone answered just now.
+        for message in list(walk):
+            parent_id = reference_id(message)
+            if parent_id is None or parent_id in seen or parent_id >= trigger.id:
+                continue
+            parent = self._free_parent(message, parent_id, reader)
+            if parent is not None:
+                walk.append(parent)
+                seen.add(parent.id)
+
+        trigger_clue = self._clue(trigger)
+        clues = [self._clue(m) for m in walk]
+        results = model.score_all(trigger_clue, clues, set(chain))
+        threshold = (
+            model.threshold
+            if settings.relevance_threshold is None
+            else settings.relevance_threshold
+        )
+        reasons: dict[int, list[Reason]] = {}
+        by_id = {m.id: m for m in walk}
+        scored: list[tuple[float, int, Reason]] = []
+        for message, clue, result in zip(walk, clues, results, strict=True):
+            reason = Reason(
+                kind=self._kind(clue, trigger_clue, chain),
+                via=chain.get(clue.id, trigger.id),
+                score=round(result.score, 3),
+                evidence=result.evidence,
+            )
+            scored.append((result.score, message.id, reason))
+        scores = {message_id: reason for _, message_id, reason in scored}
+        for message in recent:
+            reason = scores.get(message.id)
+            reasons[message.id] = [
+                Reason(kind="linear", score=reason.score, evidence=reason.evidence)
+                if reason is not None
+                else Reason(kind="linear")
+            ]
+            if message.id in chain:
+                reasons[message.id].append(Reason(kind="reference", via=chain[message.id]))
+            by_id.setdefault(message.id, message)
+        # The message the trigger replies to is in, like the recent ones: the asker named it.
+        parent_id = reference_id(trigger)
+        if parent_id in scores and parent_id not in reasons and len(reasons) < max_total:
+            reasons[parent_id] = [scores[parent_id]]
+        for score, message_id, reason in sorted(scored, key=lambda s: (-s[0], -s[1])):
+            if len(reasons) >= max_total:
+                break
+            if message_id in reasons or score < threshold:
+                continue
+            reasons[message_id] = [reason]
+
+        # Replies among the selected messages, so explanations show the threads inside.
+        for message_id in list(reasons):
+            replied = reference_id(by_id[message_id])
+            if replied in reasons and not any(
+                r.kind == "reference" and r.via == message_id for r in reasons[replied]
+            ):
+                reasons[replied].append(Reason(kind="reference", via=message_id))
+
+        for error in reader.errors:
+            if error.user_message not in problems:
+                problems.append(error.user_message)
+        return ContextSelection(
+            trigger=trigger,
+            messages=sorted((by_id[i] for i in reasons), key=lambda m: m.id),
+            reasons=reasons,
+            rest_calls=reader.rest_calls - calls_before,
+            work_log=reader.log[log_start:],
+            problems=problems,
+        )
+
+    @staticmethod
+    def _free_parent(
+        message: MessageLike, parent_id: int, reader: ChannelReader
+    ) -> MessageLike | None:
+        reference = message.reference
+        resolved = reference.resolved if reference is not None else None
+        if resolved is not None and getattr(resolved, "content", None) is not None:
+            return resolved  # type: ignore[return-value]
+        known = reader.cache.get(parent_id)
+        return None if known is UNKNOWN else known
+
+    def _clue(self, message: MessageLike) -> Clue:
+        """The message's clue, kept while the message is unchanged (an edit makes a new one)."""
+        key = (message.id, message.content or "")
+        clue = self._clues.get(key)
+        if clue is None:
+            if len(self._clues) >= _CLUE_CACHE_SIZE:
+                self._clues.clear()
+            clue = self._clues[key] = clue_of(message)
+        return clue
+
+    @staticmethod
+    def _kind(clue: Clue, trigger: Clue, chain: dict[int, int]) -> ReasonKind:
+        """The structural link a scored message has to the trigger, for explanations."""
+        if clue.id in chain:
+            return "reference"
+        if clue.author in trigger.mentions:
+            return "mention"
+        if clue.author == trigger.author:
+            return "author"
+        return "temporal"
+
+    # ------------------------------------------------------------------ participation rules
+
+    async def _build_by_rules(
+        self, trigger: MessageLike, reader: ChannelReader, max_total: int
+    ) -> ContextSelection:
+        settings = self.settings
+        state = _Exploration(trigger=trigger, max_total=max_total)
         state.join(trigger)
         calls_before, log_start = reader.rest_calls, len(reader.log)
 
         recent = await reader.recent(
-            trigger, min(settings.min_linear, settings.max_total), keep=is_conversational
+            trigger, min(settings.min_linear, max_total), keep=is_conversational
         )
         state.take([_Candidate(m, Reason(kind="linear")) for m in recent])
         # A small group talking together is one conversation even without mentions or replies.

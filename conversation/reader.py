@@ -23,7 +23,7 @@ class WorkEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    action: Literal["history_page", "cache_hit", "reference_followed"]
+    action: Literal["history_page", "cache_hit", "reference_followed", "link_followed"]
     detail: str
     messages: int = 0
     status: Literal["success", "failure"] = "success"

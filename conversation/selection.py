@@ -17,19 +17,34 @@ ReasonKind = Literal[
     "author",  # the same author's previous message, close in time to ``via``
     "temporal",  # a neighbour of ``via`` in the channel, closer than the time threshold
     "reply",  # it replies to ``via`` (the discussion that followed ``via``)
+    "link",  # ``via`` links to it (a Discord message link)
 ]
 
 
 class Reason(BaseModel):
-    """Why a message was selected, and through which message (None for linear history)."""
+    """Why a message was selected, and through which message (None for linear history).
+
+    With the learned score, ``score`` is the probability that the message belongs to the
+    trigger's conversation and ``evidence`` names the features that raised it most.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     kind: ReasonKind
     via: int | None = None
+    score: float | None = None
+    evidence: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        return self.kind if self.via is None else f"{self.kind} via {self.via}"
+        text = self.kind if self.via is None else f"{self.kind} via {self.via}"
+        return text + self.describe_score()
+
+    def describe_score(self) -> str:
+        """`` (score 0.83: asker's own message, ...)``, or nothing without a score."""
+        if self.score is None:
+            return ""
+        evidence = f": {', '.join(self.evidence)}" if self.evidence else ""
+        return f" (score {self.score:.2f}{evidence})"
 
 
 @dataclass
@@ -57,7 +72,20 @@ class ContextSelection:
             },
             rest_calls=self.rest_calls,
             problems=self.problems,
+            scores={
+                str(message_id): ScoreReport(score=reason.score, evidence=list(reason.evidence))
+                for message_id in self.ids
+                for reason in self.reasons[message_id][:1]
+                if reason.score is not None
+            },
         )
+
+
+class ScoreReport(BaseModel):
+    """A message's learned relevance score and the features that raised it most."""
+
+    score: float
+    evidence: list[str]
 
 
 class SelectionReport(BaseModel):
@@ -68,3 +96,4 @@ class SelectionReport(BaseModel):
     reasons: dict[str, list[str]]
     rest_calls: int
     problems: list[str] = []
+    scores: dict[str, ScoreReport] = {}

@@ -21,7 +21,7 @@ class StrictSection(BaseModel):
 class ContextSettings(StrictSection):
     """Thresholds of the tik/tok context builder."""
 
-    min_linear: int = Field(10, ge=0, description="Recent messages always included.")
+    min_linear: int = Field(4, ge=0, description="Recent messages always included.")
     max_total: int = Field(30, ge=1, description="Hard cap on messages in a context.")
     time_threshold_minutes: float = Field(
         30, gt=0, description="A silence longer than this seals a direction of history."
@@ -45,6 +45,25 @@ class ContextSettings(StrictSection):
     )
     neighbour_scan_limit: int = Field(
         200, ge=1, description="How many other conversations' messages a temporal step may skip."
+    )
+    learned_relevance: bool = Field(
+        True,
+        description="A learned score decides which candidates enter and in what order (false: "
+        "the participation rules alone).",
+    )
+    relevance_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Lowest score a candidate needs to enter; unset = the fitted default. "
+        "Higher = more precise, lower = fuller contexts.",
+    )
+    candidate_window: int = Field(
+        99,
+        ge=1,
+        le=1000,
+        description="How many messages before the trigger the score considers (99 fit in the "
+        "history page the recent messages already cost).",
     )
 
     @model_validator(mode="after")

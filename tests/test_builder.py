@@ -61,9 +61,16 @@ async def test_reply_chain_across_days_is_followed_whatever_its_age():
     assert selection.reasons[first.id][0].via == selection.messages[1].id
 
 
-async def test_a_long_silence_seals_the_old_conversation():
+@pytest.mark.parametrize("learned", [True, False])
+async def test_a_long_silence_seals_the_old_conversation(learned: bool):
     source = LogSource.from_file(LOGS / "sealing_silence.json")
-    selection = await build(source, min_linear=2)
+    selection = await build(source, min_linear=2, learned_relevance=learned)
+    assert not any("Old topic" in text or "friday" in text for text in contents(selection))
+    if learned:  # the score keeps what follows the silence, or less
+        assert set(contents(selection)) <= {
+            "new topic: pizza or tacos?", "tacos", "with extra salsa", "deal", "who orders?"
+        }  # fmt: skip
+        return
     assert contents(selection) == [
         "new topic: pizza or tacos?",
         "tacos",
@@ -95,7 +102,10 @@ async def test_interleaved_conversations_are_told_apart_by_who_speaks():
 async def test_interleaved_without_participant_filter_takes_everything_recent():
     source = LogSource.from_file(LOGS / "interleaved.json")
     trigger = next(i for i, m in enumerate(source.messages) if m.content == "that worked!")
-    selection = await build(source, trigger_index=trigger, min_linear=0, participants_only=False)
+    selection = await build(
+        source, trigger_index=trigger, min_linear=0, participants_only=False,
+        learned_relevance=False,
+    )  # fmt: skip
     assert "yes, 7pm at the usual place" in contents(selection)
 
 

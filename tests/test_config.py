@@ -125,7 +125,7 @@ def test_check_config_masks_secrets(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "sekrit-token-123" not in out and "sk-999" not in out
     assert 'token = "**********"' in out
-    assert "min_linear = 10" in out
+    assert "min_linear = 4" in out
 
 
 def test_broken_config_exits_non_zero_without_traceback(tmp_path):

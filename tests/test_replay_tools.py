@@ -89,10 +89,15 @@ def test_contexts_prints_one_json_line_per_trigger(tmp_path):
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["trigger"] for line in lines] == [ids[-1], ids[4]]
     first = lines[0]
-    assert set(first) == {"trigger", "context", "reasons", "rest_calls"}
+    assert set(first) == {"trigger", "context", "reasons", "rest_calls", "scores"}
     assert first["context"] == sorted(first["context"], key=int)
     assert ids[4] in first["context"] and ids[-1] not in first["context"]
-    assert first["reasons"][ids[4]] == ["linear", f"reference via {ids[-1]}"]
+    linear, reference = first["reasons"][ids[4]]
+    assert linear.startswith("linear (score ") and reference == f"reference via {ids[-1]}"
+    # Every selected message carries its learned score and what raised it.
+    assert set(first["scores"]) == set(first["context"])
+    assert all(0 <= entry["score"] <= 1 for entry in first["scores"].values())
+    assert "in the trigger's reply chain" in first["scores"][ids[4]]["evidence"]
     assert first["rest_calls"] == 1
 
 

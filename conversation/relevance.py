@@ -1,0 +1,391 @@
+"""A learned score: how likely a candidate message belongs to the trigger's conversation.
+
+The tik/tok walk proposes candidates (the temporal neighbourhood under sealing, the trigger's
+reply chain); this module describes each candidate by what a Discord bot can see and weighs the
+description with a logistic model fitted on the IRC disentanglement training split
+(``python -m bench.train_relevance``). The features are meant to hold in any community: time
+gaps and position, who speaks to whom (mentions, replies, participation), and lexical overlap
+whose word weights come from the candidates themselves (a word rare in this stretch of channel
+counts more), never from a fixed vocabulary of the training channel.
+
+Everything here is pure Python over small frozen ``Clue`` views, so the same code scores
+replayed logs, live messages and the training data.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict
+
+from conversation.source import MessageLike, created_ms, reference_id
+
+# Words too common in any English chat to say anything about the topic.
+_STOPWORD_TEXT = """the and for you your that this with have has had are was were but not can
+    cant don dont
+    just what when where which who why how all any its it's i'm im get got out now then than there
+    they them their our ours yes yeah yep nope okay too also use using used one some from about
+    would could should will want need know like think see try tried does did doing been being
+    here more much very well sure thanks thank please hello hey only into over his her she him
+    let lets maybe still way thing things something anyone someone there's that's what's"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*[a-z0-9+#]|[a-z0-9]")
+_MARKUP = re.compile(r"<[@#!&:a-z0-9_]*\d+>")
+
+
+@dataclass(frozen=True, slots=True)
+class Clue:
+    """What the score reads of one message."""
+
+    id: int
+    at_ms: int
+    author: int
+    mentions: frozenset[int]
+    reference: int | None
+    words: frozenset[str]
+    question: bool
+    size: int
+
+
+def words_of(content: str, names: Iterable[str] = ()) -> frozenset[str]:
+    """Content words: lowercased, markup and addressed names dropped (they are mentions)."""
+    text = _MARKUP.sub(" ", content.lower())
+    dropped = {name.lower() for name in names if name}
+    return frozenset(
+        word
+        for word in _WORD.findall(text)
+        if len(word) >= 3 and word not in _STOPWORDS and word not in dropped
+    )
+
+
+def clue_of(message: MessageLike) -> Clue:
+    content = message.content or ""
+    mentions = list(message.mentions)
+    return Clue(
+        id=message.id,
+        at_ms=created_ms(message),
+        author=message.author.id,
+        mentions=frozenset(user.id for user in mentions),
+        reference=reference_id(message),
+        words=words_of(content, (getattr(user, "name", "") or "" for user in mentions)),
+        question="?" in content,
+        size=len(content.split()),
+    )
+
+
+# Feature names double as the words of an explanation, so they say what was seen.
+FEATURES: tuple[str, ...] = (
+    "messages back",
+    "minutes back",
+    "asker's own message",
+    "in the trigger's reply chain",
+    "its author is addressed by the trigger",
+    "latest message of someone the trigger addresses",
+    "addresses the asker",
+    "replies to the asker",
+    "its author and the asker talk",
+    "its author takes part",
+    "addresses a participant",
+    "addresses only outsiders",
+    "answered by a participant",
+    "its author's latest message",
+    "its author's activity",
+    "words shared with the trigger",
+    "words shared with the asker",
+    "words shared with the reply chain",
+    "a question",
+    "length",
+    "its author spoke last",
+    "messages back, trigger unlinked",
+    "minutes back, asker's own",
+)
+
+
+# Features relative to the conversation as the first look found it (the candidates it scored
+# at least ``anchor``, with the trigger): who is in it, who it addresses, what it is about.
+RELATIVE_FEATURES: tuple[str, ...] = (
+    "its author is in the conversation",
+    "addresses someone in the conversation",
+    "addressed by the conversation",
+    "reply link with the conversation",
+    "words shared with the conversation",
+    "messages to the conversation",
+    "minutes to the conversation",
+)
+
+
+# Measures, worded for a value above and below the training mean.
+_MEASURES: dict[str, tuple[str, str]] = {
+    "messages back": ("many messages back", "few messages back"),
+    "minutes back": ("long ago", "recent"),
+    "its author's activity": ("its author speaks often", "its author speaks rarely"),
+    "words shared with the trigger": ("words shared with the trigger", "few words in common"),
+    "words shared with the asker": ("words shared with the asker", "few words in common"),
+    "words shared with the reply chain": ("words shared with the reply chain", "few words"),
+    "length": ("long", "short"),
+    "messages back, trigger unlinked": ("far back, trigger unlinked", "just before the trigger"),
+    "minutes back, asker's own": ("the asker's, long ago", "the asker's, recent"),
+    "its author is in the conversation": ("its author is in the conversation", "new voice"),
+    "words shared with the conversation": ("on the conversation's topic", "off topic"),
+    "messages to the conversation": ("far from the conversation", "next to the conversation"),
+    "minutes to the conversation": ("long apart from the conversation", "close in time"),
+}
+
+
+def _similarity(a: frozenset[str], b: frozenset[str], idf: dict[str, float]) -> float:
+    """Overlap of two word sets, each word weighed by its rarity in the candidates (0..1)."""
+    if not a or not b:
+        return 0.0
+    shared = a & b
+    if not shared:
+        return 0.0
+    total_a = sum(idf[w] for w in a)
+    total_b = sum(idf[w] for w in b)
+    return sum(idf[w] for w in shared) / math.sqrt(total_a * total_b)
+
+
+def _idf(everyone: Sequence[Clue]) -> dict[str, float]:
+    """Word weights from this stretch of channel: a word few candidates use weighs more."""
+    df: Counter[str] = Counter()
+    for clue in everyone:
+        df.update(clue.words)
+    n = len(everyone)
+    return {word: math.log((n + 1) / (count + 0.5)) for word, count in df.items()}
+
+
+def feature_rows(
+    trigger: Clue,
+    candidates: Sequence[Clue],
+    chain: set[int],
+    idf: dict[str, float] | None = None,
+) -> list[list[float]]:
+    """One row of ``FEATURES`` per candidate (candidates newest first, as the walk found them).
+
+    ``chain`` holds the ids of the trigger's reply chain (its parent, the parent's parent...).
+    """
+    everyone = [trigger, *candidates]
+    by_id = {clue.id: clue for clue in everyone}
+    if idf is None:
+        idf = _idf(everyone)
+    core = {trigger.author, *trigger.mentions}
+    core.update(by_id[i].author for i in chain if i in by_id)
+    pairs: set[tuple[int, int]] = set()
+    referenced_by: dict[int, set[int]] = {}
+    latest: dict[int, int] = {}
+    activity: Counter[int] = Counter()
+    for clue in everyone:
+        for user in clue.mentions:
+            pairs.add((clue.author, user))
+        if clue.reference is not None:
+            referenced_by.setdefault(clue.reference, set()).add(clue.author)
+            parent = by_id.get(clue.reference)
+            if parent is not None:
+                pairs.add((clue.author, parent.author))
+    for clue in candidates:
+        latest.setdefault(clue.author, clue.id)
+        activity[clue.author] += 1
+    asker_messages = [clue for clue in candidates if clue.author == trigger.author]
+    asker_words = frozenset().union(*(clue.words for clue in asker_messages))
+    chain_words = frozenset().union(*(by_id[i].words for i in chain if i in by_id))
+    last_speaker = candidates[0].author if candidates else None
+    unlinked = not trigger.mentions and trigger.reference is None
+
+    rows: list[list[float]] = []
+    for rank, clue in enumerate(candidates):
+        back = math.log1p(rank)
+        minutes = math.log1p(max(0, trigger.at_ms - clue.at_ms) / 60_000)
+        own = clue.author == trigger.author
+        if own and len(asker_messages) > 1:
+            others = frozenset().union(*(m.words for m in asker_messages if m is not clue))
+        else:
+            others = frozenset() if own else asker_words
+        parent = by_id.get(clue.reference) if clue.reference is not None else None
+        answered = referenced_by.get(clue.id, set())
+        addressed = clue.mentions
+        rows.append(
+            [
+                back,
+                minutes,
+                float(own),
+                float(clue.id in chain),
+                float(clue.author in trigger.mentions),
+                float(clue.author in trigger.mentions and latest.get(clue.author) == clue.id),
+                float(trigger.author in addressed),
+                float(parent is not None and parent.author == trigger.author),
+                float(
+                    (clue.author, trigger.author) in pairs or (trigger.author, clue.author) in pairs
+                ),
+                float(clue.author in core),
+                float(bool(addressed & core)),
+                float(bool(addressed) and not addressed & core),
+                float(bool(answered & core)),
+                float(latest.get(clue.author) == clue.id),
+                math.log1p(activity[clue.author]),
+                _similarity(clue.words, trigger.words, idf),
+                _similarity(clue.words, others, idf),
+                _similarity(clue.words, chain_words, idf) if clue.id not in chain else 0.0,
+                float(clue.question),
+                math.log1p(clue.size),
+                float(clue.author == last_speaker),
+                back if unlinked else 0.0,
+                minutes if own else 0.0,
+            ]
+        )
+    return rows
+
+
+def relative_rows(
+    trigger: Clue,
+    candidates: Sequence[Clue],
+    anchors: set[int],
+    idf: dict[str, float],
+) -> list[list[float]]:
+    """One row of ``RELATIVE_FEATURES`` per candidate; ``anchors`` are the confident ones."""
+    members = [(-1, trigger)] + [(r, c) for r, c in enumerate(candidates) if c.id in anchors]
+    authors: Counter[int] = Counter(clue.author for _, clue in members)
+    addressed: Counter[int] = Counter(user for _, clue in members for user in clue.mentions)
+    member_ids = {clue.id for _, clue in members}
+    referenced = {clue.reference for _, clue in members if clue.reference is not None}
+    words: Counter[str] = Counter(word for _, clue in members for word in clue.words)
+    total = sum(idf.get(word, 0.0) for word in words)
+    rows = []
+    for rank, clue in enumerate(candidates):
+        inside = clue.id in member_ids
+        own_authors = authors[clue.author] - (1 if inside else 0)
+        own_addressed = addressed[clue.author]
+        if inside and clue.author in clue.mentions:
+            own_addressed -= 1
+        if inside:
+            unique = [w for w in clue.words if words[w] == 1]
+            rest_total = total - sum(idf[w] for w in unique)
+            shared = sum(idf[w] for w in clue.words if words[w] > 1)
+        else:
+            rest_total = total
+            shared = sum(idf[w] for w in clue.words if words[w] > 0)
+        mine = sum(idf[w] for w in clue.words)
+        similarity = shared / math.sqrt(mine * rest_total) if mine > 0 and rest_total > 0 else 0.0
+        distances = [abs(rank - r) for r, other in members if other.id != clue.id]
+        gaps = [abs(clue.at_ms - other.at_ms) for _, other in members if other.id != clue.id]
+        rows.append(
+            [
+                math.log1p(own_authors),
+                float(any(authors[user] > 0 for user in clue.mentions if user != clue.author)),
+                float(own_addressed > 0),
+                float(
+                    (clue.reference is not None and clue.reference in member_ids)
+                    or clue.id in referenced
+                ),
+                similarity,
+                math.log1p(min(distances)) if distances else 5.0,
+                math.log1p(min(gaps) / 60_000) if gaps else 5.0,
+            ]
+        )
+    return rows
+
+
+class LogisticStage(BaseModel):
+    """One logistic model over standardised features."""
+
+    model_config = ConfigDict(frozen=True)
+
+    features: tuple[str, ...]
+    means: tuple[float, ...]
+    scales: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+    def contributions(self, row: Sequence[float]) -> list[float]:
+        return [
+            w * (x - m) / s
+            for w, x, m, s in zip(self.weights, row, self.means, self.scales, strict=True)
+        ]
+
+    def score(self, row: Sequence[float]) -> tuple[float, list[float]]:
+        """Probability that the candidate belongs, and each feature's share of the log-odds."""
+        parts = self.contributions(row)
+        z = max(-30.0, min(30.0, self.bias + sum(parts)))
+        return 1.0 / (1.0 + math.exp(-z)), parts
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    score: float
+    evidence: tuple[str, ...]
+
+
+class RelevanceModel(BaseModel):
+    """Two looks at the candidates, fitted on the IRC training split; loaded from package data.
+
+    The first scores each candidate against the trigger; the second adds how it relates to
+    the conversation the first look found (its confident candidates), so that people and
+    topics joined through someone else count as well.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    first: LogisticStage
+    second: LogisticStage
+    anchor: float  # first-look score that makes a candidate part of the conversation
+    threshold: float  # the fitted default for [context] relevance_threshold
+    trained_on: str = ""
+
+    def first_look(
+        self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]
+    ) -> tuple[list[list[float]], list[float], dict[str, float]]:
+        idf = _idf([trigger, *candidates])
+        rows = feature_rows(trigger, candidates, chain, idf)
+        return rows, [self.first.score(row)[0] for row in rows], idf
+
+    def score_all(self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]) -> list[Scored]:
+        rows, first, idf = self.first_look(trigger, candidates, chain)
+        anchors = {c.id for c, p in zip(candidates, first, strict=True) if p >= self.anchor}
+        relative = relative_rows(trigger, candidates, anchors, idf)
+        scored = []
+        for row, extra in zip(rows, relative, strict=True):
+            full = row + extra
+            score, parts = self.second.score(full)
+            scored.append(Scored(score, tuple(self.strongest(full, parts))))
+        return scored
+
+    def strongest(self, row: Sequence[float], parts: Sequence[float], count: int = 3) -> list[str]:
+        """What raised the score most, in words, for explanations.
+
+        A yes/no feature explains only when present; a measure says which way it went
+        (``few messages back`` raises the score, ``many messages back`` would not).
+        """
+        stage = self.second
+        words: list[str] = []
+        for i in sorted(range(len(parts)), key=lambda i: -parts[i]):
+            if parts[i] <= 0.05 or len(words) >= count:
+                break
+            name = stage.features[i]
+            above = row[i] > stage.means[i]
+            if name in _MEASURES:
+                more, less = _MEASURES[name]
+                words.append(more if above else less)
+            elif above:
+                words.append(name)
+        return words
+
+
+WEIGHTS_FILE = "relevance_weights.json"
+
+
+@functools.cache
+def load_model() -> RelevanceModel:
+    """The model shipped with the package (fitted on the IRC training split)."""
+    text = resources.files("conversation").joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
+    model = RelevanceModel.model_validate(json.loads(text))
+    if model.first.features != FEATURES or model.second.features != FEATURES + RELATIVE_FEATURES:
+        raise ValueError(
+            f"conversation/{WEIGHTS_FILE}: fitted for other features; "
+            "run python -m bench.train_relevance"
+        )
+    return model
