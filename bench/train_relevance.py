@@ -8,7 +8,8 @@ the gold annotation puts it in the trigger's conversation. A seeded sample of tr
 fit to a few minutes of pure Python (Newton's method on an L2-regularised logistic loss). The
 default threshold and ``min_linear`` are then chosen on another seeded sample of training
 triggers: the best micro F1 of the whole selection (``min_linear`` recent messages always in,
-``max_total`` cap) that keeps parent recall at least 0.98. No figure on irc-dev is ever used.
+``max_total`` cap) that keeps parent recall at least 0.98, preferring more recent messages
+among near-equal pairs. No figure on irc-dev is ever used.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ ANCHOR = 0.5
 MIN_LINEAR_GRID = (0, 1, 2, 3, 4, 5, 6, 8, 10)
 # The defaults must keep the message a trigger answers in nearly every context.
 PARENT_RECALL_FLOOR = 0.98
+F1_TOLERANCE = 0.005
 
 
 @dataclass
@@ -213,8 +215,11 @@ def choose_defaults(
         results = model.score_all(log.clues[index], walk, chain)
         gold_total += len(gold)
         with_parent += bool(parents)
+        parent = log.clues[index].reference
         for min_linear in linears:
             linear = [clue.id for clue in walk[:min_linear]]
+            if parent is not None and parent in chain:  # the builder always takes it
+                linear.append(parent)
             linear_set = set(linear)
             scored = sorted(
                 (
@@ -239,7 +244,11 @@ def choose_defaults(
         f = 2 * p * r / (p + r) if p + r else 0.0
         table[key] = (p, r, f, parents_found[key] / max(with_parent, 1))
     allowed = [key for key in table if table[key][3] >= PARENT_RECALL_FLOOR] or list(table)
-    best = max(allowed, key=lambda key: (table[key][2], key[0], key[1]))
+    top = max(table[key][2] for key in allowed)
+    # The optimum is flat: among pairs within F1_TOLERANCE of it, keep the most recent messages
+    # (a context that always shows what was just said is the safer default on other servers).
+    near = [key for key in allowed if table[key][2] >= top - F1_TOLERANCE]
+    best = max(near, key=lambda key: (key[0], table[key][2], key[1]))
     return best, table
 
 

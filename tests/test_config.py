@@ -67,6 +67,8 @@ def test_every_setting_is_written_in_config_toml():
             "[context]\nmin_linear = 40\n",
             "[context] min_linear: must not exceed max_total (40 > 30)",
         ),
+        ("[context]\nrelevance_threshold = 1.5\n", "[context] relevance_threshold:"),
+        ("[context]\ncandidate_window = 0\n", "[context] candidate_window:"),
         ('[model]\nbase_url = "localhost:1234"\n', "[model] base_url:"),
         ("[model]\ncontext_tokens = 100\n", "[model] context_tokens: Input should be greater"),
         (

@@ -1,0 +1,115 @@
+"""The learned relevance score: its features, its shipped weights, and how it steers the builder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.synthetic import busy_channel
+from conversation.builder import ContextBuilder
+from conversation.cache import ChannelCache
+from conversation.dce import parse_export
+from conversation.log_source import LogSource
+from conversation.reader import ChannelReader
+from conversation.relevance import FEATURES, RELATIVE_FEATURES, Clue, load_model, words_of
+from conversation.settings import ContextSettings
+from tests.test_replay_tools import EXAMPLE, run_cli
+
+MINUTE = 60_000
+ASKER, HELPER, OTHER_A, OTHER_B = 1, 2, 3, 4
+
+
+def clue(i: int, author: int, text: str, *, mentions=(), reference=None, minute=None) -> Clue:
+    return Clue(
+        id=i,
+        at_ms=(minute if minute is not None else i) * MINUTE,
+        author=author,
+        mentions=frozenset(mentions),
+        reference=reference,
+        words=words_of(text),
+        question="?" in text,
+        size=len(text.split()),
+    )
+
+
+def test_the_shipped_weights_load_and_match_the_features():
+    model = load_model()
+    assert model.first.features == FEATURES
+    assert model.second.features == FEATURES + RELATIVE_FEATURES
+    assert 0 < model.threshold < 1
+    assert "irc-train" in model.trained_on
+
+
+def test_words_leave_out_markup_names_and_chatter():
+    words = words_of("<@123456789012345678> alice: thanks, the nvidia driver is broken", ["alice"])
+    assert words == {"nvidia", "driver", "broken"}
+
+
+def test_the_conversation_with_the_asker_outscores_an_interleaved_one():
+    """Two conversations interleave; the asker's exchange with a helper must rank first."""
+    history = [
+        clue(10, ASKER, "my wifi card is not detected after the kernel upgrade"),
+        clue(11, OTHER_A, "anyone know a good irc client", mentions=()),
+        clue(12, HELPER, "which wifi chipset does lspci show", mentions=[ASKER]),
+        clue(13, OTHER_B, "try hexchat", mentions=[OTHER_A]),
+        clue(14, ASKER, "lspci says broadcom bcm4313", mentions=[HELPER]),
+        clue(15, OTHER_A, "hexchat works thanks", mentions=[OTHER_B]),
+        clue(16, HELPER, "install the broadcom sta driver", mentions=[ASKER]),
+        clue(17, OTHER_B, "you are welcome", mentions=[OTHER_A]),
+    ]
+    trigger = clue(18, ASKER, "the sta driver fails to build", mentions=[HELPER])
+    candidates = list(reversed(history))  # newest first, as the walk finds them
+    scores = {
+        c.id: s.score
+        for c, s in zip(candidates, load_model().score_all(trigger, candidates, set()), strict=True)
+    }
+    ours = [scores[i] for i in (10, 12, 14, 16)]
+    theirs = [scores[i] for i in (11, 13, 15, 17)]
+    assert min(ours) > max(theirs)
+
+
+def synthetic(seed: int = 3) -> LogSource:
+    return LogSource(parse_export(busy_channel(seed=seed, messages=400)))
+
+
+async def build_with(source: LogSource, index: int, **overrides):
+    reader = ChannelReader(source, ChannelCache(source.channel_id))
+    builder = ContextBuilder(ContextSettings(**overrides))
+    return await builder.build(source.messages[index], reader)
+
+
+@pytest.mark.parametrize("index", [150, 280, 399])
+async def test_the_threshold_trades_fullness_for_sureness(index: int):
+    source = synthetic()
+    strict = await build_with(source, index, relevance_threshold=1.0)
+    default = await build_with(source, index)
+    loose = await build_with(source, index, relevance_threshold=0.0)
+    assert len(strict.ids) <= len(default.ids) <= len(loose.ids) <= 30
+    assert set(strict.ids) <= set(default.ids) <= set(loose.ids)
+    # Whatever the threshold, the recent messages are in and every message says why, with a score.
+    recent = [m.id for m in source.messages[index - 4 : index]]
+    assert set(recent) <= set(strict.ids)
+    for message_id in loose.ids:
+        first = loose.reasons[message_id][0]
+        assert first.score is not None and 0 <= first.score <= 1
+
+
+async def test_switching_the_score_off_gives_the_participation_rules():
+    source = synthetic()
+    rules = await build_with(source, 300, learned_relevance=False)
+    assert all(r.score is None for reasons in rules.reasons.values() for r in reasons)
+    scored = await build_with(source, 300)
+    assert rules.ids != scored.ids
+
+
+def test_replay_explains_each_message_with_its_score():
+    result = run_cli("replay", str(EXAMPLE), "--no-model")
+    assert result.returncode == 0, result.stderr
+    assert "(score 0." in result.stdout or "(score 1." in result.stdout
+    assert "in the trigger's reply chain" in result.stdout
+
+
+def test_the_weights_file_is_package_data():
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert '"relevance_weights.json"' in pyproject
