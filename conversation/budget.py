@@ -43,7 +43,8 @@ ARTICLE_END = "</embedding>"
 SHORTENED = "shortened: budget"
 DROPPED = "dropped: budget"
 
-_VIA = re.compile(r"(\w+) via (\d+)")
+# "reference via 123", optionally followed by the learned score: " (score 0.83: ...)".
+_VIA = re.compile(r"(\w+) via (\d+)(?: \(score .*\))?")
 
 
 class Budget(BaseModel):

@@ -113,3 +113,18 @@ def test_replay_explains_each_message_with_its_score():
 def test_the_weights_file_is_package_data():
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert '"relevance_weights.json"' in pyproject
+
+
+def test_the_budget_still_reads_reasons_that_carry_a_score():
+    """The token budget protects the reply chain by reading reasons; a score must not hide it."""
+    from conversation.budget import _reply_chain
+    from conversation.node import MessageNode
+
+    parent = MessageNode(
+        role="user",
+        content="the question",
+        message_id="5",
+        metadata={"reasons": ["reference via 9 (score 0.97: in the trigger's reply chain)"]},
+    )
+    trigger = MessageNode(role="user", content="and?", message_id="9", metadata={"trigger": True})
+    assert _reply_chain([parent, trigger]) == {0: 1}
