@@ -471,6 +471,18 @@ def _reasons(node: MessageNode) -> list[tuple[str, int | None]]:
     return found
 
 
+_SCORE = re.compile(r"\(score (\d+(?:\.\d+)?)")
+
+
+def _score(node: MessageNode) -> float | None:
+    """The learned relevance score the builder gave the message, if any."""
+    for reason in node.metadata.get("reasons", ()) if node.metadata else ():
+        match = _SCORE.search(str(reason))
+        if match:
+            return float(match[1])
+    return None
+
+
 def _reply_chain(nodes: Sequence[MessageNode]) -> dict[int, int]:
     """Node index -> depth in the trigger's reply chain (1: the message the trigger answers)."""
     if not nodes or nodes[-1].message_id is None:
@@ -533,6 +545,10 @@ def _drop_order(nodes: Sequence[MessageNode], protected: Sequence[int]) -> list[
         distance = 0.0
         if node.created_at is not None and trigger.created_at is not None:
             distance = abs((trigger.created_at - node.created_at).total_seconds())
+        score = _score(node)
+        if score is not None:  # the learned score says best how related a message is
+            keyed.append(((score * 3, -distance, index), index))
+            continue
         keyed.append(((rank, -distance, index), index))
     keyed.sort()
     return [index for _, index in keyed]

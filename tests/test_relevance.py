@@ -128,3 +128,32 @@ def test_the_budget_still_reads_reasons_that_carry_a_score():
     )
     trigger = MessageNode(role="user", content="and?", message_id="9", metadata={"trigger": True})
     assert _reply_chain([parent, trigger]) == {0: 1}
+
+
+def test_the_budget_drops_the_lowest_scores_first():
+    from datetime import UTC, datetime, timedelta
+
+    from conversation.budget import _drop_order
+    from conversation.node import MessageNode
+
+    start = datetime(2024, 5, 1, tzinfo=UTC)
+
+    def node(i: int, score: float) -> MessageNode:
+        reason = f"temporal via 99 (score {score:.2f}: few messages back)"
+        return MessageNode(
+            role="user",
+            content=f"m{i}",
+            message_id=str(i),
+            created_at=start + timedelta(minutes=i),
+            metadata={"reasons": [reason]},
+        )
+
+    nodes = [node(1, 0.9), node(2, 0.2), node(3, 0.6), node(4, 0.1)]
+    trigger = MessageNode(
+        role="user",
+        content="?",
+        message_id="99",
+        created_at=start + timedelta(minutes=5),
+        metadata={"trigger": True},
+    )
+    assert _drop_order([*nodes, trigger], protected=[4]) == [3, 1, 2, 0]
