@@ -139,6 +139,10 @@ _MEASURES: dict[str, tuple[str, str]] = {
 }
 
 
+# Measures that are zero when their condition is absent: nothing to say then.
+_ONLY_WHEN_PRESENT = frozenset({"messages back, trigger unlinked", "minutes back, asker's own"})
+
+
 def _similarity(a: frozenset[str], b: frozenset[str], idf: dict[str, float]) -> float:
     """Overlap of two word sets, each word weighed by its rarity in the candidates (0..1)."""
     if not a or not b:
@@ -367,6 +371,8 @@ class RelevanceModel(BaseModel):
                 break
             name = stage.features[i]
             above = row[i] > stage.means[i]
+            if name in _ONLY_WHEN_PRESENT and not row[i]:
+                continue
             if name in _MEASURES:
                 more, less = _MEASURES[name]
                 words.append(more if above else less)
