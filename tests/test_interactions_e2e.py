@@ -76,6 +76,7 @@ async def test_context_command_lists_the_reasons(tmp_path):
     text = data["content"]
     assert len(text) <= 2000
     assert "reference via" in text or "mention via" in text
+    assert "(score " in text  # the learned score and what raised it
     assert "trigger" in text
 
 

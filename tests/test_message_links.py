@@ -3,6 +3,7 @@ reason when the message is in another server or a channel the asker or the bot c
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 
 from bot.app import ThreadwiseClient
 from bot.model_client import ModelClient
+from bot.recording import InteractionRecorder
+from bot.storage import Store
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.log_source import LogSource
@@ -84,7 +87,9 @@ async def test_a_link_left_out_says_why(link: str, why: str):
 
 
 @contextlib.asynccontextmanager
-async def linked_guild(random_overwrites: list[dict] | None = None) -> AsyncIterator[tuple]:
+async def linked_guild(
+    random_overwrites: list[dict] | None = None, store: Store | None = None
+) -> AsyncIterator[tuple]:
     """The bot in a guild of two channels whose members may read history in both."""
     async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as fake:
         await discord.load_log(LOGS / "fake_guild_general.json")
@@ -95,11 +100,22 @@ async def linked_guild(random_overwrites: list[dict] | None = None) -> AsyncIter
             discord.state.channels[str(RANDOM)]["permission_overwrites"] = random_overwrites
         config = make_config(discord, fake)
         async with ModelClient(config.model) as model_client:
-            client = ThreadwiseClient(config, articles=None, model=model_client)
+            recorder = InteractionRecorder(store, config) if store is not None else None
+            client = ThreadwiseClient(
+                config, articles=None, model=model_client, recorder=recorder, store=store
+            )
             with discord.nextcord_pointed_here():
-                async with discord.running(client):
-                    yield discord, fake
+                async with discord.running(client) as ready:
+                    yield discord, fake, ready
         assert not discord.server_errors, discord.server_errors
+
+
+async def _settled(client: ThreadwiseClient) -> None:
+    """Until the bot has no answer in progress (and so has recorded the last one)."""
+    for _ in range(100):
+        if not client._tasks:
+            return
+        await asyncio.sleep(0.05)
 
 
 async def _ask(discord: FakeDiscord, fake: FakeOpenAI, content: str) -> str:
@@ -109,28 +125,35 @@ async def _ask(discord: FakeDiscord, fake: FakeOpenAI, content: str) -> str:
 
 
 async def test_a_link_to_another_channel_brings_its_message_in():
-    async with linked_guild() as (discord, fake):
+    async with linked_guild() as (discord, fake, _):
         link = f"https://discord.com/channels/{GUILD}/{RANDOM}/{SPACES}"
         prompt = await _ask(discord, fake, f"who is right here? {link}")
         assert "spaces" in prompt.split(link)[0] or "\nspaces" in prompt or "spaces\n" in prompt
         assert discord.requests_to("GET", f"/channels/{RANDOM}/messages/{SPACES}")
 
 
-async def test_a_channel_the_asker_cannot_view_is_not_read():
+async def test_a_channel_the_asker_cannot_view_is_not_read(tmp_path):
     hidden = [
         {"id": str(GUILD), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)},
         {"id": str(BOT_ID), "type": 1, "allow": str(VIEW_CHANNEL | READ_HISTORY), "deny": "0"},
     ]
-    async with linked_guild(hidden) as (discord, fake):
-        link = f"https://discord.com/channels/{GUILD}/{RANDOM}/{SPACES}"
-        prompt = await _ask(discord, fake, f"what did they say? {link}")
-        assert "heretic" not in prompt and "\nspaces" not in prompt
-        assert not discord.requests_to("GET", f"/channels/{RANDOM}/messages/{SPACES}")
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with linked_guild(hidden, store) as (discord, fake, client):
+            link = f"https://discord.com/channels/{GUILD}/{RANDOM}/{SPACES}"
+            prompt = await _ask(discord, fake, f"what did they say? {link}")
+            await _settled(client)
+            assert "heretic" not in prompt and "\nspaces" not in prompt
+            assert not discord.requests_to("GET", f"/channels/{RANDOM}/messages/{SPACES}")
+            # The explanation (/context, explain) says what was left out and why.
+            record = await discord.invoke_command(GENERAL, ALICE, "context")
+            body = await discord.wait_for_interaction_response(record, timeout=10)
+    text = body["data"]["content"]
+    assert "Message links:" in text and "you cannot view that channel" in text
 
 
 async def test_a_channel_the_bot_cannot_read_is_not_read():
     hidden = [{"id": str(BOT_ID), "type": 1, "allow": "0", "deny": str(READ_HISTORY)}]
-    async with linked_guild(hidden) as (discord, fake):
+    async with linked_guild(hidden) as (discord, fake, _):
         link = f"https://discord.com/channels/{GUILD}/{RANDOM}/{SPACES}"
         await _ask(discord, fake, f"what did they say? {link}")
         assert not discord.requests_to("GET", f"/channels/{RANDOM}/messages/{SPACES}")

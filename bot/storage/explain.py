@@ -123,6 +123,11 @@ def render_text(explanation: Explanation, limit: int | None = None) -> str:
 
 def _body(e: Explanation, excerpt_chars: int | None) -> list[str]:
     body: list[str] = []
+    # First: a linked message left out matters to the asker more than the list below.
+    links = [entry.detail for entry in e.work_log if entry.action == "link_followed"]
+    if links:
+        body.append("Message links:")
+        body.extend(f"- {link}" for link in links)
     if e.context:
         body.append(f"Context ({len(e.context)} messages sent):")
         for m in e.context:
