@@ -19,6 +19,11 @@ lost there. On the IRC disentanglement logs this lifts F1 well above the literal
 
 ``max_total`` is a hard cap. Within a step, candidates are taken in a fixed order (reason
 priority, then the newest first), so the same input always gives the same context.
+
+With ``learned_relevance`` (the default) those participation rules no longer decide: the walk
+proposes candidates and a score learned from public IRC logs (``conversation.relevance``)
+decides which enter and in what order, so every candidate no longer counts the same. Links to
+Discord messages in the trigger come in first, like references, in both modes.
 """
 
 from __future__ import annotations
