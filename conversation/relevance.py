@@ -122,9 +122,11 @@ RELATIVE_FEATURES: tuple[str, ...] = (
 
 
 # Measures, worded for a value above and below the training mean.
-_MEASURES: dict[str, tuple[str, str]] = {
-    "messages back": ("many messages back", "few messages back"),
-    "minutes back": ("long ago", "recent"),
+_MEASURES: dict[str, tuple[str | None, str | None]] = {
+    # None: the model leans that way only to correct a correlated feature (long ago is not a
+    # reason to belong); an explanation would mislead, so it stays silent.
+    "messages back": (None, "few messages back"),
+    "minutes back": (None, "recent"),
     "its author's activity": ("its author speaks often", "its author speaks rarely"),
     "words shared with the trigger": ("words shared with the trigger", "few words in common"),
     "words shared with the asker": ("words shared with the asker", "few words in common"),
@@ -134,8 +136,8 @@ _MEASURES: dict[str, tuple[str, str]] = {
     "minutes back, asker's own": ("the asker's, long ago", "the asker's, recent"),
     "its author is in the conversation": ("its author is in the conversation", "new voice"),
     "words shared with the conversation": ("on the conversation's topic", "off topic"),
-    "messages to the conversation": ("far from the conversation", "next to the conversation"),
-    "minutes to the conversation": ("long apart from the conversation", "close in time"),
+    "messages to the conversation": (None, "next to the conversation"),
+    "minutes to the conversation": (None, "close in time"),
 }
 
 
@@ -375,7 +377,9 @@ class RelevanceModel(BaseModel):
                 continue
             if name in _MEASURES:
                 more, less = _MEASURES[name]
-                words.append(more if above else less)
+                label = more if above else less
+                if label is not None:
+                    words.append(label)
             elif above:
                 words.append(name)
         return words
