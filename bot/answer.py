@@ -38,6 +38,10 @@ from conversation.text import clean_text
 log = logging.getLogger("threadwise.answer")
 
 Outcome = Literal["success", "failure", "partial"]
+ABANDONED = "abandoned: the bot stopped before the answer was finished"
+STOPPING_LINE = "I am being restarted and could not finish this answer; please ask again shortly."
+SHUTDOWN_GRACE_SECONDS = 0.5
+"""How long a stopping bot may spend telling a person their answer was cut short."""
 
 # A "context too long" answer is retried with a rebuilt, smaller prompt this many times.
 MAX_REFITS = 2
@@ -124,6 +128,7 @@ class Answerer:
             edit_interval=self.config.replies.edit_interval_seconds,
             max_messages=self.config.replies.max_messages_per_answer,
         )
+        abandoned = False
 
         async def on_delta(delta: str) -> None:
             # The model's text goes to Discord and the store too: made encodable on arrival.
@@ -175,6 +180,19 @@ class Answerer:
             await self._tell_user(
                 streamer, "Something went wrong on my side, sorry.", result.answer
             )
+        except asyncio.CancelledError:
+            # The bot is stopping: leave the person a line instead of a half answer that looks
+            # finished, record what was done, and let the cancellation go on.
+            abandoned = True
+            log.info("answer to message %s abandoned: the bot is stopping", trigger.id)
+            result.error = ABANDONED
+            result.answer = streamer.text
+            result.outcome = "partial" if result.answer else "failure"
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._tell_user(streamer, STOPPING_LINE, result.answer),
+                    SHUTDOWN_GRACE_SECONDS,
+                )
         result.posted_ids = streamer.message_ids
         result.ended_at = datetime.now(UTC)
         self._log(result)
@@ -183,6 +201,8 @@ class Answerer:
                 await self.recorder(result)
             except Exception:
                 log.exception("could not record the interaction for message %s", trigger.id)
+        if abandoned:
+            raise asyncio.CancelledError
         return result
 
     async def _complete(self, result: AnswerResult, on_delta: DeltaCallback) -> Completion:

@@ -20,7 +20,7 @@ import aiohttp
 import nextcord
 
 from bot.answer import Answerer, Recorder
-from bot.config import Config, ConfigError, require_token
+from bot.config import Config, ConfigError, locate_config, require_token
 from bot.mentions import allowed_mentions
 from bot.model_client import ModelClient
 from bot.prompt_budget import PromptBudgeter
@@ -174,6 +174,10 @@ class ThreadwiseClient(nextcord.Client):
             max_text_attachments=self.config.attachments.max_text_attachments,
         )
         log.info("connected as %s (%s) to %d guild(s)", self.user, self.user.id, len(self.guilds))
+        if self._sessions == 1 and self.application_id is not None:
+            from bot.startup import invite_url
+
+            log.info("invite it with: %s", invite_url(self.application_id))
 
     # ------------------------------------------------------------------ gateway events
 
@@ -275,13 +279,14 @@ async def serve(
 
 def run_bot(config: Config, *, config_path: Path | None = None) -> int:
     """``python -m bot run``: exit codes 0 (stopped), 2 (config), 3 (Discord refused us)."""
+    from bot.startup import configure_logging, log_configuration
+
     token = require_token(config, config_path)
-    logging.basicConfig(
-        level=config.logging.level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(config)
+    log_configuration(config, locate_config(config_path))
     try:
-        asyncio.run(_serve_with_store(config, token))
+        if asyncio.run(_serve_until_terminated(config, token)):
+            log.info("stopped")
     except nextcord.PrivilegedIntentsRequired:
         print(f"error: {INTENT_HELP}", file=sys.stderr)
         return 3
@@ -305,11 +310,22 @@ def run_bot(config: Config, *, config_path: Path | None = None) -> int:
     return 0
 
 
+async def _serve_until_terminated(config: Config, token: str) -> bool:
+    from bot.shutdown import run_until_terminated
+
+    return await run_until_terminated(_serve_with_store(config, token))
+
+
 async def _serve_with_store(config: Config, token: str) -> None:
     from bot.recording import open_recorder
+    from bot.startup import start_model_probe
 
-    async with open_recorder(config) as recorder:
-        await serve(config, token, recorder=recorder, store=recorder.store)
+    probe = start_model_probe(config.model)
+    try:
+        async with open_recorder(config) as recorder:
+            await serve(config, token, recorder=recorder, store=recorder.store)
+    finally:
+        probe.cancel()
 
 
 __all__ = ["ConfigError", "ThreadwiseClient", "run_bot", "serve"]

@@ -1,25 +1,31 @@
 """``python -m bot``: run the bot, replay channel logs, inspect and export what it did.
 
-Every subcommand takes ``--config PATH`` (default ``./config.toml``). Operator mistakes (a broken
-config, a missing log, an unknown message id) end with one clear line on stderr and exit code 2,
-never a traceback.
+Every subcommand takes ``--config PATH`` (default: ``$THREADWISE_CONFIG``, else ``./config.toml``).
+Operator mistakes (a broken config, a missing log, an unknown message id) end with one clear line
+on stderr and exit code 2, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 
-from bot.config import Config, ConfigError, load_config
+from bot.config import Config, ConfigError, load_config, locate_config
 from bot.storage.errors import StoreError
 from bot.validators import snowflake
 from conversation.dce import ExportError
 
 EXIT_USAGE = 2
+EXIT_CODES = """exit codes:
+  0    done (run: stopped by SIGTERM or Ctrl-C)
+  1    replay: the model did not answer (the prompt was printed; --no-model skips the model)
+  2    an operator mistake: bad config, missing file, unknown id (one line on stderr)
+  3    run: Discord refused the bot (token, Message Content intent) or cannot be reached
+  130  interrupted"""
 
 
 class CommandError(Exception):
@@ -33,7 +39,8 @@ def _config_parent() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="PATH",
-        help="configuration file (default: ./config.toml, or built-in defaults if absent)",
+        help="configuration file (default: $THREADWISE_CONFIG, else ./config.toml, else "
+        "built-in defaults)",
     )
     return parent
 
@@ -44,8 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m bot",
         description="threadwise: a Discord bot that answers with any LLM and understands which "
         "messages a reply is about.",
-        epilog="Start with: python -m bot replay examples/support-channel.json",
+        epilog="Start with: python -m bot replay --no-model examples/support-channel.json\n\n"
+        + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"threadwise {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", parents=[common], help="run the Discord bot")
@@ -107,14 +117,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    try:
+        return metadata.version("threadwise")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_output()
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace, Config], int] = args.handler
     try:
         config = load_config(args.config)
+        source = locate_config(args.config)
+        if not source.exists and args.command != "check-config":
+            # Said once, so that nobody runs on defaults (and a store in ./data) unknowingly.
+            print(
+                f"note: {source.describe()}: using built-in defaults; store: {config.storage.path}",
+                file=sys.stderr,
+            )
         return handler(args, config)
-    except (ConfigError, ExportError, CommandError, StoreError) as error:
+    except ConfigError as error:
+        for line in error.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ExportError, CommandError, StoreError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -137,18 +165,9 @@ def _tolerant_output() -> None:
 
 
 def _check_config(args: argparse.Namespace, config: Config) -> int:
-    source = args.config or "defaults (no ./config.toml)"
-    if args.config is None and Path("config.toml").exists():
-        source = "config.toml"
-    print(f"# effective configuration from {source}; secrets masked")
-    for section, values in config.masked().items():
-        print(f"\n[{section}]")
-        for key, value in values.items():
-            print(f"{key} = {json.dumps(value)}")
-        if section == "model":
-            from bot.prompt_budget import explain_budget
+    from bot.config_report import render_config
 
-            print("\n".join(explain_budget(config.model)))
+    sys.stdout.write(render_config(config, locate_config(args.config)))
     return 0
 
 

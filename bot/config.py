@@ -4,6 +4,9 @@ A broken config is the first thing a new operator meets, so every problem become
 names the file, the key and what is expected (``ConfigError``), never a traceback. Secrets are
 ``SecretStr`` so they print masked; the ``DISCORD_TOKEN`` and ``MODEL_API_KEY`` environment
 variables win over the file so that tokens can stay out of it.
+
+Values are checked strictly (``min_linear = true`` is not 1, ``stream = "no"`` is not false): a
+config that means something other than what it says is worse than one that is refused.
 """
 
 from __future__ import annotations
@@ -12,21 +15,58 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
+from bot.config_errors import describe_errors
 from bot.mentions import MentionSettings
 from bot.settings_model import ModelSettings
 from bot.validators import HttpUrl, OptionalSecret
 from conversation.settings import ArticleSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
+CONFIG_PATH_VARIABLE = "THREADWISE_CONFIG"
+"""Environment variable naming the config file when ``--config`` is not given (the Docker image
+sets it to ``/config/config.toml`` so that every command reads the same file)."""
 
 
 class ConfigError(Exception):
-    """One clear line about what is wrong in the config, for the operator."""
+    """What is wrong in the config, for the operator: one clear line per problem."""
+
+    def __init__(self, *lines: str) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """Which file a command reads, and whether the operator asked for it by name."""
+
+    path: Path
+    explicit: bool
+    """Named by ``--config`` or ``THREADWISE_CONFIG``: then it must exist."""
+
+    @property
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def describe(self) -> str:
+        if self.exists:
+            return str(self.path)
+        return f"built-in defaults (no {self.path} here)"
+
+
+def locate_config(path: Path | str | None, env: Mapping[str, str] | None = None) -> ConfigSource:
+    """``--config`` first, then ``THREADWISE_CONFIG``, then ``./config.toml`` if it exists."""
+    env = os.environ if env is None else env
+    if path is not None:
+        return ConfigSource(Path(path), explicit=True)
+    if env.get(CONFIG_PATH_VARIABLE):
+        return ConfigSource(Path(env[CONFIG_PATH_VARIABLE]), explicit=True)
+    return ConfigSource(DEFAULT_CONFIG_PATH, explicit=False)
 
 
 class DiscordSettings(StrictSection):
@@ -76,17 +116,29 @@ class AttachmentSettings(StrictSection):
     max_text_attachments: int = Field(3, ge=0, description="Text attachments read per message.")
 
 
+DEFAULT_RETENTION_DAYS = 30
+
+
 class StorageSettings(StrictSection):
     path: Path = Field(
-        Path("data/threadwise.sqlite3"), description="SQLite file, created on first run."
+        # A string, not a Path: defaults are validated like the file's values, strictly as JSON.
+        "data/threadwise.sqlite3",  # type: ignore[arg-type]
+        description="SQLite file, created on first run.",
     )
     retention_days: int = Field(
-        0, ge=0, description="Drop interactions older than this; 0 keeps all."
+        DEFAULT_RETENTION_DAYS,
+        ge=0,
+        description="Drop interactions older than this many days; 0 keeps them forever.",
     )
 
 
 class LoggingSettings(StrictSection):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _any_case(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
 
 
 class Config(StrictSection):
@@ -110,76 +162,55 @@ class Config(StrictSection):
 def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None = None) -> Config:
     """Read, merge the environment into, and validate the config file.
 
-    No ``path`` means ``./config.toml`` if it exists, else the defaults; an explicit path that
-    does not exist is an error (a typo there must not silently run on defaults).
+    No ``path`` means ``THREADWISE_CONFIG``, else ``./config.toml`` if it exists, else the
+    defaults; a named file that does not exist is an error (a typo there must not silently run
+    on defaults). A relative ``[storage] path`` is relative to the config file.
     """
     env = os.environ if env is None else env
-    explicit = path is not None
-    path = Path(path) if path is not None else DEFAULT_CONFIG_PATH
+    source = locate_config(path, env)
+    path = source.path
     data: dict[str, Any] = {}
-    if path.exists():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as error:
-            raise ConfigError(f"{path}: not valid TOML: {error}") from error
-        except RecursionError as error:
-            raise ConfigError(f"{path}: not valid TOML: nested too deeply") from error
-        except OSError as error:
-            raise ConfigError(f"{path}: cannot read: {error.strerror}") from error
-        except UnicodeDecodeError as error:
-            raise ConfigError(f"{path}: not UTF-8 text (at byte {error.start})") from error
-    elif explicit:
-        raise ConfigError(f"{path}: config file not found")
+    if source.exists or source.explicit:
+        data = _read_toml(path)
     if env.get("DISCORD_TOKEN"):
         data.setdefault("discord", {})["token"] = env["DISCORD_TOKEN"]
     if env.get("MODEL_API_KEY"):
         data.setdefault("model", {})["api_key"] = env["MODEL_API_KEY"]
     try:
-        config = Config.model_validate(data)
+        # Through JSON so that strict mode still takes TOML arrays as tuples and strings as
+        # paths, while refusing a boolean for a number or a string for a boolean.
+        config = Config.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as error:
-        raise ConfigError(describe_error(path, error)) from error
-    if not config.storage.path.is_absolute():
-        anchored = (
-            (path.resolve().parent / config.storage.path) if explicit else config.storage.path
-        )
+        raise ConfigError(*describe_errors(path, error, Config)) from error
+    if not config.storage.path.is_absolute() and source.exists:
+        anchored = path.resolve().parent / config.storage.path
         config = config.model_copy(
             update={"storage": config.storage.model_copy(update={"path": anchored})}
         )
     return config
 
 
-def describe_error(path: Path, error: ValidationError) -> str:
-    """``config.toml: [context] min_linear: ...`` for the first problem (and how many more)."""
-    first = error.errors()[0]
-    location = [str(part) for part in first["loc"]]
-    section = f"[{location[0]}]" if location else ""
-    key = ".".join(location[1:])
-    where = f"{section} {key}".strip() or "top level"
-    kind = first["type"]
-    if kind == "extra_forbidden":
-        message = "unknown key (check its spelling against config.toml)"
-        if len(location) == 1:
-            message = "unknown section"
-    elif kind == "value_error":
-        message = str(first["ctx"].get("error", first["msg"])) if "ctx" in first else first["msg"]
-        # Cross-field checks are raised as "key: what is wrong" so the key can still be named.
-        named, _, rest = message.partition(": ")
-        if not key and rest and named.isidentifier():
-            where, message = f"{section} {named}", rest
-    elif location[-1:] in (["token"], ["api_key"]):
-        message = first["msg"]  # never echo what may be a secret
-    else:
-        message = f"{first['msg']} (got {first.get('input')!r})"
-    more = len(error.errors()) - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"{path}: {where}: {message}{suffix}"
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        # utf-8-sig: editors on Windows start files with a byte-order mark.
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError as error:
+        raise ConfigError(f"{path}: config file not found") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from error
+    except RecursionError as error:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from error
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (at byte {error.start})") from error
 
 
 def require_token(config: Config, path: Path | str | None) -> str:
     """The Discord token, or a ConfigError saying where to put it."""
     if config.discord.token is None:
         raise ConfigError(
-            f"{path or DEFAULT_CONFIG_PATH}: [discord] token: missing; set the DISCORD_TOKEN "
+            f"{locate_config(path).path}: [discord] token: missing; set the DISCORD_TOKEN "
             "environment variable or [discord] token"
         )
     return config.discord.token.get_secret_value()

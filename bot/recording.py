@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -146,14 +147,33 @@ class InteractionRecorder:
         await self.store.record(interaction_record(result, self.config))
 
 
+RETENTION_INTERVAL_SECONDS = 24 * 3600
+
+
+async def apply_retention(store: Store, days: int) -> None:
+    """Prune daily: a bot that runs for months must not keep data past its limit."""
+    while True:
+        await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
+        pruned = await store.prune(days)
+        log.info("retention (%d days): %s", days, pruned)
+
+
 @contextlib.asynccontextmanager
 async def open_recorder(config: Config) -> AsyncIterator[InteractionRecorder]:
-    """Open the store (migrating it), apply retention, and yield the recorder."""
+    """Open the store (migrating it), apply retention while open, and yield the recorder."""
     store = Store.open(config.storage.path)
+    retention: asyncio.Task[None] | None = None
     try:
         if config.storage.retention_days:
-            pruned = await store.prune(config.storage.retention_days)
-            log.info("retention: %s", pruned)
+            pruned = await store.prune(config.storage.retention_days)  # before the first answer
+            log.info("retention (%d days): %s", config.storage.retention_days, pruned)
+            retention = asyncio.create_task(
+                apply_retention(store, config.storage.retention_days), name="retention"
+            )
         yield InteractionRecorder(store, config)
     finally:
+        if retention is not None:
+            retention.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await retention
         store.close()

@@ -6,9 +6,10 @@ loader composes it (and lets the ``MODEL_API_KEY`` environment variable win over
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from bot.validators import HttpUrl, OptionalSecret
 from conversation.settings import StrictSection
@@ -21,6 +22,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "author, answer the one who addressed you. The message you answer ends with the time it "
     "was sent, which is the current time. Be concise and use Discord markdown."
 )
+PERSONA_PLACEHOLDERS = ("bot_name", "server", "channel", "now")
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 class ModelSettings(StrictSection):
@@ -140,6 +143,18 @@ class ModelSettings(StrictSection):
         if taken:
             raise ValueError(f"extra_body: {taken[0]!r} is set by the bot, not here")
         return self
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _known_placeholders(cls, value: str) -> str:
+        # A misspelt {chanel} would reach the model as is; other braces (JSON, code) are text.
+        unknown = [name for name in PLACEHOLDER.findall(value) if name not in PERSONA_PLACEHOLDERS]
+        if unknown:
+            allowed = ", ".join(f"{{{name}}}" for name in PERSONA_PLACEHOLDERS)
+            raise ValueError(
+                f"unknown placeholder {{{unknown[0]}}}; the allowed ones are {allowed}"
+            )
+        return value
 
 
 _BODY_KEYS_OF_THE_BOT = frozenset({"model", "messages", "system", "stream", "stream_options"})

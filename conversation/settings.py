@@ -69,10 +69,26 @@ class ContextSettings(StrictSection):
     @model_validator(mode="after")
     def _linear_fits(self) -> ContextSettings:
         if self.min_linear > self.max_total:
-            raise ValueError(
-                f"min_linear: must not exceed max_total ({self.min_linear} > {self.max_total})"
-            )
+            written = self.model_fields_set
+            raise ValueError(_linear_conflict(self.min_linear, self.max_total, written))
         return self
+
+
+def _linear_conflict(min_linear: int, max_total: int, written: set[str]) -> str:
+    """Blame the key the operator wrote, and say which value is a default they never set."""
+
+    def value(key: str, number: int) -> str:
+        return f"{key} = {number}" + ("" if key in written else " (the default)")
+
+    if "max_total" in written and "min_linear" not in written:
+        return (
+            f"max_total: must be at least min_linear ({value('max_total', max_total)} < "
+            f"{value('min_linear', min_linear)}); lower min_linear too"
+        )
+    return (
+        f"min_linear: must not exceed max_total ({value('min_linear', min_linear)} > "
+        f"{value('max_total', max_total)})"
+    )
 
 
 class ArticleSettings(StrictSection):

@@ -65,10 +65,30 @@ def test_every_setting_is_written_in_config_toml():
         ("[context]\nmin_linear = -1\n", "[context] min_linear: Input should be greater than"),
         (
             "[context]\nmin_linear = 40\n",
-            "[context] min_linear: must not exceed max_total (40 > 30)",
+            "[context] min_linear: must not exceed max_total "
+            "(min_linear = 40 > max_total = 30 (the default))",
         ),
         ("[context]\nrelevance_threshold = 1.5\n", "[context] relevance_threshold:"),
         ("[context]\ncandidate_window = 0\n", "[context] candidate_window:"),
+        (
+            "[context]\nmax_total = 5\n",
+            "[context] max_total: must be at least min_linear "
+            "(max_total = 5 < min_linear = 10 (the default)); lower min_linear too",
+        ),
+        ("[context]\nmin_linear = true\n", "[context] min_linear: Input should be a valid integer"),
+        ('[model]\nstream = "no"\n', "[model] stream: Input should be a valid boolean (got 'no')"),
+        ("[model]\nstream = 0\n", "[model] stream: Input should be a valid boolean (got 0)"),
+        (
+            '[model]\nsystem_prompt = "I am {bot_nam} in {channel}"\n',
+            "[model] system_prompt: unknown placeholder {bot_nam}; the allowed ones are "
+            "{bot_name}, {server}, {channel}, {now}",
+        ),
+        (
+            'token = "abc"\n',
+            "token: key outside any section: every setting goes under a [section]; "
+            "did you mean [discord] token?",
+        ),
+        ('[logging]\nlevel = "verbose"\n', "[logging] level:"),
         ('[model]\nbase_url = "localhost:1234"\n', "[model] base_url:"),
         ("[model]\ncontext_tokens = 100\n", "[model] context_tokens: Input should be greater"),
         (
@@ -136,7 +156,8 @@ def test_broken_config_exits_non_zero_without_traceback(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.strip() == (
-        f"error: {path}: [context] min_linear: must not exceed max_total (40 > 30)"
+        f"error: {path}: [context] min_linear: must not exceed max_total "
+        "(min_linear = 40 > max_total = 30 (the default))"
     )
 
 
@@ -190,3 +211,131 @@ def test_unreachable_discord_is_one_line(tmp_path):
     assert "Traceback" not in result.stderr
     assert "error: cannot reach Discord at http://127.0.0.1:9/api/v10" in result.stderr
     assert "not-a-real-token" not in result.stderr + result.stdout
+
+
+def test_every_problem_is_shown_one_line_each(tmp_path):
+    path = write(
+        tmp_path,
+        '[context]\nmin_linear = true\nmax_totl = 3\n[model]\nstream = "no"\n[contxt]\n',
+    )
+    result = run_cli("check-config", "--config", str(path))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 4, lines
+    assert all(line.startswith(f"error: {path}: ") for line in lines)
+    joined = "\n".join(lines)
+    for where in ("[context] min_linear:", "[context] max_totl:", "[model] stream:", "[contxt]:"):
+        assert where in joined
+
+
+def test_literal_values_that_are_only_spelt_differently_are_accepted(tmp_path):
+    path = tmp_path / "config.toml"
+    # A byte-order mark (Windows editors) and a lower-case log level.
+    path.write_bytes(b"\xef\xbb\xbf" + b'[logging]\nlevel = "debug"\n[model]\ntemperature = 1\n')
+    config = load_config(path, env={})
+    assert config.logging.level == "DEBUG" and config.model.temperature == 1.0
+
+
+def test_system_prompt_keeps_other_braces(tmp_path):
+    path = write(tmp_path, '[model]\nsystem_prompt = "Answer as JSON like {\\"a\\": 1}, {now}"\n')
+    assert '{"a": 1}' in load_config(path, env={}).model.system_prompt
+
+
+def test_check_config_prints_valid_toml_and_what_the_bot_reads_and_keeps(tmp_path):
+    import tomllib
+
+    path = write(
+        tmp_path,
+        '[model]\nname = "caf\u00e9 \U0001f600"\n[storage]\nretention_days = 7\n'
+        '[discord]\ntoken = "sekrit"\n',
+    )
+    result = run_cli("check-config", "--config", str(path))
+    assert result.returncode == 0, result.stderr
+    printed = tomllib.loads(result.stdout)
+    config = load_config(path, env={})
+    expected = config.masked()
+    expected["model"] = {k: v for k, v in expected["model"].items() if v is not None}
+    expected["discord"] = {k: v for k, v in expected["discord"].items() if v is not None}
+    for section, values in expected.items():
+        for key, value in values.items():
+            if value is None:
+                assert key not in printed[section]
+            else:
+                assert printed[section][key] == value, (section, key)
+    assert "sekrit" not in result.stdout
+    comments = [line for line in result.stdout.splitlines() if line.startswith("# ")]
+    assert any("people who never addressed the bot" in line for line in comments)
+    assert any(f"{config.storage.path}, for 7 days" in line for line in comments)
+
+
+def test_config_named_by_the_environment_is_used_by_every_command(tmp_path):
+    """THREADWISE_CONFIG is how the Docker image gives all commands one config file."""
+    import os
+
+    store = tmp_path / "elsewhere.sqlite3"
+    path = write(tmp_path, f'[storage]\npath = "{store}"\n[model]\nname = "from-env-config"\n')
+    env = {**os.environ, "THREADWISE_CONFIG": str(path)}
+    checked = run_cli("check-config", env=env)
+    assert checked.returncode == 0 and 'name = "from-env-config"' in checked.stdout
+    exported = run_cli("export", env=env)
+    assert exported.returncode == 2 and str(store) in exported.stderr
+    missing = run_cli("check-config", env={**env, "THREADWISE_CONFIG": str(tmp_path / "no.toml")})
+    assert missing.returncode == 2 and "config file not found" in missing.stderr
+
+
+def test_running_on_defaults_is_said_once(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "THREADWISE_CONFIG"}
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "export"], capture_output=True, text=True, cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(ROOT)}, timeout=60,
+    )  # fmt: skip
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1
+    assert "built-in defaults" in notes[0] and "data/threadwise.sqlite3" in notes[0]
+
+
+def test_version():
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.startswith("threadwise ")
+
+
+def test_every_key_in_config_toml_has_its_own_comment():
+    """A key shares a comment with its neighbours only when that comment names it."""
+    import re
+
+    lines = (ROOT / "config.toml").read_text().splitlines()
+    key_line = re.compile(r"^(?:# )?(\w+) = ")
+    undocumented = []
+    index = 0
+    while index < len(lines):
+        if not key_line.match(lines[index]):
+            index += 1
+            continue
+        block = []
+        while index < len(lines) and key_line.match(lines[index]):
+            block.append(key_line.match(lines[index]).group(1))
+            index += 1
+        above = []
+        back = index - len(block) - 1
+        while back >= 0 and lines[back].startswith("#") and not key_line.match(lines[back]):
+            above.append(lines[back])
+            back -= 1
+        comment = " ".join(above)
+        if not comment:
+            undocumented.extend(block)
+        elif len(block) > 1:
+            undocumented.extend(key for key in block if key not in comment)
+    assert not undocumented, f"keys without their own comment in config.toml: {undocumented}"
+
+
+@pytest.mark.parametrize("section", sorted(__import__("bot.config").config.Config.model_fields))
+def test_every_section_loads_from_an_empty_table(tmp_path, section):
+    """Defaults are validated as strictly as the file: each must be writable in TOML."""
+    from bot.config import Config
+
+    config = load_config(write(tmp_path, f"[{section}]\n"), env={})
+    assert getattr(config, section).model_dump(exclude={"path"}) == getattr(
+        Config(), section
+    ).model_dump(exclude={"path"})

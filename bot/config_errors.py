@@ -1,0 +1,73 @@
+"""Pydantic's validation errors told as an operator reads them: one line per problem.
+
+Each line names the file, ``[section] key`` and what is expected; every problem is shown at once
+so a config with three typos takes one round trip, not three. Values of secret keys are never
+echoed, since a mistyped token is still a token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+SECRET_KEYS = frozenset({"token", "api_key", "password", "url_password"})
+
+
+def describe_errors(path: Path, error: ValidationError, schema: type[BaseModel]) -> list[str]:
+    """One ``path: [section] key: what is wrong`` line for every problem, section by section."""
+    lines = [_describe(path, detail, schema) for detail in error.errors()]
+    return list(dict.fromkeys(lines))  # a union type can report one problem twice
+
+
+def _describe(path: Path, detail: ErrorDetails, schema: type[BaseModel]) -> str:
+    location = [str(part) for part in detail["loc"]]
+    kind = detail["type"]
+    if kind == "extra_forbidden" and len(location) == 1:
+        return f"{path}: {_unknown_top_level(location[0], detail.get('input'), schema)}"
+    section = f"[{location[0]}]" if location else ""
+    key = ".".join(location[1:])
+    where = f"{section} {key}".strip() or "top level"
+    if kind == "extra_forbidden":
+        message = "unknown key (check its spelling against config.toml)"
+    elif kind == "value_error":
+        context: Mapping[str, Any] = detail.get("ctx") or {}
+        message = str(context.get("error", detail["msg"]))
+        # Cross-field checks are raised as "key: what is wrong" so the key can still be named.
+        named, _, rest = message.partition(": ")
+        if not key and rest and named.isidentifier():
+            where, message = f"{section} {named}", rest
+    elif location[-1:] and location[-1] in SECRET_KEYS:
+        message = detail["msg"]
+    else:
+        message = f"{detail['msg']} (got {_shown(detail.get('input'))})"
+    return f"{path}: {where}: {message}"
+
+
+def _unknown_top_level(name: str, value: Any, schema: type[BaseModel]) -> str:
+    """A table is an unknown section; a bare ``key = value`` is a key outside any section."""
+    if isinstance(value, dict):
+        return f"[{name}]: unknown section (the sections are {_sections(schema)})"
+    owners = [
+        section
+        for section, field in schema.model_fields.items()
+        if isinstance(field.annotation, type)
+        and issubclass(field.annotation, BaseModel)
+        and name in field.annotation.model_fields
+    ]
+    hint = f"; did you mean [{owners[0]}] {name}?" if owners else ""
+    return f"{name}: key outside any section: every setting goes under a [section]{hint}"
+
+
+def _sections(schema: type[BaseModel]) -> str:
+    return ", ".join(f"[{name}]" for name in schema.model_fields)
+
+
+def _shown(value: Any) -> str:
+    # TOML spells booleans in lower case; show the operator what they wrote.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)

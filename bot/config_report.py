@@ -1,0 +1,56 @@
+"""``check-config``'s printout: the effective settings as TOML, and what the bot reads and keeps.
+
+The printout is itself a valid ``config.toml`` (unset keys are commented out, secrets masked), so
+an operator can start a file from it. The two privacy facts come first because they are what a
+server's members would ask about, and the defaults are not what reply-chain bots do.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.config import Config, ConfigSource
+
+MASKED = "**********"
+
+
+def privacy_facts(config: Config) -> list[str]:
+    """What reaches the model and what stays on disk, with the keys that change it."""
+    context = config.context
+    reads = (
+        f"reads: each answer sends the model up to {context.max_total} earlier messages of "
+        f"the channel, always the {context.min_linear} most recent ones, so people who never "
+        "addressed the bot are in it ([context] min_linear, max_total)"
+    )
+    storage = config.storage
+    days = storage.retention_days
+    kept = "forever" if days == 0 else f"for {days} day{'s' if days != 1 else ''}"
+    keeps = (
+        f"keeps: every answer (the messages sent to the model, the answer, its work log) in "
+        f"{storage.path}, {kept} ([storage] retention_days); forget-user removes one person"
+    )
+    return [reads, keeps]
+
+
+def render_config(config: Config, source: ConfigSource) -> str:
+    lines = [f"# effective configuration from {source.describe()}; secrets masked"]
+    lines.extend(f"# {fact}" for fact in privacy_facts(config))
+    for section, values in config.masked().items():
+        lines.append("")
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            lines.append(_setting(key, value))
+        if section == "model":
+            from bot.prompt_budget import explain_budget
+
+            lines.extend(explain_budget(config.model))
+    return "\n".join(lines) + "\n"
+
+
+def _setting(key: str, value: Any) -> str:
+    if value is None:
+        return f"# {key} =  (not set)"  # TOML has no null: an unset key is left out
+    # JSON's strings, numbers, booleans and arrays are TOML's too, given real UTF-8 text (TOML
+    # has no surrogate-pair escapes, which ensure_ascii would write for emoji).
+    return f"{key} = {json.dumps(value, ensure_ascii=False)}"

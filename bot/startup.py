@@ -1,0 +1,100 @@
+"""What ``run`` says when it starts: which config, store, model and endpoint; the invite URL.
+
+A new operator's first questions are "which file did it read?", "where does it keep things?",
+"is my model reachable?" and "how do I add it to my server?": each gets one log line. The model
+is probed once at start-up, so a wrong ``base_url`` shows before the first member asks, but a
+model still loading never stops the bot from starting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import aiohttp
+import nextcord
+
+from bot.config import Config, ConfigSource
+from bot.settings_model import ModelSettings
+
+log = logging.getLogger("threadwise")
+
+PROBE_TIMEOUT_SECONDS = 5.0
+
+INVITE_PERMISSIONS = nextcord.Permissions(
+    view_channel=True,
+    send_messages=True,
+    send_messages_in_threads=True,
+    read_message_history=True,
+    use_slash_commands=True,
+)
+"""What the bot needs: read the channel and its history, answer there and in threads, /context."""
+
+
+def configure_logging(config: Config) -> None:
+    logging.basicConfig(
+        level=config.logging.level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # A text bot never joins voice: nextcord's "PyNaCl is not installed" warning is noise.
+    nextcord.VoiceClient.warn_nacl = False
+
+
+def log_configuration(config: Config, source: ConfigSource) -> None:
+    storage = config.storage
+    days = storage.retention_days
+    kept = "kept forever" if days == 0 else f"kept {days} days"
+    log.info("config: %s", source.describe())
+    log.info("store: %s (interactions %s, [storage] retention_days)", storage.path, kept)
+    log.info("model: %s at %s", config.model.name, config.model.base_url)
+
+
+def invite_url(application_id: int) -> str:
+    return nextcord.utils.oauth_url(
+        application_id,
+        permissions=INVITE_PERMISSIONS,
+        scopes=("bot", "applications.commands"),
+    )
+
+
+async def model_problem(settings: ModelSettings) -> str | None:
+    """Why the model endpoint does not answer, or None when it does.
+
+    Asks ``GET /models``, which every OpenAI-compatible server has and which costs no tokens; a
+    server without it (404) still answered, so only no answer, a refused key or a server error
+    count as problems.
+    """
+    headers = {}
+    if settings.api_key is not None:
+        headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT_SECONDS)
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.get(f"{settings.base_url}/models", headers=headers) as response,
+        ):
+            if response.status in (401, 403):
+                return f"it refused the API key (HTTP {response.status}; [model] api_key)"
+            if response.status >= 500:
+                return f"it answered HTTP {response.status}"
+            return None
+    except TimeoutError:
+        return f"no answer within {PROBE_TIMEOUT_SECONDS:.0f} s"
+    except aiohttp.ClientError as error:
+        return f"{type(error).__name__}: {str(error)[:160]}"
+
+
+async def warn_if_model_silent(settings: ModelSettings) -> None:
+    problem = await model_problem(settings)
+    if problem is not None:
+        log.warning(
+            "model %s at %s does not answer (%s); starting anyway, answers fail until it does "
+            "([model] base_url, name)",
+            settings.name,
+            settings.base_url,
+            problem,
+        )
+
+
+def start_model_probe(settings: ModelSettings) -> asyncio.Task[None]:
+    return asyncio.create_task(warn_if_model_silent(settings), name="model probe")
