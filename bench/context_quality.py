@@ -188,6 +188,12 @@ def main() -> None:
         "--by-domain", action="store_true", help="also score Ubuntu, rust, mediawiki apart"
     )
     args = parser.parse_args()
+    if not any(Path(args.data).glob("*.gold.json")):
+        parser.exit(
+            2,
+            f"error: {args.data}: no scored logs here (*.json with a .gold.json beside each); "
+            "pass the folder of the converted IRC logs as DATA_DIR\n",
+        )
     overrides = dict(item.split("=", 1) for item in args.set)
     settings = ContextSettings.model_validate(overrides)
     scores = asyncio.run(

@@ -193,9 +193,13 @@ def _contexts(args: argparse.Namespace, config: Config) -> int:
 
 def _read_ids(path: Path) -> list[int]:
     try:
-        lines = path.read_text().split()
+        lines = path.read_text(encoding="utf-8-sig").split()
     except OSError as error:
         raise CommandError(f"{path}: cannot read: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise CommandError(
+            f"{path}: not UTF-8 text (at byte {error.start}); expected one message id per line"
+        ) from error
     try:
         return [snowflake(line) for line in lines]
     except argparse.ArgumentTypeError as error:

@@ -1,7 +1,9 @@
 """``python -m bot replay``: what the bot would send the model for one message of a channel log.
 
 Operators use it to see *why* the bot answered as it did, and to tune ``[context]``: every
-message is shown with the reason it was selected and the message it came through.
+message is shown with the reason it was selected and the message it came through. The prompt is
+the one the bot would have sent at the time of the trigger (``{now}`` is the trigger's time).
+Exit code 1 when the model was asked and did not answer, so scripts can tell.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import asyncio
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +44,13 @@ def replay(args: argparse.Namespace, config: Config) -> int:
         print(json.dumps(_as_json(prepared, answer), indent=2, ensure_ascii=False))
     else:
         _print_text(prepared, answer, source, pages)
-    return 0
+    return 1 if answer.failed else 0
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    text: str
+    failed: bool = False
 
 
 def _offline_pages(log: Path) -> dict[str, Path]:
@@ -59,7 +68,11 @@ def _offline_pages(log: Path) -> dict[str, Path]:
         isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
     ):
         raise CommandError(f"{index}: expected an object mapping URLs to file names")
-    return {url: index.parent / name for url, name in mapping.items()}
+    pages = {url: index.parent / name for url, name in mapping.items()}
+    for url, page in pages.items():
+        if not page.is_file():
+            raise CommandError(f"{index}: the page for {url} is missing ({page})")
+    return pages
 
 
 async def _prepare(
@@ -85,12 +98,14 @@ async def _prepare(
             persona,
             budget=budgeter.budget(),
             counter=budgeter.counter(),
+            now=trigger.created_at,
         )
-    answer = await _ask_model(prepared, config) if ask_model else "(not asked: --no-model)"
-    return prepared, answer
+    if not ask_model:
+        return prepared, ModelAnswer("(not asked: --no-model shows only the prompt)")
+    return prepared, await _ask_model(prepared, config)
 
 
-async def _ask_model(prepared: PreparedPrompt, config: Config) -> str:
+async def _ask_model(prepared: PreparedPrompt, config: Config) -> ModelAnswer:
     settings = config.model.model_copy(
         update={"max_retries": 0, "connect_timeout_seconds": 3.0, "stream": False}
     )
@@ -98,20 +113,22 @@ async def _ask_model(prepared: PreparedPrompt, config: Config) -> str:
         try:
             completion = await client.complete(prepared.request_messages)
         except ModelError as error:
-            return (
+            return ModelAnswer(
                 f"(no model answered at {settings.base_url}: {error.detail}; "
-                "set [model] in config.toml to see its answer)"
+                "point [model] base_url and name at a running model to see its answer, or "
+                "pass --no-model to show only the prompt)",
+                failed=True,
             )
-    return completion.text
+    return ModelAnswer(completion.text)
 
 
 def _reason_label(kind: str, via: int | None, numbers: dict[int, int]) -> str:
     if via is None:
-        return "recent" if kind == "linear" else kind
+        return kind
     return f"{kind} via #{numbers[via]}" if via in numbers else f"{kind} via {via}"
 
 
-def _as_json(prepared: PreparedPrompt, answer: str) -> dict[str, Any]:
+def _as_json(prepared: PreparedPrompt, answer: ModelAnswer) -> dict[str, Any]:
     selection = prepared.selection
     fitted = prepared.fitted
     return {
@@ -134,19 +151,20 @@ def _as_json(prepared: PreparedPrompt, answer: str) -> dict[str, Any]:
             for r in prepared.materialized.articles
         ],
         "problems": selection.problems + prepared.materialized.problems,
-        "answer": answer,
+        "answer": answer.text,
+        "model_failed": answer.failed,
     }
 
 
 def _print_text(
-    prepared: PreparedPrompt, answer: str, source: LogSource, pages: dict[str, Path]
+    prepared: PreparedPrompt, answer: ModelAnswer, source: LogSource, pages: dict[str, Path]
 ) -> None:
     out = sys.stdout
     selection = prepared.selection
-    total = len(source.messages)
+    earlier = sum(1 for message in source.messages if message.id < selection.trigger.id)
     out.write(
         f"Context for message {selection.trigger.id} of {source.export.path} "
-        f"({len(selection.messages)} of {total - 1} earlier messages selected, "
+        f"({len(selection.messages)} of {earlier} earlier messages selected, "
         f"{selection.rest_calls} REST call(s) with a cold cache)\n"
     )
     if pages:
@@ -186,4 +204,4 @@ def _print_text(
         out.write(f"\n{cut.describe()}")
     for problem in selection.problems:
         out.write(f"\nnote: {problem}")
-    out.write(f"\n\nModel answer:\n{answer}\n")
+    out.write(f"\n\nModel answer:\n{answer.text}\n")

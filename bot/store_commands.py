@@ -51,6 +51,8 @@ def export_command(args: argparse.Namespace, config: Config) -> int:
 
     since = _since(args.since)
     out: Path | None = args.out
+    if out is not None and (out.is_dir() or not out.name):
+        raise CommandError(f"--out {out}: is a folder; name the file to write, e.g. {out}/x.jsonl")
     with _open(config) as store:
         lines = store.export_lines(since=since, channel_id=args.channel)
         if out is None:
@@ -98,9 +100,12 @@ def forget_user_command(args: argparse.Namespace, config: Config) -> int:
             result = asyncio.run(store.forget_user(args.user_id))
         except StoreError as error:
             raise CommandError(str(error)) from error
+    if not (result.context_messages or result.versions or result.interactions_emptied):
+        print(f"user {args.user_id}: nothing of theirs left in {config.storage.path}; unchanged")
+        return 0
     print(
         f"user {args.user_id}: {result.context_messages} context messages and "
         f"{result.versions} message versions redacted, {result.interactions_emptied} "
-        f"interactions emptied; file rewritten"
+        f"interactions emptied; {config.storage.path} rewritten without them"
     )
     return 0

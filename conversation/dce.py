@@ -229,7 +229,7 @@ def load_export(path: str | Path) -> ChannelExport:
     """Parse a DCE JSON export, naming the file and the offending message on any error."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM from Windows tools
     except OSError as error:
         raise ExportError(f"{path}: cannot read the channel log ({error.strerror})") from error
     except (json.JSONDecodeError, UnicodeDecodeError) as error:

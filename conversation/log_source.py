@@ -9,6 +9,7 @@ that REST costs counted against a log are the costs the bot would pay.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 from collections import Counter
 from pathlib import Path
@@ -23,13 +24,42 @@ from conversation.source import PAGE_LIMIT, MessageLike
 REPLAY_BOT_ID = 1  # Our own user when the log has no bot in it.
 
 
-def _detached_state() -> ConnectionState:
-    """A nextcord connection state with no gateway or HTTP behind it, to build objects only."""
+class AttachmentNotInLog(Exception):
+    """An attachment replay cannot read: only files saved beside the export are there."""
+
+
+class ExportedFiles:
+    """Stands in for nextcord's HTTP client where attachments are read (``get_from_cdn``).
+
+    DiscordChatExporter run with ``--media`` saves attachments beside the export and writes their
+    relative paths as URLs; those are read from disk. Anything else would need Discord, which a
+    replay never contacts, so it is refused with a reason a person can act on.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder.resolve()
+
+    async def get_from_cdn(self, url: str) -> bytes:
+        if "://" in url:
+            raise AttachmentNotInLog("not in the log (export with --media to keep the files)")
+        path = (self.folder / url).resolve()
+        if not path.is_relative_to(self.folder):
+            raise AttachmentNotInLog("outside the export's folder, not read")
+        try:
+            return await asyncio.to_thread(path.read_bytes)
+        except OSError as error:
+            raise AttachmentNotInLog(
+                f"exported file {url} not readable: {error.strerror}"
+            ) from error
+
+
+def _detached_state(files: ExportedFiles) -> ConnectionState:
+    """A nextcord connection state with no gateway or Discord behind it, to build objects only."""
     return ConnectionState(
         dispatch=lambda *args, **kwargs: None,
         handlers={},
         hooks={},
-        http=None,  # type: ignore[arg-type]  # nothing here may reach Discord
+        http=files,  # type: ignore[arg-type]  # nothing here may reach Discord
         loop=None,  # type: ignore[arg-type]
         max_messages=None,
     )
@@ -42,7 +72,8 @@ class LogSource:
         self.export = export
         self.payloads = PayloadBuilder(export)
         self.bot_user_id = bot_user_id if bot_user_id is not None else guess_bot_id(export)
-        self.state = _detached_state()
+        folder = Path(export.path).parent if export.path else Path(".")
+        self.state = _detached_state(ExportedFiles(folder))
         self.state.user = nextcord.ClientUser(state=self.state, data=self._bot_user_payload())
         self.channel = self._make_channel()
         self.messages: list[nextcord.Message] = [

@@ -21,6 +21,7 @@ from conversation.articles.models import ArticleResult
 from conversation.articles.render import render_embeddings
 from conversation.articles.service import ArticleService
 from conversation.articles.urls import url_key
+from conversation.log_source import AttachmentNotInLog
 from conversation.names import neutral_name
 from conversation.node import MessageNode
 from conversation.selection import ContextSelection, Reason
@@ -75,6 +76,7 @@ class Materializer:
         attachments = await asyncio.gather(*(self._attachment_text(m) for m in messages))
         names = _ambiguous_names(messages)
         repeats = _repeated_links(messages, links, results)
+        by_id = {message.id: message for message in messages}
         nodes = [
             self._node(
                 message,
@@ -84,6 +86,7 @@ class Materializer:
                 names,
                 is_trigger=message is selection.trigger,
                 shown_earlier=repeats.get(message.id, frozenset()),
+                context=by_id,
             )
             for message, extra in zip(messages, attachments, strict=True)
         ]
@@ -116,6 +119,7 @@ class Materializer:
         *,
         is_trigger: bool,
         shown_earlier: frozenset[str] = frozenset(),
+        context: dict[int, Any] | None = None,
     ) -> MessageNode:
         author = message.author
         is_bot_turn = self.options.bot_user_id is not None and author.id == self.options.bot_user_id
@@ -152,7 +156,7 @@ class Materializer:
                 metadata=metadata,
             )
         speaker = name if name not in ambiguous else f"{name} (user {author.id})"
-        replying = _reply_target(message)
+        replying = _reply_target(message, context or {})
         header = f"{speaker} (replying to {replying})" if replying else speaker
         return MessageNode(
             role="user",
@@ -204,7 +208,9 @@ class Materializer:
         try:
             data: bytes = await attachment.read()
         except Exception as error:  # nextcord raises HTTPException, NotFound, or fails offline
-            return f"[text attachment: {filename}, not readable: {type(error).__name__}]"
+            # A replayed log says why in words; live, the error's type is enough.
+            why = str(error) if isinstance(error, AttachmentNotInLog) else type(error).__name__
+            return f"[text attachment: {filename}, not readable: {why}]"
         text = data.decode("utf-8", errors="replace")
         cut = "" if len(text) <= limit else f"\n[... cut at {limit} of {len(text)} characters]"
         return f"[text attachment: {filename}]\n{text[:limit]}{cut}"
@@ -286,12 +292,16 @@ def _embed_lines(message: Any) -> list[str]:
     return lines
 
 
-def _reply_target(message: Any) -> str | None:
+def _reply_target(message: Any, context: dict[int, Any]) -> str | None:
+    """Whom a message replies to. Discord resolves only some references in the payload (not
+    one that reached us as another message's reference), so the context is asked too."""
     reference = getattr(message, "reference", None)
     if reference is None or reference.message_id is None:
         return None
     resolved = reference.resolved
     author = getattr(resolved, "author", None)
+    if author is None and reference.message_id in context:
+        author = context[reference.message_id].author
     if author is not None:
         return display_name(author)
     return "a deleted message" if resolved is not None else "an earlier message"

@@ -311,3 +311,12 @@ async def test_other_bots_are_answered_only_when_configured(answer_bots):
         else:
             await asyncio.sleep(0.4)
         assert len(bot.model.chat_requests) == (1 if answer_bots else 0)
+
+
+async def test_the_live_prompt_names_whom_each_reply_answers(bot: Harness):
+    """Dev's guide reaches the bot as the trigger's reference; it still replies to Chloé."""
+    guide = bot.example_ids()["Yes, last month. This gu"]
+    await bot.answer_to(CHANNEL, CHLOE, f"<@{BOT_ID}> is link mode safe?", reply_to=guide)
+    contents = [str(m["content"]) for m in bot.model.chat_requests[-1].messages]
+    assert any(c.startswith("Dev (replying to Chloé): Yes, last month.") for c in contents)
+    assert contents[-1].startswith("Chloé (replying to Dev): ")

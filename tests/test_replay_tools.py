@@ -177,5 +177,6 @@ def test_replay_says_when_no_model_answers(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text('[model]\nbase_url = "http://127.0.0.1:9/v1"\n[articles]\nenabled = false\n')
     result = run_cli("replay", str(LOGS / "interleaved.json"), "--config", str(config))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # the prompt is shown, but the model failed
     assert "no model answered at http://127.0.0.1:9/v1" in result.stdout
+    assert "--no-model" in result.stdout

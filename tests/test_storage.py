@@ -534,3 +534,19 @@ async def test_forget_reaches_links_they_posted_in_other_interactions(store: Sto
     assert b"ALICE-TOKEN-77" not in store.path.read_bytes()
     explanation = store.explain(5)
     assert [a.url for a in explanation.articles] == [REMOVED]
+
+
+def test_forget_user_says_when_nothing_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second run, or an id the store never saw, reports no redactions and no rewrite."""
+    config = _config(tmp_path)
+    asyncio.run(_seed(tmp_path / "data" / "store.sqlite3"))
+    assert cli_main(["forget-user", "--config", str(config), "2"]) == 0
+    first = capsys.readouterr().out
+    assert "redacted" in first and "rewritten" in first
+    for user in ("2", "777777"):
+        assert cli_main(["forget-user", "--config", str(config), user]) == 0
+        again = capsys.readouterr().out
+        assert again.startswith(f"user {user}: nothing of theirs left in ")
+        assert "redacted" not in again and "rewritten" not in again

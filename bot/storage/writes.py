@@ -315,6 +315,8 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
         (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
         links.update(LINK.findall(text))
         new = node_id_for(conn, cache, canonical_json(redact_message(json.loads(text))))
+        if new == old:
+            continue  # already redacted by an earlier run: nothing to report again
         context_changed += conn.execute(
             f"UPDATE context SET node_id = ? WHERE {theirs} AND node_id = ?",
             (new, user_id, old),
@@ -328,9 +330,9 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
     )
     # Every version of those messages, also versions recorded without an author.
     versions_changed += conn.execute(
-        "UPDATE message_versions SET content = ? WHERE content IS NOT NULL AND message_id IN "
-        f"(SELECT message_id FROM message_versions WHERE {theirs})",
-        (REMOVED, user_id),
+        "UPDATE message_versions SET content = ? WHERE content IS NOT NULL AND content != ? "
+        f"AND message_id IN (SELECT message_id FROM message_versions WHERE {theirs})",
+        (REMOVED, REMOVED, user_id),
     ).rowcount
     conn.execute("DELETE FROM forgotten")
     # Links they posted also live in other interactions' article list and work log.

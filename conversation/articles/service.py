@@ -172,8 +172,7 @@ class ArticleService:
         try:
             offline = self._offline.get(url_key(url))
             if offline is not None:
-                html = await asyncio.to_thread(offline.read_text, encoding="utf-8")
-                page = Page(url=url, final_url=url, html=html)
+                page = Page(url=url, final_url=url, html=await _read_offline(offline))
             else:
                 async with self._downloads:
                     page = await self._fetcher.fetch(url)
@@ -205,3 +204,15 @@ class ArticleService:
 
 def _skipped(url: str, reason: str) -> ArticleResult:
     return ArticleResult(url=url, status=ArticleStatus.SKIPPED, reason=reason)
+
+
+async def _read_offline(path: Path) -> str:
+    """A saved page; a missing file is the operator's to fix, so it says which file."""
+    try:
+        data = await asyncio.to_thread(path.read_bytes)
+    except OSError as error:
+        raise ArticleFailure(
+            ArticleStatus.CONNECTION_ERROR, f"offline copy {path} not readable: {error.strerror}"
+        ) from error
+    # Saved pages come in any charset; undecodable bytes must not cost the whole article.
+    return data.decode("utf-8", errors="replace")
