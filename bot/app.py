@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
 from collections import defaultdict
@@ -270,11 +271,18 @@ async def serve(
         client = ThreadwiseClient(
             config, articles=articles, model=model, recorder=recorder, store=store
         )
+        from bot.health import start_beating
+
+        health = start_beating(client)
         try:
             await client.start(token)
         finally:
             if not client.is_closed():
                 await client.close()
+            if health is not None:
+                health.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await health
 
 
 def run_bot(config: Config, *, config_path: Path | None = None) -> int:

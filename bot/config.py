@@ -31,6 +31,7 @@ DEFAULT_CONFIG_PATH = Path("config.toml")
 CONFIG_PATH_VARIABLE = "THREADWISE_CONFIG"
 """Environment variable naming the config file when ``--config`` is not given (the Docker image
 sets it to ``/config/config.toml`` so that every command reads the same file)."""
+DATA_DIR_VARIABLE = "THREADWISE_DATA_DIR"
 
 
 class ConfigError(Exception):
@@ -164,7 +165,8 @@ def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None
 
     No ``path`` means ``THREADWISE_CONFIG``, else ``./config.toml`` if it exists, else the
     defaults; a named file that does not exist is an error (a typo there must not silently run
-    on defaults). A relative ``[storage] path`` is relative to the config file.
+    on defaults). A relative ``[storage] path`` is relative to ``THREADWISE_DATA_DIR`` if set,
+    else to the config file.
     """
     env = os.environ if env is None else env
     source = locate_config(path, env)
@@ -182,12 +184,22 @@ def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None
         config = Config.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as error:
         raise ConfigError(*describe_errors(path, error, Config)) from error
-    if not config.storage.path.is_absolute() and source.exists:
-        anchored = path.resolve().parent / config.storage.path
+    anchor = _data_folder(source, env)
+    if not config.storage.path.is_absolute() and anchor is not None:
+        anchored = anchor / config.storage.path
         config = config.model_copy(
             update={"storage": config.storage.model_copy(update={"path": anchored})}
         )
     return config
+
+
+def _data_folder(source: ConfigSource, env: Mapping[str, str]) -> Path | None:
+    """What a relative ``[storage] path`` is relative to: ``THREADWISE_DATA_DIR`` if set (the
+    image's writable volume, while the config is mounted read-only elsewhere), else the config
+    file's folder, else the current folder (None: left relative)."""
+    if env.get(DATA_DIR_VARIABLE):
+        return Path(env[DATA_DIR_VARIABLE]).resolve()
+    return source.path.resolve().parent if source.exists else None
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -339,3 +339,12 @@ def test_every_section_loads_from_an_empty_table(tmp_path, section):
     assert getattr(config, section).model_dump(exclude={"path"}) == getattr(
         Config(), section
     ).model_dump(exclude={"path"})
+
+
+def test_a_data_folder_from_the_environment_holds_a_relative_store(tmp_path):
+    """The image mounts config.toml read-only in /config and keeps the store on /data."""
+    config = load_config(ROOT / "config.toml", env={"THREADWISE_DATA_DIR": str(tmp_path)})
+    assert config.storage.path == tmp_path / "data" / "threadwise.sqlite3"
+    absolute = write(tmp_path, '[storage]\npath = "/srv/store.sqlite3"\n')
+    config = load_config(absolute, env={"THREADWISE_DATA_DIR": str(tmp_path)})
+    assert config.storage.path == Path("/srv/store.sqlite3")

@@ -77,9 +77,12 @@ def config_file(tmp_path: Path, discord: FakeDiscord, model_url: str, **extra: s
 
 
 @contextlib.asynccontextmanager
-async def bot_process(config: Path, discord: FakeDiscord) -> AsyncIterator[BotProcess]:
+async def bot_process(
+    config: Path, discord: FakeDiscord, **environment: str
+) -> AsyncIterator[BotProcess]:
     env = {**os.environ, "DISCORD_TOKEN": discord.token, "PYTHONUNBUFFERED": "1"}
     env.pop("THREADWISE_CONFIG", None)
+    env.update(environment)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "run", "--config", str(config),
         cwd=ROOT, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
@@ -151,6 +154,11 @@ async def test_sigterm_stops_within_a_second_and_records_the_answer_in_flight(tm
     assert "Traceback" not in bot.log
     # About a second alone; the machine running the suite is shared, hence the margin.
     assert took < 3.0, f"took {took:.2f} s to stop"
+    # multiprocessing's resource tracker leaves when it sees its parent's pipe close: a moment.
+    for _ in range(40):
+        if not [pid for pid in workers if alive(pid)]:
+            break
+        await asyncio.sleep(0.05)
     assert not [pid for pid in workers if alive(pid)], "worker processes left running"
     with Store.open(tmp_path / "store.sqlite3") as store:
         explanation = store.explain(int(said["id"]))
@@ -165,12 +173,20 @@ async def test_start_up_says_what_it_uses_and_warns_once_when_the_model_is_silen
         await discord.load_log(EXAMPLE)
         silent = f"http://127.0.0.1:{closed_port()}/v1"
         config = config_file(tmp_path, discord, silent)
-        async with bot_process(config, discord) as bot:
+        health = tmp_path / "health"
+        async with bot_process(config, discord, THREADWISE_HEALTH_FILE=str(health)) as bot:
             await bot.wait_for_line("connected as")
             warning = await bot.wait_for_line("does not answer")
+            for _ in range(100):
+                if health.exists():
+                    break
+                await asyncio.sleep(0.05)
+            healthy = await health_check(health)
             bot.process.send_signal(signal.SIGTERM)
             code = await asyncio.wait_for(bot.process.wait(), 20)
     assert code == 0
+    assert healthy == 0, "the heartbeat file should be fresh while connected"
+    assert not health.exists() and await health_check(health) == 1
     assert "WARNING" in warning and silent in warning and "fake-model" in warning
     assert sum("does not answer" in line for line in bot.lines) == 1
     assert f"config: {config}" in bot.log
@@ -196,3 +212,13 @@ async def test_a_model_that_answers_gives_no_warning(tmp_path):
             assert await asyncio.wait_for(bot.process.wait(), 20) == 0
     assert any(r.path.endswith("/models") for r in model.requests)
     assert "does not answer" not in bot.log
+
+
+async def health_check(path: Path) -> int:
+    """The image's HEALTHCHECK command."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.health", cwd=ROOT,
+        env={**os.environ, "THREADWISE_HEALTH_FILE": str(path)},
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    return await process.wait()
