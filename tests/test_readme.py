@@ -1,0 +1,101 @@
+"""The README tells the truth: its example is the command's output, its commands are CI's, and
+every setting it names exists."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from bot.config import Config
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+EXAMPLE_COMMAND = "$ .venv/bin/python -m bot replay --no-model examples/support-channel.json"
+
+
+def example_block() -> list[str]:
+    start = README.index(EXAMPLE_COMMAND)
+    return README[start : README.index("```", start)].splitlines()[1:]
+
+
+def matches(shown: list[str], output: list[str]) -> str | None:
+    """None when every shown line is in the output, in order. A line starting with ``…`` skips
+    output lines; a line ending with `` …`` is a prefix of its output line."""
+    position, skipping = 0, False
+    for line in shown:
+        if line.startswith("…"):
+            skipping = True
+            continue
+        prefix = line.endswith(" …")
+        wanted = line[:-1] if prefix else line
+
+        def fits(candidate: str, wanted: str = wanted, prefix: bool = prefix) -> bool:
+            return candidate.startswith(wanted) if prefix else candidate == wanted
+
+        while position < len(output) and not fits(output[position]):
+            if not skipping:
+                return f"README line {line!r} is not the output's {output[position]!r}"
+            position += 1
+        if position == len(output):
+            return f"README line {line!r} is not in the output"
+        position += 1
+        skipping = False
+    return None
+
+
+def test_the_readme_example_is_the_commands_real_output():
+    result = subprocess.run(
+        EXAMPLE_COMMAND.removeprefix("$ ").replace(".venv/bin/python", sys.executable).split(),
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    problem = matches(example_block(), result.stdout.splitlines())
+    assert problem is None, f"{problem}; regenerate the README example from `{EXAMPLE_COMMAND[2:]}`"
+
+
+def test_the_example_check_can_fail():
+    output = ["a", "b", "c", "d"]
+    assert matches(["a", "…", "d"], output) is None
+    assert matches(["a", "b …"], ["a", "b c"]) is None
+    assert matches(["a", "c"], output) is not None
+    assert matches(["a", "…", "e"], output) is not None
+
+
+def ci_shell(snippet: str) -> str:
+    """Run ``snippet`` with .ci/run's helper functions defined (not the whole CI)."""
+    functions = re.findall(r"^(\w+\(\) \{\n.*?\n\})", (ROOT / ".ci/run").read_text(), re.M | re.S)
+    script = "\n".join(functions) + "\n" + snippet
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_ci_runs_exactly_the_readmes_commands():
+    tests = ci_shell("readme_command tests")
+    quick = ci_shell("readme_command quick-start")
+    assert tests.strip() == (
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
+        ".venv/bin/python -m pytest"
+    )
+    assert quick.strip().endswith(
+        ".venv/bin/python -m bot replay --no-model examples/support-channel.json"
+    )
+    assert f"```sh\n{tests}```" in README and f"```sh\n{quick}```" in README
+    same = ci_shell('for_interpreter "$(readme_command tests)" python3 .venv')
+    assert same == tests.strip()  # the default interpreter runs it unchanged
+    other = ci_shell('for_interpreter "$(readme_command tests)" /opt/py/bin/python3 .venv312')
+    assert other == (
+        "/opt/py/bin/python3 -m venv .venv312 && .venv312/bin/pip install -q -e '.[test]' && "
+        ".venv312/bin/python -m pytest"
+    )
+
+
+def test_every_setting_the_readme_names_exists():
+    named = re.findall(r"`\[(\w+)\] (\w+)", README)
+    assert named, "the README names settings as `[section] key`"
+    for section, key in named:
+        assert section in Config.model_fields, f"README names [{section}], not a section"
+        model = Config.model_fields[section].annotation
+        assert key in model.model_fields, f"README names [{section}] {key}, not a setting"
