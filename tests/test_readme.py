@@ -3,6 +3,7 @@ every setting it names exists."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -63,11 +64,14 @@ def test_the_example_check_can_fail():
     assert matches(["a", "…", "e"], output) is not None
 
 
-def ci_shell(snippet: str) -> str:
+def ci_shell(snippet: str, path: str | None = None) -> str:
     """Run ``snippet`` with .ci/run's helper functions defined (not the whole CI)."""
     functions = re.findall(r"^(\w+\(\) \{\n.*?\n\})", (ROOT / ".ci/run").read_text(), re.M | re.S)
     script = "\n".join(functions) + "\n" + snippet
-    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT)
+    env = {"PATH": path or os.environ["PATH"], "HOME": os.environ.get("HOME", "/root")}
+    result = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, cwd=ROOT, env=env
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -99,3 +103,22 @@ def test_every_setting_the_readme_names_exists():
         assert section in Config.model_fields, f"README names [{section}], not a section"
         model = Config.model_fields[section].annotation
         assert key in model.model_fields, f"README names [{section}] {key}, not a setting"
+
+
+def test_ci_fails_when_pyenv_has_no_working_python_312(tmp_path):
+    """A listed version that does not run does not count, and "none" is a failure, not a skip."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "pyenv").write_text(
+        "#!/bin/sh\n"
+        f'case "$1" in root) echo {tmp_path};; versions) printf "3.11.7\\n3.12.99\\n";; esac\n'
+    )
+    (fake / "pyenv").chmod(0o755)
+    out = ci_shell(
+        'find_python312; echo "found=$? python=$python312"', path=f"{fake}:/usr/bin:/bin"
+    )
+    assert "found=2 python=" in out and "no working Python >= 3.12" in out
+    (tmp_path / "versions" / "3.12.99" / "bin").mkdir(parents=True)
+    (tmp_path / "versions" / "3.12.99" / "bin" / "python3").symlink_to(sys.executable)
+    out = ci_shell("find_python312; echo found=$?", path=f"{fake}:/usr/bin:/bin")
+    assert "found=0" in out
