@@ -46,12 +46,18 @@ def test_a_reply_names_whom_it_replies_to_when_that_message_is_in_the_context():
     assert "replying to an earlier message" not in result.stdout
 
 
-def test_the_prompt_is_the_one_of_the_triggers_time():
+def test_the_prompt_is_the_one_of_the_triggers_time(tmp_path):
+    """A persona with {now} gets the trigger's time, so a past prompt is reproduced exactly."""
+    config = tmp_path / "config.toml"
+    config.write_text('[model]\nsystem_prompt = "It is {now}."\n[articles]\nenabled = false\n')
     export = json.loads(EXAMPLE.read_text())
     first = export["messages"][0]["id"]
-    result = run_cli("replay", "--no-model", "--format", "json", "--trigger", first, str(EXAMPLE))
+    result = run_cli(
+        "replay", "--no-model", "--format", "json", "--trigger", first, str(EXAMPLE),
+        "--config", str(config),
+    )  # fmt: skip
     system = json.loads(result.stdout)["messages"][0]["content"]
-    assert "The current time is Friday 2025-03-14 09:00 UTC." in system
+    assert system == "It is Friday 2025-03-14 09:00 UTC."
 
 
 def test_the_header_counts_the_messages_before_the_trigger():
