@@ -59,7 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"unhealthy: no heartbeat in {name} (not connected to Discord)", file=sys.stderr)
         return 1
     if age > stale_after:
-        print(f"unhealthy: last heartbeat {age:.0f} s ago (more than {stale_after:.0f})")
+        print(
+            f"unhealthy: last heartbeat {age:.0f} s ago (more than {stale_after:.0f})",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

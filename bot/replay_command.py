@@ -87,7 +87,7 @@ async def _prepare(
     )
     async with ArticleService(config.articles, offline_pages=pages) as articles:
         materializer = Materializer(options, articles)
-        bot_name = source.state.user.display_name if source.state.user else "assistant"
+        bot_name = source.bot_name
         persona = persona_for(config.model.system_prompt, bot_name, source.channel)
         budgeter = PromptBudgeter(config.model)  # the conservative count: no store here
         prepared = await prepare_prompt(

@@ -90,6 +90,18 @@ class LogSource:
 
     # ------------------------------------------------------------------ construction
 
+    @property
+    def bot_name(self) -> str:
+        """The bot's name as members saw it in the log (its server nickname, else its name).
+
+        Read from the export rather than from nextcord's user object, whose ``display_name``
+        differs between nextcord 2 (the username) and 3 (the global name).
+        """
+        for user in self.export.users():
+            if int(user.id) == self.bot_user_id:
+                return user.display_name
+        return "assistant"
+
     def _bot_user_payload(self) -> dict[str, Any]:
         for user in self.export.users():
             if int(user.id) == self.bot_user_id:
