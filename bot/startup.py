@@ -20,6 +20,7 @@ from bot.settings_model import ModelSettings
 log = logging.getLogger("threadwise")
 
 PROBE_TIMEOUT_SECONDS = 5.0
+ANTHROPIC_VERSION = "2023-06-01"
 
 INVITE_PERMISSIONS = nextcord.Permissions(
     view_channel=True,
@@ -60,18 +61,16 @@ def invite_url(application_id: int) -> str:
 async def model_problem(settings: ModelSettings) -> str | None:
     """Why the model endpoint does not answer, or None when it does.
 
-    Asks ``GET /models``, which every OpenAI-compatible server has and which costs no tokens; a
+    Asks ``GET /models`` (Anthropic: ``/v1/models``), which costs no tokens; a
     server without it (404) still answered, so only no answer, a refused key or a server error
     count as problems.
     """
-    headers = {}
-    if settings.api_key is not None:
-        headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    url, headers = _models_request(settings)
     timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT_SECONDS)
     try:
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
-            session.get(f"{settings.base_url}/models", headers=headers) as response,
+            session.get(url, headers=headers) as response,
         ):
             if response.status in (401, 403):
                 return f"it refused the API key (HTTP {response.status}; [model] api_key)"
@@ -82,6 +81,20 @@ async def model_problem(settings: ModelSettings) -> str | None:
         return f"no answer within {PROBE_TIMEOUT_SECONDS:.0f} s"
     except aiohttp.ClientError as error:
         return f"{type(error).__name__}: {str(error)[:160]}"
+
+
+def _models_request(settings: ModelSettings) -> tuple[str, dict[str, str]]:
+    """The model list's address and the headers the provider expects (its key included)."""
+    headers = {name: value.get_secret_value() for name, value in settings.extra_headers.items()}
+    key = settings.api_key.get_secret_value() if settings.api_key is not None else None
+    if settings.provider == "anthropic":
+        headers["anthropic-version"] = ANTHROPIC_VERSION
+        if key:
+            headers["x-api-key"] = key
+        return f"{settings.base_url}/v1/models", headers
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return f"{settings.base_url}/models", headers
 
 
 async def warn_if_model_silent(settings: ModelSettings) -> None:

@@ -304,9 +304,26 @@ def test_version():
 def test_every_key_in_config_toml_has_its_own_comment():
     """A key shares a comment with its neighbours only when that comment names it."""
     import re
+    import tomllib
 
     lines = (ROOT / "config.toml").read_text().splitlines()
-    key_line = re.compile(r"^(?:# )?(\w+) = ")
+    pattern = re.compile(r"^(?:# )?(\w+) = ")
+
+    class KeyLine:
+        """A setting, or a commented-out one (``# key = value`` that is valid TOML)."""
+
+        @staticmethod
+        def match(line: str) -> re.Match[str] | None:
+            found = pattern.match(line)
+            if found is None:
+                return None
+            try:
+                tomllib.loads(line.removeprefix("# "))
+            except tomllib.TOMLDecodeError:
+                return None  # prose about a key, e.g. '# provider = "openai": ...'
+            return found
+
+    key_line = KeyLine
     undocumented = []
     index = 0
     while index < len(lines):

@@ -222,3 +222,20 @@ async def health_check(path: Path) -> int:
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     return await process.wait()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_the_start_up_probe_sends_the_key_the_way_the_provider_expects(provider):
+    from bot.settings_model import ModelSettings
+    from bot.startup import model_problem
+    from tests.fakes.anthropic_server import FakeAnthropic
+
+    fake_server = FakeAnthropic if provider == "anthropic" else FakeOpenAI
+    async with fake_server(api_key="right-key") as fake:
+
+        def settings(key: str) -> ModelSettings:
+            return ModelSettings(provider=provider, base_url=fake.url, name="m", api_key=key)
+
+        assert await model_problem(settings("right-key")) is None
+        refused = await model_problem(settings("wrong-key"))
+    assert refused is not None and "refused the API key (HTTP 401" in refused

@@ -117,6 +117,7 @@ class FakeAnthropic:
     async def __aenter__(self) -> FakeAnthropic:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -128,6 +129,18 @@ class FakeAnthropic:
         self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        """The model list, behind the same key and version checks as every request."""
+        self.requests.append(
+            RecordedRequest(request.path, dict(request.headers), None, datetime.now(UTC))
+        )
+        keys = {request.headers.get("x-api-key"), request.headers.get("Authorization")}
+        if self.api_key is not None and not keys & {self.api_key, f"Bearer {self.api_key}"}:
+            return _error(401, "authentication_error", "invalid x-api-key")
+        if not request.headers.get("anthropic-version"):
+            return _error(400, "invalid_request_error", "anthropic-version header is required")
+        return web.json_response({"data": [{"type": "model", "id": "claude-fake"}]})
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         try:
