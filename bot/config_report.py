@@ -8,6 +8,8 @@ server's members would ask about, and the defaults are not what reply-chain bots
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 from bot.config import Config, ConfigSource
@@ -51,6 +53,30 @@ def render_config(config: Config, source: ConfigSource) -> str:
 def _setting(key: str, value: Any) -> str:
     if value is None:
         return f"# {key} =  (not set)"  # TOML has no null: an unset key is left out
-    # JSON's strings, numbers, booleans and arrays are TOML's too, given real UTF-8 text (TOML
-    # has no surrogate-pair escapes, which ensure_ascii would write for emoji).
-    return f"{key} = {json.dumps(value, ensure_ascii=False)}"
+    return f"{_key(key)} = {toml_value(value)}"
+
+
+BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _key(name: str) -> str:
+    return name if BARE_KEY.match(name) else json.dumps(name, ensure_ascii=False)
+
+
+def toml_value(value: Any) -> str:
+    """A TOML value: strings as basic strings (JSON's escapes are TOML's, given real UTF-8 text,
+    since TOML has no surrogate-pair escapes), tables inline, nulls inside left out."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, dict):
+        items = [f"{_key(str(k))} = {toml_value(v)}" for k, v in value.items() if v is not None]
+        return "{ " + ", ".join(items) + " }" if items else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value if v is not None) + "]"
+    return json.dumps(str(value), ensure_ascii=False)

@@ -246,8 +246,10 @@ def test_check_config_prints_valid_toml_and_what_the_bot_reads_and_keeps(tmp_pat
 
     path = write(
         tmp_path,
-        '[model]\nname = "caf\u00e9 \U0001f600"\n[storage]\nretention_days = 7\n'
-        '[discord]\ntoken = "sekrit"\n',
+        '[model]\nname = "caf\u00e9 \U0001f600"\n'
+        'extra_body = { reasoning = { effort = "low" }, "odd key" = [1, 2.5, "x"] }\n'
+        'extra_headers = { "X-Title" = "secret-header" }\n'
+        '[storage]\nretention_days = 7\n[discord]\ntoken = "sekrit"\n',
     )
     result = run_cli("check-config", "--config", str(path))
     assert result.returncode == 0, result.stderr
@@ -262,7 +264,11 @@ def test_check_config_prints_valid_toml_and_what_the_bot_reads_and_keeps(tmp_pat
                 assert key not in printed[section]
             else:
                 assert printed[section][key] == value, (section, key)
-    assert "sekrit" not in result.stdout
+    assert "sekrit" not in result.stdout and "secret-header" not in result.stdout
+    assert printed["model"]["extra_body"] == {
+        "reasoning": {"effort": "low"},
+        "odd key": [1, 2.5, "x"],
+    }
     comments = [line for line in result.stdout.splitlines() if line.startswith("# ")]
     assert any("people who never addressed the bot" in line for line in comments)
     assert any(f"{config.storage.path}, for 7 days" in line for line in comments)
