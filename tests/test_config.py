@@ -71,9 +71,9 @@ def test_every_setting_is_written_in_config_toml():
         ("[context]\nrelevance_threshold = 1.5\n", "[context] relevance_threshold:"),
         ("[context]\ncandidate_window = 0\n", "[context] candidate_window:"),
         (
-            "[context]\nmax_total = 5\n",
+            "[context]\nmax_total = 3\n",
             "[context] max_total: must be at least min_linear "
-            "(max_total = 5 < min_linear = 10 (the default)); lower min_linear too",
+            "(max_total = 3 < min_linear = 4 (the default)); lower min_linear too",
         ),
         ("[context]\nmin_linear = true\n", "[context] min_linear: Input should be a valid integer"),
         ('[model]\nstream = "no"\n', "[model] stream: Input should be a valid boolean (got 'no')"),
