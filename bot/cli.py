@@ -134,7 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not source.exists and args.command != "check-config":
             # Said once, so that nobody runs on defaults (and a store in ./data) unknowingly.
             print(
-                f"note: {source.describe()}: using built-in defaults; store: {config.storage.path}",
+                f"note: no {source.path} here: using built-in defaults; "
+                f"store: {config.storage.path}",
                 file=sys.stderr,
             )
         return handler(args, config)
