@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from bench import baselines
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
+from conversation.gold import Score, load_gold
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
@@ -32,50 +31,9 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc-de
 Selector = Callable[[MessageLike, ChannelReader], Awaitable[list[MessageLike]]]
 
 
-@dataclass
-class Score:
-    hits: int = 0
-    selected: int = 0
-    gold: int = 0
-    triggers: int = 0
-    with_parent: int = 0
-    parent_found: int = 0
-    rest_calls: int = 0
-    seconds: float = 0.0
-
-    @property
-    def precision(self) -> float:
-        return self.hits / self.selected if self.selected else 0.0
-
-    @property
-    def recall(self) -> float:
-        return self.hits / self.gold if self.gold else 0.0
-
-    @property
-    def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
-
-    @property
-    def parent_recall(self) -> float:
-        return self.parent_found / self.with_parent if self.with_parent else 0.0
-
-
 def gold_triggers(gold_path: Path) -> dict[int, tuple[set[int], set[int]]]:
     """Trigger id -> (gold context, gold parents), per the data README."""
-    labels = json.loads(gold_path.read_text())["messages"]
-    by_conversation: dict[str, list[int]] = {}
-    for message_id, label in labels.items():
-        by_conversation.setdefault(label["conversation"], []).append(int(message_id))
-    triggers = {}
-    for message_id, label in labels.items():
-        if not label["annotated"]:
-            continue
-        trigger = int(message_id)
-        earlier = {m for m in by_conversation[label["conversation"]] if m < trigger}
-        if earlier:
-            triggers[trigger] = (earlier, {int(p) for p in label["parents"] if int(p) < trigger})
-    return triggers
+    return {t: (set(g.context), set(g.parents)) for t, g in load_gold(gold_path).items()}
 
 
 def _selector(settings: ContextSettings) -> Selector:

@@ -114,6 +114,23 @@ def build_parser() -> argparse.ArgumentParser:
         "check-config", parents=[common], help="validate the config and print it, secrets masked"
     )
     check.set_defaults(handler=_check_config)
+
+    studio = commands.add_parser(
+        "studio",
+        parents=[common],
+        help="a local web page to see and tune contexts, and browse what the bot recorded",
+        description="Serve a web page over a DiscordChatExporter JSON log (its timeline, any "
+        "message's context drawn as a graph, a control for every [context] setting, and gold "
+        "scores when a .gold.json lies beside the log) and, with --store, over the recorded "
+        "interactions. Open the printed address; ?trigger=ID picks a message.",
+    )
+    studio.add_argument("log", type=Path, nargs="?", help="DiscordChatExporter JSON export")
+    studio.add_argument("--store", action="store_true", help="browse the [storage] store too")
+    studio.add_argument(
+        "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
+    )
+    studio.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    studio.set_defaults(handler=_studio)
     return parser
 
 
@@ -217,6 +234,12 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     from bot.app import run_bot
 
     return run_bot(config, config_path=args.config)
+
+
+def _studio(args: argparse.Namespace, config: Config) -> int:
+    from bot.studio.command import studio_command
+
+    return studio_command(args, config)
 
 
 def _export(args: argparse.Namespace, config: Config) -> int:

@@ -18,7 +18,7 @@ from bot.config import Config
 from bot.storage import Store, StoreError, render_text
 
 
-def _open(config: Config) -> Store:
+def open_existing(config: Config) -> Store:
     """The existing store; reading commands must not create an empty one by accident."""
     from bot.cli import CommandError
 
@@ -53,7 +53,7 @@ def export_command(args: argparse.Namespace, config: Config) -> int:
     out: Path | None = args.out
     if out is not None and (out.is_dir() or not out.name):
         raise CommandError(f"--out {out}: is a folder; name the file to write, e.g. {out}/x.jsonl")
-    with _open(config) as store:
+    with open_existing(config) as store:
         lines = store.export_lines(since=since, channel_id=args.channel)
         if out is None:
             count = _write(lines, sys.stdout)
@@ -83,7 +83,7 @@ def _write(lines: Iterable[str], handle: TextIO) -> int:
 def explain_command(args: argparse.Namespace, config: Config) -> int:
     from bot.cli import CommandError
 
-    with _open(config) as store:
+    with open_existing(config) as store:
         try:
             explanation = store.explain(args.message_id)
         except StoreError as error:
@@ -95,7 +95,7 @@ def explain_command(args: argparse.Namespace, config: Config) -> int:
 def forget_user_command(args: argparse.Namespace, config: Config) -> int:
     from bot.cli import CommandError
 
-    with _open(config) as store:
+    with open_existing(config) as store:
         try:
             result = asyncio.run(store.forget_user(args.user_id))
         except StoreError as error:

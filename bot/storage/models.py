@@ -176,6 +176,28 @@ class Explanation(_Frozen):
     removed: bool = False
 
 
+class InteractionSummary(_Frozen):
+    """One line of a list of interactions: enough to pick one and ask for its full record."""
+
+    seq: int
+    interaction_id: str
+    guild_id: int | None
+    channel_id: int
+    trigger_message_id: int
+    trigger_author_id: int
+    started_at: datetime
+    ended_at: datetime
+    model: str
+    parameters: dict[str, Any]
+    usage: dict[str, int]
+    latency_seconds: float | None
+    outcome: Outcome
+    error: str | None
+    message_count: int
+    answer_excerpt: str
+    removed: bool = False
+
+
 class PruneResult(_Frozen):
     interactions: int
     nodes: int

@@ -17,6 +17,7 @@ from bot.storage.models import (
     ArticleEntry,
     ContextEntry,
     InteractionRecord,
+    InteractionSummary,
     MessageVersion,
     WorkLogEntry,
 )
@@ -235,6 +236,28 @@ def _line(parts: list[str], answer: str) -> str:
     )
     parts.append(assistant)
     return '{"messages":[' + ",".join(parts) + "]}"
+
+
+def recent(
+    conn: sqlite3.Connection, limit: int, before_seq: int | None
+) -> list[InteractionSummary]:
+    """The latest interactions first, one row each (for browsing, not for full records)."""
+    conn.row_factory = sqlite3.Row
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM interactions WHERE seq < ? ORDER BY seq DESC LIMIT ?",
+        (before_seq if before_seq is not None else 2**63 - 1, limit),
+    ).fetchall()
+    return [
+        InteractionSummary(
+            seq=row["seq"],
+            interaction_id=row["id"],
+            **header_fields(row),
+            message_count=row["message_count"],
+            answer_excerpt=" ".join((row["answer"] or "").split())[:160],
+            removed=bool(row["removed"]),
+        )
+        for row in rows
+    ]
 
 
 def table_counts(conn: sqlite3.Connection) -> dict[str, int]:

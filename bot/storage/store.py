@@ -25,6 +25,7 @@ from bot.storage.models import (
     Explanation,
     ForgetResult,
     InteractionRecord,
+    InteractionSummary,
     MessageVersion,
     PruneResult,
 )
@@ -188,6 +189,13 @@ class Store:
         """What is known per model for the token budget (see ``bot.storage.limits``)."""
         with self._reader() as conn:
             return limits_mod.load(conn)
+
+    def recent_interactions(
+        self, limit: int = 50, before_seq: int | None = None
+    ) -> list[InteractionSummary]:
+        """The latest interactions first; pass the last ``seq`` seen as ``before_seq`` to page."""
+        with self._reader() as conn:
+            return reads.recent(conn, limit, before_seq)
 
     def message_versions(self, message_id: int) -> list[MessageVersion]:
         with self._reader() as conn:

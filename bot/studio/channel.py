@@ -1,0 +1,314 @@
+"""The studio's view of one channel log: its timeline, any trigger's context, and gold scores.
+
+Everything here is plain data (pydantic models) computed with the same builder and
+materializer the bot uses, so what the page shows for a setting is what ``replay`` and the
+running bot would do with it. Each build starts from a cold cache, as ``replay`` does.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from bot.config import Config, describe_error
+from conversation.builder import ContextBuilder
+from conversation.cache import ChannelCache
+from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
+from conversation.log_source import LogSource
+from conversation.materialize import MaterializeOptions, Materializer
+from conversation.reader import ChannelReader
+from conversation.settings import ContextSettings
+from conversation.source import created_ms, reference_id
+
+CHARS_PER_TOKEN = 4  # the usual rough figure for English text with common tokenizers
+SCORE_CACHE_SIZE = 256  # whole-log scores kept, one per settings tried
+
+
+class SettingsError(ValueError):
+    """Settings from the page that ``config.toml`` would refuse, as the same one line."""
+
+
+class TimelineMessage(BaseModel):
+    """One message of the log as the page draws it. Ids are strings: JavaScript numbers lose
+    precision past 2**53 and Discord ids are larger."""
+
+    id: str
+    author_id: str
+    author: str
+    bot: bool
+    time: str
+    ms: int
+    content: str
+    reply_to: str | None
+    mentions: list[str]
+    gold: bool  # an annotated trigger with a gold context
+
+
+class SettingField(BaseModel):
+    """A ``[context]`` key and what the page needs to draw a control for it."""
+
+    key: str
+    kind: str  # "int", "float" or "bool"
+    default: Any
+    minimum: float | None = None
+    exclusive_minimum: bool = False
+    description: str = ""
+
+
+class ChannelInfo(BaseModel):
+    path: str
+    guild: str
+    channel: str
+    messages: list[TimelineMessage]
+    fields: list[SettingField]
+    settings: dict[str, Any]
+    has_gold: bool
+    default_trigger: str | None
+
+
+class ChosenReason(BaseModel):
+    kind: str
+    via: str | None
+
+
+class ChosenMessage(BaseModel):
+    id: str
+    reasons: list[ChosenReason]
+    tokens: int  # estimated, from the text the model is sent for it
+    text: str  # that text, as materialized
+    in_gold: bool | None = None  # None without gold labels for this trigger
+
+
+class Edge(BaseModel):
+    source: str  # the message the builder came through
+    target: str  # the message it selected
+    kind: str
+
+
+class ScoreFigures(BaseModel):
+    triggers: int
+    precision: float
+    recall: float
+    f1: float
+    parent_recall: float | None
+
+    @classmethod
+    def of(cls, score: Score) -> ScoreFigures:
+        return cls(
+            triggers=score.triggers,
+            precision=round(score.precision, 4),
+            recall=round(score.recall, 4),
+            f1=round(score.f1, 4),
+            parent_recall=round(score.parent_recall, 4) if score.with_parent else None,
+        )
+
+
+class TriggerScore(ScoreFigures):
+    gold: list[str]
+    missed: list[str]  # gold messages the context left out
+    parents: list[str]
+
+
+class ContextView(BaseModel):
+    trigger: str
+    trigger_tokens: int
+    context: list[ChosenMessage]
+    edges: list[Edge]
+    tokens: int  # context and trigger, estimated
+    rest_calls: int
+    problems: list[str]
+    score: TriggerScore | None
+    toml: str
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
+
+
+def validate_settings(data: dict[str, Any], label: str = "studio") -> ContextSettings:
+    """The page's settings checked exactly as ``config.toml`` is, errors as its one line."""
+    try:
+        return Config.model_validate({"context": data}).context
+    except ValidationError as error:
+        raise SettingsError(describe_error(Path(label), error)) from error
+
+
+def settings_toml(settings: ContextSettings) -> str:
+    """The ``[context]`` section to paste into ``config.toml``."""
+    lines = ["[context]"]
+    for key, value in settings.model_dump().items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, float) and value.is_integer():
+            text = str(int(value))
+        else:
+            text = repr(value)
+        lines.append(f"{key} = {text}")
+    return "\n".join(lines) + "\n"
+
+
+def setting_fields() -> list[SettingField]:
+    fields = []
+    for key, info in ContextSettings.model_fields.items():
+        kind = {bool: "bool", int: "int", float: "float"}[info.annotation]  # type: ignore[index]
+        minimum, exclusive = None, False
+        for rule in info.metadata:
+            if getattr(rule, "ge", None) is not None:
+                minimum = rule.ge
+            elif getattr(rule, "gt", None) is not None:
+                minimum, exclusive = rule.gt, True
+        fields.append(
+            SettingField(
+                key=key,
+                kind=kind,
+                default=info.default,
+                minimum=minimum,
+                exclusive_minimum=exclusive,
+                description=info.description or "",
+            )
+        )
+    return fields
+
+
+class ChannelStudio:
+    """A loaded channel log, its gold labels if any, and builds over it under any settings."""
+
+    def __init__(self, log_path: Path, settings: ContextSettings) -> None:
+        self.path = log_path
+        self.source = LogSource.from_file(log_path)
+        self.settings = settings
+        gold_path = gold_path_for(log_path)
+        self.gold: dict[int, GoldTrigger] = load_gold(gold_path) if gold_path.exists() else {}
+        self._materializer = Materializer(MaterializeOptions(bot_user_id=self.source.bot_user_id))
+        self._log_scores: dict[str, ScoreFigures] = {}
+
+    def info(self) -> ChannelInfo:
+        export = self.source.export
+        messages = [self._timeline_message(m) for m in self.source.messages]
+        default = None
+        if self.gold:
+            default = str(max(self.gold))
+        elif messages:
+            default = messages[-1].id
+        return ChannelInfo(
+            path=str(self.path),
+            guild=export.guild.name,
+            channel=export.channel.name,
+            messages=messages,
+            fields=setting_fields(),
+            settings=self.settings.model_dump(),
+            has_gold=bool(self.gold),
+            default_trigger=default,
+        )
+
+    def _timeline_message(self, message: Any) -> TimelineMessage:
+        reference = reference_id(message)
+        return TimelineMessage(
+            id=str(message.id),
+            author_id=str(message.author.id),
+            author=message.author.display_name,
+            bot=bool(message.author.bot),
+            time=message.created_at.isoformat(),
+            ms=created_ms(message),
+            content=_readable(message),
+            reply_to=str(reference) if reference is not None else None,
+            mentions=[str(user.id) for user in message.mentions],
+            gold=message.id in self.gold,
+        )
+
+    async def context(self, trigger_id: int, settings: ContextSettings) -> ContextView:
+        """The context the bot would send for ``trigger_id`` under ``settings``."""
+        trigger = self.source.message(trigger_id)
+        if trigger is None:
+            raise KeyError(f"{self.path}: no message {trigger_id} in the log")
+        reader = ChannelReader(self.source, ChannelCache(self.source.channel_id))
+        selection = await ContextBuilder(settings).build(trigger, reader)
+        materialized = await self._materializer.materialize(selection)
+        texts = {
+            int(node.message_id): node.content
+            for node in materialized.nodes
+            if node.message_id is not None
+        }
+        gold = self.gold.get(trigger_id)
+        chosen = [
+            ChosenMessage(
+                id=str(message.id),
+                reasons=[
+                    ChosenReason(kind=r.kind, via=str(r.via) if r.via is not None else None)
+                    for r in selection.reasons[message.id]
+                ],
+                tokens=estimate_tokens(texts.get(message.id, "")),
+                text=texts.get(message.id, ""),
+                in_gold=(message.id in gold.context) if gold else None,
+            )
+            for message in selection.messages
+        ]
+        edges = [
+            Edge(source=reason.via, target=item.id, kind=reason.kind)
+            for item in chosen
+            for reason in item.reasons
+            if reason.via is not None
+        ]
+        trigger_tokens = estimate_tokens(texts.get(trigger_id, ""))
+        return ContextView(
+            trigger=str(trigger_id),
+            trigger_tokens=trigger_tokens,
+            context=chosen,
+            edges=edges,
+            tokens=trigger_tokens + sum(item.tokens for item in chosen),
+            rest_calls=selection.rest_calls,
+            problems=selection.problems + materialized.problems,
+            score=self._trigger_score(trigger_id, set(selection.ids), gold),
+            toml=settings_toml(settings),
+        )
+
+    @staticmethod
+    def _trigger_score(
+        trigger_id: int, context: set[int], gold: GoldTrigger | None
+    ) -> TriggerScore | None:
+        if gold is None:
+            return None
+        score = Score()
+        score.add(trigger_id, context, gold)
+        figures = ScoreFigures.of(score)
+        return TriggerScore(
+            **figures.model_dump(),
+            gold=[str(m) for m in sorted(gold.context)],
+            missed=[str(m) for m in sorted(gold.context - context)],
+            parents=[str(m) for m in sorted(gold.parents)],
+        )
+
+    async def log_score(self, settings: ContextSettings) -> ScoreFigures | None:
+        """Precision, recall and F1 over every gold trigger of the log (cached per settings)."""
+        if not self.gold:
+            return None
+        key = settings.model_dump_json()
+        if key not in self._log_scores:
+            builder = ContextBuilder(settings)
+            score = Score()
+            for trigger_id, gold in self.gold.items():
+                trigger = self.source.message(trigger_id)
+                if trigger is None:
+                    continue  # labelled but not in the log: nothing to score
+                reader = ChannelReader(self.source, ChannelCache(self.source.channel_id))
+                selection = await builder.build(trigger, reader)
+                score.add(trigger_id, set(selection.ids), gold)
+            if len(self._log_scores) >= SCORE_CACHE_SIZE:
+                del self._log_scores[next(iter(self._log_scores))]  # the oldest
+            self._log_scores[key] = ScoreFigures.of(score)
+        return self._log_scores[key]
+
+
+def _readable(message: Any) -> str:
+    """The text as people read it: mentions as names. Attachments are noted by name."""
+    try:
+        text = message.clean_content
+    except (AttributeError, KeyError, TypeError):
+        text = message.content
+    names = [attachment.filename for attachment in getattr(message, "attachments", [])]
+    if names:
+        text = f"{text}\n[attached: {', '.join(names)}]".strip()
+    return text

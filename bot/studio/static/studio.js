@@ -1,0 +1,552 @@
+// threadwise studio: plain JavaScript, no build step, no outside resources.
+// Every piece of message text reaches the page through text nodes (el() and textContent),
+// never through HTML parsing, so nothing a Discord user wrote can become markup or script.
+"use strict";
+
+const KINDS = ["reference", "reply", "mention", "author", "temporal", "linear"];
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+const state = {
+  channel: null, // ChannelInfo from /api/channel
+  byId: new Map(), // message id -> timeline message
+  order: new Map(), // message id -> index in the log
+  rows: new Map(), // message id -> timeline row element
+  marked: [], // rows currently decorated for the selected context
+  trigger: null,
+  view: null, // the latest ContextView
+  configScore: null, // whole-log score at the config's own values, to compare against
+  request: 0, // increments per refresh, so a late answer never overwrites a newer one
+  timer: null,
+  renderedThreshold: null,
+  storeOldest: null,
+};
+
+// ---------------------------------------------------------------- helpers
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function $(id) {
+  return document.getElementById(id);
+}
+
+function setStatus(text) {
+  $("status").textContent = text;
+}
+
+async function api(path, body) {
+  const options = body === undefined ? {} : {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  };
+  const response = await fetch(path, options);
+  const data = await response.json();
+  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  return data;
+}
+
+function hhmm(iso) {
+  return iso.slice(11, 16);
+}
+
+function day(iso) {
+  return iso.slice(0, 10);
+}
+
+function authorColor(id) {
+  let hash = 0;
+  for (const ch of id) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
+  return `hsl(${hash % 360} 55% 34%)`;
+}
+
+function clip(text, length) {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > length ? flat.slice(0, length - 1) + "…" : flat;
+}
+
+function fmt(value) {
+  return value === null || value === undefined ? "–" : value.toFixed(3);
+}
+
+function setUrl(params) {
+  const url = new URL(window.location.href);
+  for (const [key, value] of Object.entries(params)) {
+    if (value === null) url.searchParams.delete(key);
+    else url.searchParams.set(key, value);
+  }
+  history.replaceState(null, "", url.pathname + url.search);
+}
+
+// ---------------------------------------------------------------- start
+
+async function start() {
+  const info = await api("/api/info");
+  const params = new URLSearchParams(window.location.search);
+  $("tab-channel").hidden = !info.channel;
+  $("tab-store").hidden = !info.store;
+  for (const button of document.querySelectorAll("#tabs button")) {
+    button.addEventListener("click", () => show(button.dataset.view));
+  }
+  if (info.channel) await loadChannel(params.get("trigger"));
+  const wanted = params.get("view") || (info.channel ? "channel" : "store");
+  show(wanted === "store" && info.store ? "store" : info.channel ? "channel" : "store");
+  if (info.store && params.get("interaction")) showInteraction(params.get("interaction"));
+}
+
+function show(view) {
+  $("channel-view").hidden = view !== "channel";
+  $("store-view").hidden = view !== "store";
+  $("tab-channel").classList.toggle("active", view === "channel");
+  $("tab-store").classList.toggle("active", view === "store");
+  setUrl({ view: view === "channel" ? null : view });
+  if (view === "store" && state.storeOldest === null) loadStore();
+}
+
+// ---------------------------------------------------------------- channel view
+
+async function loadChannel(wantedTrigger) {
+  setStatus("loading the log…");
+  const channel = await api("/api/channel");
+  state.channel = channel;
+  channel.messages.forEach((message, index) => {
+    state.byId.set(message.id, message);
+    state.order.set(message.id, index);
+  });
+  $("source-name").textContent = `${channel.guild} › #${channel.channel} · ${channel.path}`;
+  $("no-gold").hidden = channel.has_gold;
+  $("score-table").hidden = !channel.has_gold;
+  buildControls(channel.fields, channel.settings);
+  renderLegend();
+  renderTimeline();
+  const trigger = wantedTrigger && state.byId.has(wantedTrigger) ? wantedTrigger
+    : channel.default_trigger;
+  if (wantedTrigger && !state.byId.has(wantedTrigger)) {
+    setStatus(`message ${wantedTrigger} is not in this log; showing ${trigger}`);
+  }
+  if (trigger) await selectTrigger(trigger, true);
+}
+
+function buildControls(fields, values) {
+  const form = $("settings");
+  form.replaceChildren();
+  for (const field of fields) {
+    const input = el("input", { id: `set-${field.key}`, name: field.key, "data-kind": field.kind });
+    if (field.kind === "bool") {
+      input.type = "checkbox";
+      input.checked = Boolean(values[field.key]);
+    } else {
+      input.type = "number";
+      input.step = field.kind === "int" ? "1" : "any";
+      if (field.minimum !== null) input.min = String(field.minimum);
+      input.value = String(values[field.key]);
+    }
+    input.dataset.config = field.kind === "bool" ? String(Boolean(values[field.key]))
+      : String(values[field.key]);
+    input.addEventListener("input", () => {
+      markChanged(input);
+      scheduleRefresh();
+    });
+    form.append(el("div", { class: "field" },
+      el("label", { for: input.id }, el("code", { text: field.key }), input),
+      el("p", { class: "help", text: field.description })));
+  }
+  $("defaults").addEventListener("click", () => {
+    for (const input of form.querySelectorAll("input")) {
+      if (input.type === "checkbox") input.checked = input.dataset.config === "true";
+      else input.value = input.dataset.config;
+      markChanged(input);
+    }
+    scheduleRefresh();
+  });
+  $("copy-toml").addEventListener("click", copyToml);
+}
+
+function markChanged(input) {
+  const now = input.type === "checkbox" ? String(input.checked) : input.value;
+  input.classList.toggle("changed", now !== input.dataset.config);
+}
+
+function readSettings() {
+  const settings = {};
+  for (const input of $("settings").querySelectorAll("input")) {
+    if (input.type === "checkbox") settings[input.name] = input.checked;
+    else settings[input.name] = input.value === "" ? "" : Number(input.value);
+  }
+  return settings;
+}
+
+function scheduleRefresh() {
+  clearTimeout(state.timer);
+  state.timer = setTimeout(refresh, 120);
+}
+
+async function selectTrigger(id, scroll) {
+  state.trigger = id;
+  setUrl({ trigger: id });
+  await refresh();
+  if (scroll) state.rows.get(id)?.scrollIntoView({ block: "center" });
+}
+
+async function refresh() {
+  if (!state.trigger) return;
+  const request = ++state.request;
+  const settings = readSettings();
+  setStatus("building…");
+  try {
+    const [view, score] = await Promise.all([
+      api("/api/context", { trigger: state.trigger, settings }),
+      state.channel.has_gold ? api("/api/score", { settings }) : Promise.resolve({ score: null }),
+    ]);
+    if (request !== state.request) return;
+    $("settings-error").hidden = true;
+    if (state.configScore === null && !document.querySelector("#settings input.changed")) {
+      state.configScore = score.score;
+    }
+    if (settings.time_threshold_minutes !== state.renderedThreshold) renderTimeline();
+    state.view = view;
+    applyView(view);
+    renderScores(view.score, score.score);
+    setStatus(`${view.context.length} messages · ≈${view.tokens} tokens`);
+  } catch (error) {
+    if (request !== state.request) return;
+    $("settings-error").textContent = error.message;
+    $("settings-error").hidden = false;
+    setStatus("settings refused");
+  }
+}
+
+function copyToml() {
+  const text = $("toml").textContent;
+  const done = () => setStatus("[context] copied as TOML");
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(done, () => selectToml());
+  } else {
+    selectToml();
+  }
+}
+
+function selectToml() {
+  const range = document.createRange();
+  range.selectNodeContents($("toml"));
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+  setStatus("TOML selected: press Ctrl+C");
+}
+
+// ---------------------------------------------------------------- timeline
+
+function renderTimeline() {
+  const container = $("timeline");
+  const thresholdInput = $("set-time_threshold_minutes");
+  const minutes = thresholdInput ? Number(thresholdInput.value) : NaN;
+  state.renderedThreshold = minutes;
+  const gapMs = Number.isFinite(minutes) && minutes > 0 ? minutes * 60000 : Infinity;
+  const fragment = document.createDocumentFragment();
+  let previous = null;
+  let breaks = 0;
+  for (const message of state.channel.messages) {
+    if (previous === null || day(previous.time) !== day(message.time)) {
+      fragment.append(el("div", { class: "break", text: day(message.time) }));
+    } else if (message.ms - previous.ms > gapMs) {
+      breaks += 1;
+      const silence = Math.round((message.ms - previous.ms) / 60000);
+      fragment.append(el("div", { class: "break", text: `${silence} min of silence` }));
+    }
+    fragment.append(timelineRow(message));
+    previous = message;
+  }
+  state.marked = [];
+  container.replaceChildren(fragment);
+  $("timeline-note").textContent =
+    `${state.channel.messages.length} messages · ${breaks} silences over ${minutes} min`;
+  if (state.view) applyView(state.view);
+}
+
+function timelineRow(message) {
+  const author = el("span", { class: "author", title: `${message.author} (${message.author_id})` },
+    message.author);
+  author.style.color = authorColor(message.author_id);
+  const text = el("span", { class: "text" });
+  if (message.reply_to) {
+    const parent = state.byId.get(message.reply_to);
+    text.append(el("span", { class: "replyto" },
+      parent ? `↪ ${parent.author}: ${clip(parent.content, 60)}` : "↪ a message not in this log"));
+  }
+  text.append(message.content);
+  text.append(el("span", { class: "badges" }));
+  const row = el("div", {
+    class: "msg", "data-id": message.id, title: `${message.time} · id ${message.id}`,
+    onclick: () => selectTrigger(message.id, false),
+  }, el("span", { class: "time", text: hhmm(message.time) }), author, text);
+  state.rows.set(message.id, row);
+  return row;
+}
+
+function reasonLabel(reason) {
+  if (reason.via === null) return reason.kind === "linear" ? "recent" : reason.kind;
+  const via = state.byId.get(reason.via);
+  return via ? `${reason.kind} via ${via.author} ${hhmm(via.time)}` : `${reason.kind} via ${reason.via}`;
+}
+
+function applyView(view) {
+  for (const row of state.marked) {
+    row.classList.remove("chosen", "missed", "wrong", "trigger");
+    row.querySelector(".badges").replaceChildren();
+  }
+  state.marked = [];
+  const mark = (id, ...classes) => {
+    const row = state.rows.get(id);
+    if (!row) return null;
+    row.classList.add(...classes);
+    state.marked.push(row);
+    return row;
+  };
+  mark(view.trigger, "trigger");
+  for (const item of view.context) {
+    const row = mark(item.id, "chosen", ...(item.in_gold === false ? ["wrong"] : []));
+    if (!row) continue;
+    const badges = row.querySelector(".badges");
+    for (const reason of item.reasons) {
+      badges.append(el("span", { class: `badge k-${reason.kind}`, text: reasonLabel(reason) }));
+    }
+  }
+  for (const id of view.score ? view.score.missed : []) {
+    const row = mark(id, "missed");
+    if (row) row.querySelector(".badges").append(el("span", { class: "badge gold", text: "gold, not chosen" }));
+  }
+  renderDetail(view);
+}
+
+// ---------------------------------------------------------------- detail: graph and list
+
+function renderLegend() {
+  const legend = $("legend");
+  legend.replaceChildren();
+  for (const kind of KINDS) {
+    legend.append(el("span", {}, el("span", { class: `swatch sw-${kind}` }), kind));
+  }
+}
+
+function renderDetail(view) {
+  const trigger = state.byId.get(view.trigger);
+  $("detail-title").textContent = `Context of ${trigger.author} at ${trigger.time.slice(0, 16).replace("T", " ")}`;
+  $("detail-summary").textContent =
+    `${view.context.length} messages chosen · ≈${view.tokens} tokens with the trigger ` +
+    `(characters ÷ 4, linked articles not read here) · ${view.rest_calls} REST calls with a cold cache`;
+  $("problems").replaceChildren(...view.problems.map((problem) => el("li", { text: problem })));
+  $("toml").textContent = view.toml;
+  renderGraph(view);
+  renderChosen(view);
+}
+
+function renderGraph(view) {
+  const graph = $("graph");
+  const missed = view.score ? view.score.missed : [];
+  const ids = [...view.context.map((item) => item.id), view.trigger, ...missed]
+    .filter((id) => state.byId.has(id))
+    .sort((a, b) => state.order.get(a) - state.order.get(b));
+  const reasons = new Map(view.context.map((item) => [item.id, item.reasons]));
+  const missedSet = new Set(missed);
+  const rowHeight = 20;
+  const arcRoom = Math.min(170, 30 + ids.length * 6);
+  const x = arcRoom + 8;
+  const y = new Map(ids.map((id, index) => [id, 14 + index * rowHeight]));
+  const width = Math.max(graph.parentElement.clientWidth - 28, 300);
+  graph.replaceChildren();
+  graph.setAttribute("width", width);
+  graph.setAttribute("height", 14 + ids.length * rowHeight);
+  for (const edge of view.edges) {
+    if (!y.has(edge.source) || !y.has(edge.target)) continue;
+    const y1 = y.get(edge.source);
+    const y2 = y.get(edge.target);
+    const bend = Math.min(arcRoom, 10 + Math.abs(y2 - y1) * 0.45);
+    const path = svg("path", {
+      d: `M ${x} ${y1} C ${x - bend} ${y1}, ${x - bend} ${y2}, ${x} ${y2}`,
+      class: `e-${edge.kind}`,
+    });
+    const from = state.byId.get(edge.source);
+    const to = state.byId.get(edge.target);
+    path.append(svg("title", {}, `${edge.kind}: ${from.author} ${hhmm(from.time)} → ${to.author} ${hhmm(to.time)}`));
+    graph.append(path);
+  }
+  for (const id of ids) {
+    const message = state.byId.get(id);
+    const top = y.get(id);
+    const kinds = reasons.get(id) || [];
+    const kind = kinds.length ? kinds[0].kind : null;
+    const dot = svg("circle", { cx: x, cy: top, r: id === view.trigger ? 6 : 4.5 });
+    if (id === view.trigger) {
+      dot.setAttribute("fill", "#1f2328");
+      dot.setAttribute("stroke", "#1f2328");
+    } else if (missedSet.has(id)) {
+      dot.setAttribute("fill", "#fff");
+      dot.setAttribute("stroke", "#f97316");
+      dot.setAttribute("stroke-dasharray", "2 2");
+    } else {
+      const color = getComputedStyle(document.documentElement).getPropertyValue(`--${kind}`).trim();
+      dot.setAttribute("fill", kind === "linear" ? "#fff" : color);
+      dot.setAttribute("stroke", color);
+    }
+    dot.append(svg("title", {}, missedSet.has(id) ? "in the gold context, not chosen"
+      : (kinds.map(reasonLabel).join("; ") || "trigger")));
+    const go = () => flashRow(id);
+    dot.addEventListener("click", go);
+    const when = svg("text", { x: x + 12, y: top + 4, class: "when" }, hhmm(message.time));
+    const label = svg("text", { x: x + 50, y: top + 4 },
+      `${message.author}: ${clip(message.content, 70)}`);
+    label.addEventListener("click", go);
+    graph.append(dot, when, label);
+  }
+}
+
+function flashRow(id) {
+  const row = state.rows.get(id);
+  if (!row) return;
+  row.scrollIntoView({ block: "center", behavior: "smooth" });
+  row.classList.add("flash");
+  setTimeout(() => row.classList.remove("flash"), 1200);
+}
+
+function renderChosen(view) {
+  const list = $("chosen");
+  list.replaceChildren();
+  for (const item of view.context) {
+    const message = state.byId.get(item.id);
+    list.append(el("li", {},
+      el("span", { class: "who", text: `${message.author} ` }),
+      el("span", { class: "muted", text: `${hhmm(message.time)} · ` }),
+      ...item.reasons.map((reason) => el("span", { class: `badge k-${reason.kind}`, text: reasonLabel(reason) })),
+      el("span", { class: "tokens", text: ` ≈${item.tokens} tokens` }),
+      item.in_gold === false ? el("span", { class: "badge", text: "not in gold" }) : null,
+      el("div", { class: "text", text: clip(item.text, 400) })));
+  }
+}
+
+function renderScores(trigger, log) {
+  if (!state.channel.has_gold) return;
+  const fill = (rowId, figures, compare) => {
+    const cells = $(rowId).querySelectorAll("td");
+    const values = figures ? [figures.precision, figures.recall, figures.f1, figures.parent_recall] : [];
+    const base = compare ? [compare.precision, compare.recall, compare.f1, compare.parent_recall] : [];
+    cells.forEach((cell, index) => {
+      cell.textContent = figures ? fmt(values[index]) : "–";
+      cell.classList.toggle("better", compare !== null && values[index] > base[index] + 1e-9);
+      cell.classList.toggle("worse", compare !== null && values[index] < base[index] - 1e-9);
+    });
+  };
+  fill("score-trigger", trigger, null);
+  fill("score-log", log, state.configScore);
+  $("score-note").textContent = trigger
+    ? `${trigger.gold.length} gold messages for this trigger, ${trigger.missed.length} missed. ` +
+      `Whole log: ${log ? log.triggers : 0} triggers; green/red: against the config's values.`
+    : "This message has no gold context (not an annotated trigger).";
+}
+
+// ---------------------------------------------------------------- store view
+
+async function loadStore() {
+  const query = state.storeOldest ? `?before=${state.storeOldest}` : "";
+  setStatus("reading the store…");
+  let items;
+  try {
+    items = await api(`/api/store/interactions${query}`);
+  } catch (error) {
+    setStatus(error.message);
+    return;
+  }
+  const body = $("store-list").querySelector("tbody");
+  for (const item of items) {
+    const tokens = item.usage.prompt_tokens !== undefined
+      ? `${item.usage.prompt_tokens}+${item.usage.completion_tokens ?? "?"}` : "–";
+    const row = el("tr", { "data-id": item.interaction_id, onclick: () => showInteraction(item.interaction_id) },
+      el("td", { text: item.started_at.slice(0, 19).replace("T", " ") }),
+      el("td", { text: String(item.trigger_message_id) }),
+      el("td", { class: `outcome-${item.outcome}`, text: item.outcome }),
+      el("td", { text: String(item.message_count) }),
+      el("td", { text: tokens }),
+      el("td", { text: item.latency_seconds === null ? "–" : `${item.latency_seconds.toFixed(2)} s` }),
+      el("td", { class: "excerpt", text: item.removed ? "(removed)" : item.answer_excerpt }));
+    body.append(row);
+  }
+  if (items.length) state.storeOldest = items[items.length - 1].seq;
+  else if (state.storeOldest === null) state.storeOldest = 0;
+  $("store-more").hidden = items.length < 50;
+  $("store-more").onclick = loadStore;
+  setStatus(`${body.children.length} answers shown`);
+}
+
+async function showInteraction(id) {
+  setUrl({ view: "store", interaction: id });
+  for (const row of $("store-list").querySelectorAll("tbody tr")) {
+    row.classList.toggle("active", row.dataset.id === id);
+  }
+  const pane = $("store-detail");
+  let record;
+  try {
+    record = await api(`/api/store/interactions/${encodeURIComponent(id)}`);
+  } catch (error) {
+    pane.replaceChildren(el("p", { class: "error", text: error.message }));
+    return;
+  }
+  const usage = record.usage;
+  const facts = [
+    ["interaction", record.id],
+    ["channel", record.channel_id],
+    ["trigger", `${record.trigger_message_id} by ${record.trigger_author_id}`],
+    ["started", record.started_at],
+    ["model", record.model],
+    ["parameters", JSON.stringify(record.parameters)],
+    ["outcome", record.outcome + (record.error ? `: ${record.error}` : "")],
+    ["latency", record.latency_seconds === null ? "–" : `${record.latency_seconds.toFixed(2)} s`],
+    ["tokens", Object.keys(usage).length ? Object.entries(usage).map(([k, v]) => `${k} ${v}`).join(", ") : "–"],
+    ["answer ids", record.answer_message_ids.join(", ") || "–"],
+  ];
+  const dl = el("dl", { class: "facts" });
+  for (const [key, value] of facts) dl.append(el("dt", { text: key }), el("dd", { text: String(value) }));
+  const sent = record.request_messages.map((message, index) => {
+    const entry = record.context[index];
+    const content = typeof message.content === "string" ? message.content : JSON.stringify(message.content, null, 1);
+    return el("div", { class: "sent" },
+      el("span", { class: "role", text: `${index}. ${message.role}` }),
+      entry && entry.name ? ` · ${entry.name}` : null,
+      entry && entry.message_id ? el("span", { class: "why", text: ` · ${entry.message_id}` }) : null,
+      entry && entry.reasons.length ? el("div", { class: "why", text: entry.reasons.join("; ") }) : null,
+      el("pre", { text: content }));
+  });
+  pane.replaceChildren(
+    el("h2", { text: "Interaction" }), dl,
+    el("h2", { text: `What the model saw (${record.request_messages.length} messages)` }), ...sent,
+    el("h2", { text: "Answer" }), el("div", { class: "answer" }, el("pre", { text: record.answer || "(none)" })),
+    el("h2", { text: "Work log" }),
+    el("p", { class: "muted", text: record.work_log_summary.join("; ") || "nothing recorded" }),
+    el("ul", {}, ...record.work_log.map((entry) =>
+      el("li", { text: `${entry.action} (${entry.status})${entry.detail ? ": " + entry.detail : ""}` }))),
+    el("h2", { text: "Articles" }),
+    el("ul", {}, ...(record.articles.length ? record.articles.map((article) =>
+      el("li", { text: `${article.url}: ${article.status}${article.reason ? " (" + article.reason + ")" : ""}` }))
+      : [el("li", { class: "muted", text: "none" })])));
+}
+
+start().catch((error) => setStatus(`error: ${error.message}`));
