@@ -264,9 +264,19 @@ class ThreadwiseClient(nextcord.Client):
 
 
 async def serve(
-    config: Config, token: str, *, recorder: Recorder | None = None, store: Store | None = None
+    config: Config,
+    token: str,
+    *,
+    recorder: Recorder | None = None,
+    store: Store | None = None,
+    config_path: Path | None = None,
 ) -> None:
-    """Run until cancelled, with one article service and one model session for all answers."""
+    """Run until cancelled, with one article service and one model session for all answers.
+
+    Edits to the file at ``config_path``, if given, apply while running.
+    """
+    from bot.config_reload import watching_config
+
     async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
         client = ThreadwiseClient(
             config, articles=articles, model=model, recorder=recorder, store=store
@@ -275,7 +285,8 @@ async def serve(
 
         health = start_beating(client)
         try:
-            await client.start(token)
+            async with watching_config(client, config_path):
+                await client.start(token)
         finally:
             if not client.is_closed():
                 await client.close()
@@ -291,9 +302,11 @@ def run_bot(config: Config, *, config_path: Path | None = None) -> int:
 
     token = require_token(config, config_path)
     configure_logging(config)
-    log_configuration(config, locate_config(config_path))
+    source = locate_config(config_path)
+    log_configuration(config, source)
+    watched = source.path if source.exists else None  # edits to it apply while running
     try:
-        if asyncio.run(_serve_until_terminated(config, token)):
+        if asyncio.run(_serve_until_terminated(config, token, watched)):
             log.info("stopped")
     except nextcord.PrivilegedIntentsRequired:
         print(f"error: {INTENT_HELP}", file=sys.stderr)
@@ -318,20 +331,22 @@ def run_bot(config: Config, *, config_path: Path | None = None) -> int:
     return 0
 
 
-async def _serve_until_terminated(config: Config, token: str) -> bool:
+async def _serve_until_terminated(config: Config, token: str, config_path: Path | None) -> bool:
     from bot.shutdown import run_until_terminated
 
-    return await run_until_terminated(_serve_with_store(config, token))
+    return await run_until_terminated(_serve_with_store(config, token, config_path))
 
 
-async def _serve_with_store(config: Config, token: str) -> None:
+async def _serve_with_store(config: Config, token: str, config_path: Path | None) -> None:
     from bot.recording import open_recorder
     from bot.startup import start_model_probe
 
     probe = start_model_probe(config.model)
     try:
         async with open_recorder(config) as recorder:
-            await serve(config, token, recorder=recorder, store=recorder.store)
+            await serve(
+                config, token, recorder=recorder, store=recorder.store, config_path=config_path
+            )
     finally:
         probe.cancel()
 

@@ -50,6 +50,10 @@ class ArticleStats(BaseModel):
     cached_entries: int
 
 
+# Settings read afresh for every context, so a reloaded config can change them while running.
+LIVE_LIMITS = ("max_chars", "max_urls_per_message", "max_urls_per_context")
+
+
 class ArticleService:
     """Fetches, extracts and caches linked articles. Use it as an async context manager; one
     instance for the whole bot, so the cache and the session are shared."""
@@ -86,6 +90,16 @@ class ArticleService:
     @property
     def settings(self) -> ArticleSettings:
         return self._settings
+
+    def apply_limits(self, settings: ArticleSettings) -> None:
+        """Take the per-context limits (``LIVE_LIMITS``) of a reloaded config.
+
+        Only these apply while running: the session, the address policy, the cache and the
+        extraction workers were built from the settings the service started with.
+        """
+        self._settings = self._settings.model_copy(
+            update={key: getattr(settings, key) for key in LIVE_LIMITS}
+        )
 
     @property
     def stats(self) -> ArticleStats:

@@ -1,0 +1,211 @@
+"""Hot reload for ``run``: the bot watches its config file and applies valid edits as it runs.
+
+Operators tune thresholds, the persona and who may use the bot by editing ``config.toml``; a
+restart for each edit loses the channel caches and drops the gateway session. So the file is
+polled every few seconds and each new version is validated by the same loader as
+``check-config``:
+
+* a valid edit applies from the next answer, announced by one INFO line naming what changed;
+* an invalid edit is refused with the same one-line error as ``check-config``, and the last
+  good config keeps serving;
+* keys read only at start (the token, ``api_base``, storage, the article fetcher's plumbing)
+  keep their running values, and one line says they take effect after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.config import Config, ConfigError, load_config
+from bot.mentions import allowed_mentions
+from conversation.articles.service import LIVE_LIMITS
+from conversation.builder import ContextBuilder
+
+if TYPE_CHECKING:
+    from bot.app import ThreadwiseClient
+
+log = logging.getLogger("threadwise.config")
+
+POLL_SECONDS = 2.0
+# Sections the running bot reads afresh for each answer, but for the keys listed after them,
+# which it reads once at start (the model client's connection). Of [articles], only the
+# per-context limits apply live. Everything else, [discord] and [storage] included, and any
+# section not named here, needs a restart.
+LIVE_SECTIONS = frozenset(
+    {"context", "model", "triggers", "permissions", "mentions", "replies", "attachments", "logging"}
+)
+STARTUP_KEYS = frozenset({("model", "base_url"), ("model", "api_key")})
+SECRET_KEYS = {("discord", "token"), ("model", "api_key")}
+SHOWN_VALUE_CHARS = 40  # longer values (a system prompt) are only said to have changed
+
+Key = tuple[str, str]
+
+
+def is_live(key: Key) -> bool:
+    """Whether a change to this key applies without a restart."""
+    section, name = key
+    if section == "articles":
+        return name in LIVE_LIMITS
+    return section in LIVE_SECTIONS and key not in STARTUP_KEYS
+
+
+def changed_keys(old: Config, new: Config) -> list[Key]:
+    """``(section, key)`` of every setting whose value differs, in the file's order."""
+    before, after = old.model_dump(), new.model_dump()
+    return [
+        (section, key)
+        for section, values in after.items()
+        for key, value in values.items()
+        if before.get(section, {}).get(key) != value
+    ]
+
+
+def effective_config(running: Config, new: Config) -> Config:
+    """``new``, except that keys needing a restart keep the values the bot is running with."""
+    sections: dict[str, Any] = {}
+    for section in Config.model_fields:
+        fresh = getattr(new, section)
+        kept = {
+            key: getattr(getattr(running, section), key)
+            for key in type(fresh).model_fields
+            if not is_live((section, key))
+        }
+        sections[section] = fresh.model_copy(update=kept)
+    return new.model_copy(update=sections)
+
+
+def describe(key: Key, old: Config, new: Config) -> str:
+    section, name = key
+    label = f"[{section}] {name}"
+    if key in SECRET_KEYS:
+        return label
+    before = getattr(getattr(old, section), name)
+    after = getattr(getattr(new, section), name)
+    if len(repr(before)) + len(repr(after)) > 2 * SHOWN_VALUE_CHARS:
+        return f"{label} changed"
+    return f"{label} {_shown(before)} -> {_shown(after)}"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(item) for item in value) + "]"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def apply_to_client(client: ThreadwiseClient, old: Config, config: Config) -> None:
+    """Hand every part of the running bot that reads settings per answer the new ones."""
+    from bot.recording import InteractionRecorder
+
+    client.config = config
+    client.allowed_mentions = allowed_mentions(config.mentions)
+    answerer = client.answerer
+    answerer.config = config
+    answerer.builder = ContextBuilder(config.context)
+    answerer.model.settings = config.model
+    if isinstance(answerer.recorder, InteractionRecorder):
+        answerer.recorder.config = config
+    materializer = client.materializer
+    materializer.options = materializer.options.model_copy(
+        update={
+            "vision": config.model.vision,
+            "max_text_chars": config.attachments.max_text_chars,
+            "max_text_attachments": config.attachments.max_text_attachments,
+        }
+    )
+    if materializer.articles is not None:
+        materializer.articles.apply_limits(config.articles)
+    if config.logging.level != old.logging.level:
+        logging.getLogger().setLevel(config.logging.level)
+
+
+class ConfigWatcher:
+    """Polls one config file; calls ``apply(old, new)`` for each valid new version, where
+    ``new`` keeps the running values of the keys that need a restart."""
+
+    def __init__(
+        self,
+        path: Path,
+        running: Config,
+        apply: Callable[[Config, Config], None],
+        *,
+        interval: float | None = None,
+    ) -> None:
+        self.path = path
+        self.running = running  # what the bot uses now
+        self.loaded = running  # the file's last valid version, restart keys as written
+        self.apply = apply
+        self.interval = POLL_SECONDS if interval is None else interval
+        self._seen = self._read()
+
+    def _read(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except OSError:
+            return None
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            self.check()
+
+    def check(self) -> bool:
+        """Reload if the file's content changed; True when a new config was applied."""
+        content = self._read()
+        if content == self._seen:
+            return False
+        self._seen = content
+        try:
+            new = load_config(self.path)
+        except ConfigError as error:
+            log.error("%s (edit refused: the last good config keeps serving)", error)
+            return False
+        changes = changed_keys(self.loaded, new)
+        restart = [key for key in changes if not is_live(key)]
+        live = [key for key in changes if is_live(key)]
+        newly_restart = [key for key in restart if key in changed_keys(self.running, new)]
+        self.loaded = new
+        if live:
+            effective = effective_config(self.running, new)
+            try:
+                self.apply(self.running, effective)
+            except Exception:  # a bug here must not stop the bot: it keeps the old settings
+                log.exception("could not apply the reloaded config from %s", self.path)
+                return False
+            described = ", ".join(describe(key, self.running, effective) for key in live)
+            self.running = effective
+            log.info("%s reloaded: %s", self.path, described)
+        if newly_restart:
+            names = ", ".join(f"[{section}] {key}" for section, key in newly_restart)
+            log.warning("%s: %s changed: takes effect after a restart", self.path, names)
+        elif not live and not restart:
+            log.info("%s saved with no change in effect", self.path)
+        return bool(live)
+
+
+@contextlib.asynccontextmanager
+async def watching_config(
+    client: ThreadwiseClient, config_path: Path | None, *, interval: float | None = None
+) -> AsyncIterator[ConfigWatcher | None]:
+    """Watch the config file while the block runs (nothing to watch without one)."""
+    path = config_path
+    if path is None:
+        yield None
+        return
+    watcher = ConfigWatcher(
+        path, client.config, lambda old, new: apply_to_client(client, old, new), interval=interval
+    )
+    task = asyncio.create_task(watcher.run(), name="config-watcher")
+    log.debug("watching %s for changes", path)
+    try:
+        yield watcher
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,290 @@
+"""Hot reload of config.toml while the bot runs: end to end, and the watcher on its own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import nextcord
+import pytest
+
+from bot import config_reload
+from bot.app import serve
+from bot.config import Config, load_config
+from bot.config_reload import ConfigWatcher, effective_config, is_live
+from conversation.articles.service import ArticleService
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openai_server import FakeOpenAI
+from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, EXAMPLE
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def config_text(discord: FakeDiscord, model: FakeOpenAI, *, prompt: str, extra: str = "") -> str:
+    return f"""
+[discord]
+token = "{discord.token}"
+api_base = "{discord.api_base}"
+guild_ready_timeout = 0.1
+
+[model]
+base_url = "{model.url}"
+name = "fake-model"
+max_retries = 1
+retry_base_seconds = 0.01
+idle_timeout_seconds = 5
+timeout_seconds = 20
+system_prompt = "{prompt}"
+
+[articles]
+enabled = false
+
+[triggers]
+burst_window_seconds = 0.05
+
+[replies]
+edit_interval_seconds = 0.2
+{extra}
+"""
+
+
+@pytest.fixture(autouse=True)
+def root_level() -> Iterator[None]:
+    """A reload may set the root logger's level; leave it as found for other tests."""
+    level = logging.getLogger().level
+    yield
+    logging.getLogger().setLevel(level)
+
+
+def check_config_error(path: Path) -> str:
+    """What ``python -m bot check-config`` says about the file, as the operator sees it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "check-config", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2, done.stdout
+    return done.stderr.strip().removeprefix("error: ")
+
+
+@contextlib.asynccontextmanager
+async def bot_running(path: Path) -> AsyncIterator[None]:
+    """``serve`` as ``run`` calls it, watching ``path``."""
+    config = load_config(path)
+    task = asyncio.create_task(serve(config, config.discord.token.get_secret_value(),
+                                     config_path=path))  # fmt: skip
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        nextcord.http.Route.BASE = "https://discord.com/api/v10"
+
+
+async def ask(discord: FakeDiscord, model: FakeOpenAI, text: str) -> dict:
+    """A member mentions the bot; returns the model request the answer was made from."""
+    before = len(model.chat_requests)
+    said = await discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> {text}")
+    await discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=10)
+    assert len(model.chat_requests) == before + 1
+    return model.chat_requests[-1].body
+
+
+async def wait_for_log(caplog: pytest.LogCaptureFixture, words: str) -> str:
+    async with asyncio.timeout(5):
+        while True:
+            for record in caplog.records:
+                if record.name == "threadwise.config" and words in record.getMessage():
+                    return record.getMessage()
+            await asyncio.sleep(0.02)
+
+
+def system_prompt(body: dict) -> str:
+    first = body["messages"][0]
+    assert first["role"] == "system"
+    return first["content"]
+
+
+async def test_an_edited_system_prompt_reaches_the_next_answer_and_a_broken_edit_is_refused(
+    tmp_path, caplog, monkeypatch
+):
+    caplog.set_level(logging.INFO, logger="threadwise.config")
+    monkeypatch.setattr(config_reload, "POLL_SECONDS", 0.05)
+    path = tmp_path / "config.toml"
+    async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as model:
+        await discord.load_log(EXAMPLE)
+        path.write_text(config_text(discord, model, prompt="You are Alpha."))
+        async with bot_running(path):
+            await discord.gateway.wait_for_identified()
+            assert system_prompt(await ask(discord, model, "first")) == "You are Alpha."
+
+            path.write_text(config_text(discord, model, prompt="You are Beta, and terse."))
+            line = await wait_for_log(caplog, "reloaded")
+            assert (
+                line == f"{path} reloaded: [model] system_prompt 'You are Alpha.' -> "
+                "'You are Beta, and terse.'"
+            )
+            assert system_prompt(await ask(discord, model, "second")) == "You are Beta, and terse."
+
+            broken = config_text(
+                discord, model, prompt="You are Gamma.", extra="[context]\nmin_linear = 50\n"
+            )
+            path.write_text(broken)
+            refused = await wait_for_log(caplog, "edit refused")
+            expected = check_config_error(path)
+            assert expected.startswith(f"{path}: [context] min_linear: must not exceed max_total")
+            assert refused == f"{expected} (edit refused: the last good config keeps serving)"
+            third = await ask(discord, model, "third")
+            assert system_prompt(third) == "You are Beta, and terse."
+
+            path.write_text("[model\nname = ")  # not even TOML
+            await wait_for_log(caplog, "not valid TOML")
+            assert system_prompt(await ask(discord, model, "fourth")) == "You are Beta, and terse."
+        assert not discord.server_errors, discord.server_errors
+
+
+async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
+    tmp_path, caplog, monkeypatch
+):
+    caplog.set_level(logging.INFO, logger="threadwise.config")
+    monkeypatch.setattr(config_reload, "POLL_SECONDS", 0.05)
+    path = tmp_path / "config.toml"
+    async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as model:
+        await discord.load_log(EXAMPLE)
+        path.write_text(config_text(discord, model, prompt="p"))
+        async with bot_running(path):
+            await discord.gateway.wait_for_identified()
+            wide = await ask(discord, model, "how many messages do you see?")
+            assert len(wide["messages"]) > 4
+
+            storage = tmp_path / "elsewhere.sqlite3"
+            path.write_text(
+                config_text(
+                    discord,
+                    model,
+                    prompt="p",
+                    extra="[context]\nmin_linear = 1\nmax_total = 2\n"
+                    f'[storage]\npath = "{storage}"\n',
+                )
+            )
+            line = await wait_for_log(caplog, "reloaded")
+            assert (
+                line
+                == f"{path} reloaded: [context] min_linear 10 -> 1, [context] max_total 30 -> 2"
+            )
+            restart = await wait_for_log(caplog, "restart")
+            assert restart == f"{path}: [storage] path changed: takes effect after a restart"
+            narrow = await ask(discord, model, "and now?")
+            # The system prompt, two context messages at most, and the trigger.
+            assert len(narrow["messages"]) <= 4
+
+            # Blocking the channel stops answers at once.
+            path.write_text(
+                config_text(
+                    discord,
+                    model,
+                    prompt="p",
+                    extra=f"[permissions]\nblocked_channels = [{CHANNEL}]\n",
+                )
+            )
+            await wait_for_log(caplog, "blocked_channels [] -> [")
+            before = len(model.chat_requests)
+            await discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> still there?")
+            await asyncio.sleep(0.5)
+            assert len(model.chat_requests) == before
+
+
+def make_config(**sections: dict) -> Config:
+    return Config.model_validate(sections)
+
+
+def test_keys_the_bot_reads_at_start_keep_their_running_values():
+    running = make_config(model={"base_url": "http://a.example/v1", "temperature": 0.5})
+    edited = make_config(
+        model={"base_url": "http://b.example/v1", "temperature": 0.1},
+        discord={"api_base": "http://c.example/api"},
+        articles={"max_chars": 500, "max_bytes": 10},
+        context={"max_total": 12},
+    )
+    effective = effective_config(running, edited)
+    assert effective.model.base_url == "http://a.example/v1"
+    assert effective.model.temperature == 0.1
+    assert effective.discord.api_base == running.discord.api_base
+    assert effective.articles.max_chars == 500
+    assert effective.articles.max_bytes == running.articles.max_bytes
+    assert effective.context.max_total == 12
+    assert not is_live(("discord", "token")) and not is_live(("storage", "path"))
+    assert is_live(("triggers", "allow_dms")) and is_live(("logging", "level"))
+
+
+def write(path: Path, text: str) -> None:
+    path.write_text(text)
+
+
+def test_the_watcher_names_what_changed_without_showing_secrets(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="threadwise.config")
+    path = tmp_path / "config.toml"
+    write(path, '[discord]\ntoken = "old-secret-token"\n')
+    applied: list[tuple[Config, Config]] = []
+    watcher = ConfigWatcher(path, load_config(path), lambda old, new: applied.append((old, new)))
+
+    assert not watcher.check()  # nothing changed
+    write(path, '[discord]\ntoken = "new-secret-token"\n[logging]\nlevel = "DEBUG"\n')
+    assert watcher.check()
+    old, new = applied[-1]
+    assert new.logging.level == "DEBUG" and old.logging.level == "INFO"
+    assert new.discord.token is not None
+    assert new.discord.token.get_secret_value() == "old-secret-token"  # needs a restart
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        f"{path} reloaded: [logging] level 'INFO' -> 'DEBUG'",
+        f"{path}: [discord] token changed: takes effect after a restart",
+    ]
+    assert "secret" not in caplog.text
+
+    # The same restart key is not announced again when something else changes.
+    caplog.clear()
+    write(path, '[discord]\ntoken = "new-secret-token"\n[logging]\nlevel = "INFO"\n')
+    assert watcher.check()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path} reloaded: [logging] level 'DEBUG' -> 'INFO'"
+    ]
+
+
+def test_a_deleted_config_file_is_refused_and_the_running_one_kept(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="threadwise.config")
+    path = tmp_path / "config.toml"
+    write(path, "[context]\nmax_total = 20\n")
+    applied: list[Config] = []
+    watcher = ConfigWatcher(path, load_config(path), lambda old, new: applied.append(new))
+    path.unlink()
+    assert not watcher.check()
+    assert caplog.records[-1].getMessage() == (
+        f"{path}: config file not found (edit refused: the last good config keeps serving)"
+    )
+    write(path, "[context]\nmax_total = 20\n")  # put back as it was
+    assert not watcher.check()
+    assert applied == []
+    assert caplog.records[-1].getMessage() == f"{path} saved with no change in effect"
+
+
+async def test_article_limits_apply_to_the_running_service():
+    config = make_config()
+    service = ArticleService(config.articles)
+    assert len(service.find_urls("see https://a.example/x and https://b.example/y")) == 2
+    edited = make_config(articles={"max_urls_per_message": 1, "max_chars": 300, "max_bytes": 9})
+    service.apply_limits(effective_config(config, edited).articles)
+    assert service.settings.max_urls_per_message == 1
+    assert service.settings.max_chars == 300
+    assert service.settings.max_bytes == config.articles.max_bytes  # the fetcher's: a restart
+    assert service.find_urls("see https://a.example/x and https://b.example/y") == [
+        "https://a.example/x"
+    ]
