@@ -75,9 +75,11 @@ function day(iso) {
 }
 
 function authorColor(id) {
+  // Ids of one server's members often differ in their last digits only: spread them round the
+  // colour wheel by the golden angle so that neighbours get distinct hues.
   let hash = 0;
-  for (const ch of id) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
-  return `hsl(${hash % 360} 55% 34%)`;
+  for (const ch of id) hash = (hash * 31 + ch.charCodeAt(0)) % 1000003;
+  return `hsl(${Math.round((hash * 137.508) % 360)} 60% 36%)`;
 }
 
 function clip(text, length) {
@@ -108,19 +110,21 @@ async function start() {
   for (const button of document.querySelectorAll("#tabs button")) {
     button.addEventListener("click", () => show(button.dataset.view));
   }
-  if (info.channel) await loadChannel(params.get("trigger"));
   const wanted = params.get("view") || (info.channel ? "channel" : "store");
   show(wanted === "store" && info.store ? "store" : info.channel ? "channel" : "store");
   if (info.store && params.get("interaction")) showInteraction(params.get("interaction"));
+  if (info.channel) await loadChannel(params.get("trigger"));
 }
 
 function show(view) {
+  if (view === "channel" && !$("channel-view").hidden) return;
   $("channel-view").hidden = view !== "channel";
   $("store-view").hidden = view !== "store";
   $("tab-channel").classList.toggle("active", view === "channel");
   $("tab-store").classList.toggle("active", view === "store");
   setUrl({ view: view === "channel" ? null : view });
   if (view === "store" && state.storeOldest === null) loadStore();
+  if (view === "channel" && state.trigger) state.rows.get(state.trigger)?.scrollIntoView({ block: "center" });
 }
 
 // ---------------------------------------------------------------- channel view
@@ -354,7 +358,7 @@ function renderDetail(view) {
   $("detail-title").textContent = `Context of ${trigger.author} at ${trigger.time.slice(0, 16).replace("T", " ")}`;
   $("detail-summary").textContent =
     `${view.context.length} messages chosen · ≈${view.tokens} tokens with the trigger ` +
-    `(characters ÷ 4, linked articles not read here) · ${view.rest_calls} REST calls with a cold cache`;
+    `(characters ÷ 4, linked articles not read here) · ${view.rest_calls} REST call${view.rest_calls === 1 ? "" : "s"} with a cold cache`;
   $("problems").replaceChildren(...view.problems.map((problem) => el("li", { text: problem })));
   $("toml").textContent = view.toml;
   renderGraph(view);
@@ -438,7 +442,7 @@ function renderChosen(view) {
       el("span", { class: "who", text: `${message.author} ` }),
       el("span", { class: "muted", text: `${hhmm(message.time)} · ` }),
       ...item.reasons.map((reason) => el("span", { class: `badge k-${reason.kind}`, text: reasonLabel(reason) })),
-      el("span", { class: "tokens", text: ` ≈${item.tokens} tokens` }),
+      el("span", { class: "tokens", text: ` ≈${item.tokens} tokens ` }),
       item.in_gold === false ? el("span", { class: "badge", text: "not in gold" }) : null,
       el("div", { class: "text", text: clip(item.text, 400) })));
   }
@@ -535,8 +539,17 @@ async function showInteraction(id) {
       entry && entry.reasons.length ? el("div", { class: "why", text: entry.reasons.join("; ") }) : null,
       el("pre", { text: content }));
   });
+  const inLog = state.byId.has(String(record.trigger_message_id));
+  const open = inLog ? el("button", {
+    type: "button", text: "Show this trigger in the channel view",
+    onclick: () => {
+      setUrl({ interaction: null });
+      show("channel");
+      selectTrigger(String(record.trigger_message_id), true);
+    },
+  }) : null;
   pane.replaceChildren(
-    el("h2", { text: "Interaction" }), dl,
+    el("h2", { text: "Interaction" }), dl, open,
     el("h2", { text: `What the model saw (${record.request_messages.length} messages)` }), ...sent,
     el("h2", { text: "Answer" }), el("div", { class: "answer" }, el("pre", { text: record.answer || "(none)" })),
     el("h2", { text: "Work log" }),
