@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import subprocess
 import sys
+import tomllib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -89,6 +90,8 @@ async def test_a_trigger_context_follows_changed_settings():
     assert guide in {item["id"] for item in narrow["context"]}
     assert "max_total = 2" in narrow["toml"] and "min_linear = 1" in narrow["toml"]
     assert narrow["toml"].startswith("[context]\n")
+    pasted = tomllib.loads(narrow["toml"])["context"]
+    assert ContextSettings(**pasted) == ContextSettings(min_linear=1, max_total=2)
 
 
 async def test_a_shorter_silence_threshold_seals_history_sooner():
@@ -339,3 +342,19 @@ def test_command_mistakes_are_one_line(tmp_path, args, line):
     assert done.returncode == 2
     assert line in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr
+
+
+def test_a_broken_gold_file_is_one_line(tmp_path):
+    log = tmp_path / "channel.json"
+    log.write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "channel.gold.json").write_text('{"messages": {"1": {"annotated": true}}}')
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "studio", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {tmp_path / 'channel.gold.json'}: not a gold file")
+    assert len(done.stderr.strip().splitlines()) == 1

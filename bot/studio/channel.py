@@ -7,7 +7,9 @@ running bot would do with it. Each build starts from a cold cache, as ``replay``
 
 from __future__ import annotations
 
+import json
 import math
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from conversation.settings import ContextSettings
 from conversation.source import created_ms, reference_id
 
 CHARS_PER_TOKEN = 4  # the usual rough figure for English text with common tokenizers
+KINDS: dict[object, str] = {bool: "bool", int: "int", float: "float"}
 SCORE_CACHE_SIZE = 256  # whole-log scores kept, one per settings tried
 
 
@@ -51,7 +54,8 @@ class SettingField(BaseModel):
     """A ``[context]`` key and what the page needs to draw a control for it."""
 
     key: str
-    kind: str  # "int", "float" or "bool"
+    kind: str  # "int", "float", "bool", or "text" for anything else
+    nullable: bool = False  # may be left unset (an empty control)
     default: Any
     minimum: float | None = None
     exclusive_minimum: bool = False
@@ -137,23 +141,25 @@ def validate_settings(data: dict[str, Any], label: str = "studio") -> ContextSet
 
 
 def settings_toml(settings: ContextSettings) -> str:
-    """The ``[context]`` section to paste into ``config.toml``."""
+    """The ``[context]`` section to paste into ``config.toml`` (unset keys commented out)."""
     lines = ["[context]"]
-    for key, value in settings.model_dump().items():
-        if isinstance(value, bool):
-            text = "true" if value else "false"
+    for key, value in settings.model_dump(mode="json").items():
+        if value is None:
+            lines.append(f"# {key} = (unset)")
         elif isinstance(value, float) and value.is_integer():
-            text = str(int(value))
+            lines.append(f"{key} = {int(value)}")
         else:
-            text = repr(value)
-        lines.append(f"{key} = {text}")
+            lines.append(f"{key} = {json.dumps(value)}")  # JSON scalars and arrays are TOML
     return "\n".join(lines) + "\n"
 
 
 def setting_fields() -> list[SettingField]:
     fields = []
     for key, info in ContextSettings.model_fields.items():
-        kind = {bool: "bool", int: "int", float: "float"}[info.annotation]  # type: ignore[index]
+        types = set(typing.get_args(info.annotation)) or {info.annotation}
+        nullable = type(None) in types
+        types.discard(type(None))
+        kind = KINDS.get(types.pop(), "text") if len(types) == 1 else "text"
         minimum, exclusive = None, False
         for rule in info.metadata:
             if getattr(rule, "ge", None) is not None:
@@ -164,6 +170,7 @@ def setting_fields() -> list[SettingField]:
             SettingField(
                 key=key,
                 kind=kind,
+                nullable=nullable,
                 default=info.default,
                 minimum=minimum,
                 exclusive_minimum=exclusive,

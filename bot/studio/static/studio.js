@@ -155,18 +155,22 @@ function buildControls(fields, values) {
   const form = $("settings");
   form.replaceChildren();
   for (const field of fields) {
-    const input = el("input", { id: `set-${field.key}`, name: field.key, "data-kind": field.kind });
+    const input = el("input", { id: `set-${field.key}`, name: field.key });
+    input.dataset.kind = field.kind;
+    input.dataset.nullable = String(field.nullable);
+    const value = values[field.key];
     if (field.kind === "bool") {
       input.type = "checkbox";
-      input.checked = Boolean(values[field.key]);
+      input.checked = Boolean(value);
     } else {
-      input.type = "number";
-      input.step = field.kind === "int" ? "1" : "any";
+      input.type = field.kind === "text" ? "text" : "number";
+      if (field.kind === "int") input.step = "1";
+      if (field.kind === "float") input.step = "any";
       if (field.minimum !== null) input.min = String(field.minimum);
-      input.value = String(values[field.key]);
+      input.value = value === null ? "" : String(value);
+      if (field.nullable) input.placeholder = "unset";
     }
-    input.dataset.config = field.kind === "bool" ? String(Boolean(values[field.key]))
-      : String(values[field.key]);
+    input.dataset.config = field.kind === "bool" ? String(Boolean(value)) : input.value;
     input.addEventListener("input", () => {
       markChanged(input);
       scheduleRefresh();
@@ -195,7 +199,9 @@ function readSettings() {
   const settings = {};
   for (const input of $("settings").querySelectorAll("input")) {
     if (input.type === "checkbox") settings[input.name] = input.checked;
-    else settings[input.name] = input.value === "" ? "" : Number(input.value);
+    else if (input.value === "") settings[input.name] = input.dataset.nullable === "true" ? null : "";
+    else if (input.dataset.kind === "text") settings[input.name] = input.value;
+    else settings[input.name] = Number(input.value);
   }
   return settings;
 }
