@@ -100,25 +100,30 @@ def _shown(value: Any) -> str:
 
 
 def apply_to_client(client: ThreadwiseClient, old: Config, config: Config) -> None:
-    """Hand every part of the running bot that reads settings per answer the new ones."""
+    """Hand every part of the running bot that reads settings per answer the new ones.
+
+    Everything new is built before anything is swapped, so a failure leaves the old settings.
+    """
     from bot.recording import InteractionRecorder
 
-    client.config = config
-    client.allowed_mentions = allowed_mentions(config.mentions)
     answerer = client.answerer
-    answerer.config = config
-    answerer.builder = ContextBuilder(config.context)
-    answerer.model.settings = config.model
-    if isinstance(answerer.recorder, InteractionRecorder):
-        answerer.recorder.config = config
     materializer = client.materializer
-    materializer.options = materializer.options.model_copy(
+    builder = ContextBuilder(config.context)
+    mentions = allowed_mentions(config.mentions)
+    options = materializer.options.model_copy(
         update={
             "vision": config.model.vision,
             "max_text_chars": config.attachments.max_text_chars,
             "max_text_attachments": config.attachments.max_text_attachments,
         }
     )
+    client.config = answerer.config = config
+    client.allowed_mentions = mentions
+    answerer.builder = builder
+    answerer.model.settings = config.model
+    if isinstance(answerer.recorder, InteractionRecorder):
+        answerer.recorder.config = config
+    materializer.options = options
     if materializer.articles is not None:
         materializer.articles.apply_limits(config.articles)
     if config.logging.level != old.logging.level:
