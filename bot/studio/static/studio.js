@@ -308,7 +308,8 @@ function timelineRow(message) {
   text.append(el("span", { class: "badges" }));
   const row = el("div", {
     class: "msg", "data-id": message.id, title: `${message.time} · id ${message.id}`,
-    onclick: () => selectTrigger(message.id, false),
+    tabindex: "0", onclick: () => selectTrigger(message.id, false),
+    onkeydown: (event) => { if (event.key === "Enter") selectTrigger(message.id, false); },
   }, el("span", { class: "time", text: hhmm(message.time) }), author, text);
   state.rows.set(message.id, row);
   return row;
