@@ -121,6 +121,7 @@ def apply_to_client(client: ThreadwiseClient, old: Config, config: Config) -> No
     client.allowed_mentions = mentions
     answerer.builder = builder
     answerer.model.settings = config.model
+    answerer.budgeter.settings = config.model  # the context window and the answer's reserve
     if isinstance(answerer.recorder, InteractionRecorder):
         answerer.recorder.config = config
     materializer.options = options

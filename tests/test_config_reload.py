@@ -186,6 +186,34 @@ async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
             # The system prompt, two context messages at most, and the trigger.
             assert len(narrow["messages"]) <= 4
 
+            # A smaller context window makes the budget cut the same context down.
+            path.write_text(
+                config_text(
+                    discord,
+                    model,
+                    prompt="p",
+                    extra="[context]\nmin_linear = 10\nmax_total = 30\n"
+                    f'[storage]\npath = "{storage}"\n',
+                )
+            )
+            await wait_for_log(caplog, "max_total 2 -> 30")
+            full = await ask(discord, model, "all of it?")
+            path.write_text(
+                config_text(
+                    discord,
+                    model,
+                    prompt="p",
+                    extra="[context]\nmin_linear = 10\nmax_total = 30\n"
+                    f'[storage]\npath = "{storage}"\n',
+                ).replace(
+                    'system_prompt = "p"',
+                    'system_prompt = "p"\ncontext_tokens = 300\nreserve_tokens = 100',
+                )
+            )
+            await wait_for_log(caplog, "context_tokens 8192 -> 300")
+            cut = await ask(discord, model, "all of it?")
+            assert len(cut["messages"]) < len(full["messages"])
+
             # Blocking the channel stops answers at once.
             path.write_text(
                 config_text(

@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bot.settings_model import ModelSettings
 from bot.storage import ContextEntry, InteractionRecord, Store, WorkLogEntry
 from bot.studio.channel import ChannelStudio
 from bot.studio.command import running
@@ -84,7 +85,12 @@ async def test_a_trigger_context_follows_changed_settings():
     assert {"source": trigger, "target": guide, "kind": "reference"} in wide["edges"]
     assert question in chosen  # the question the guide answered, reached through it
     assert all(item["tokens"] > 0 and item["text"] for item in wide["context"])
-    assert wide["tokens"] == wide["trigger_tokens"] + sum(i["tokens"] for i in wide["context"])
+    parts = (
+        wide["system_tokens"] + wide["trigger_tokens"] + sum(i["tokens"] for i in wide["context"])
+    )
+    assert 0 <= wide["tokens"] - parts <= 10  # the chat template's reply priming, rounding
+    assert wide["budget"].startswith(f"prompt ~{wide['tokens']} of 7168 tokens (window 8192")
+    assert all(item["cuts"] == [] for item in wide["context"])
     # Two messages at most, and the replied-to one is kept first.
     assert len(narrow["context"]) == 2
     assert guide in {item["id"] for item in narrow["context"]}
@@ -92,6 +98,27 @@ async def test_a_trigger_context_follows_changed_settings():
     assert narrow["toml"].startswith("[context]\n")
     pasted = tomllib.loads(narrow["toml"])["context"]
     assert ContextSettings(**pasted) == ContextSettings(min_linear=1, max_total=2)
+
+
+async def test_the_context_is_fitted_to_the_model_token_budget():
+    trigger, question = ids_at("13:28", "13:10")
+    model = ModelSettings(context_tokens=400, reserve_tokens=100)
+    channel = ChannelStudio(EXAMPLE, ContextSettings(), model)
+    async with (
+        running(make_app(channel, None), "127.0.0.1", 0) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        _, view = await post(http, url + "api/context", {"trigger": trigger, "settings": {}})
+    dropped = [item for item in view["context"] if item["tokens"] == 0]
+    assert dropped and all(item["cuts"] and item["text"] == "" for item in dropped)
+    assert all(cut.startswith("dropped: budget, message") for i in dropped for cut in i["cuts"])
+    assert (
+        view["tokens"] <= 300
+        and "of 300 tokens (window 400 - answer reserve 100)" in (view["budget"])
+    )
+    assert "dropped" in view["budget"]
+    # The question the trigger's reply chain leads to is kept; the budget drops other talk.
+    assert question not in {item["id"] for item in dropped}
 
 
 async def test_a_shorter_silence_threshold_seals_history_sooner():

@@ -1,14 +1,13 @@
 """The studio's view of one channel log: its timeline, any trigger's context, and gold scores.
 
-Everything here is plain data (pydantic models) computed with the same builder and
-materializer the bot uses, so what the page shows for a setting is what ``replay`` and the
+Everything here is plain data (pydantic models) computed with the same builder, materializer
+and token budget the bot uses, so what the page shows for a setting is what ``replay`` and the
 running bot would do with it. Each build starts from a cold cache, as ``replay`` does.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import typing
 from pathlib import Path
 from typing import Any
@@ -16,16 +15,18 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from bot.config import Config, describe_error
+from bot.prompt_budget import PromptBudgeter
+from bot.settings_model import ModelSettings
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
+from conversation.pipeline import persona_for, prepare_prompt
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
 from conversation.source import created_ms, reference_id
 
-CHARS_PER_TOKEN = 4  # the usual rough figure for English text with common tokenizers
 KINDS: dict[object, str] = {bool: "bool", int: "int", float: "float"}
 SCORE_CACHE_SIZE = 256  # whole-log scores kept, one per settings tried
 
@@ -81,8 +82,9 @@ class ChosenReason(BaseModel):
 class ChosenMessage(BaseModel):
     id: str
     reasons: list[ChosenReason]
-    tokens: int  # estimated, from the text the model is sent for it
-    text: str  # that text, as materialized
+    tokens: int  # estimated, of the text the model is sent for it (0: dropped by the budget)
+    text: str  # that text, as materialized and fitted to the budget
+    cuts: list[str] = []  # what the budget shortened or dropped of it
     in_gold: bool | None = None  # None without gold labels for this trigger
 
 
@@ -119,17 +121,15 @@ class TriggerScore(ScoreFigures):
 class ContextView(BaseModel):
     trigger: str
     trigger_tokens: int
+    system_tokens: int
     context: list[ChosenMessage]
     edges: list[Edge]
-    tokens: int  # context and trigger, estimated
+    tokens: int  # the whole prompt, estimated
+    budget: str  # how the prompt fits the token budget, and what was cut
     rest_calls: int
     problems: list[str]
     score: TriggerScore | None
     toml: str
-
-
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
 
 
 def validate_settings(data: dict[str, Any], label: str = "studio") -> ContextSettings:
@@ -183,10 +183,16 @@ def setting_fields() -> list[SettingField]:
 class ChannelStudio:
     """A loaded channel log, its gold labels if any, and builds over it under any settings."""
 
-    def __init__(self, log_path: Path, settings: ContextSettings) -> None:
+    def __init__(
+        self, log_path: Path, settings: ContextSettings, model: ModelSettings | None = None
+    ) -> None:
         self.path = log_path
         self.source = LogSource.from_file(log_path)
         self.settings = settings
+        self.model = model or ModelSettings()
+        self._budgeter = PromptBudgeter(self.model)  # the conservative count: no store here
+        user = self.source.state.user
+        self._bot_name = user.display_name if user is not None else "assistant"
         gold_path = gold_path_for(log_path)
         self.gold: dict[int, GoldTrigger] = load_gold(gold_path) if gold_path.exists() else {}
         self._materializer = Materializer(MaterializeOptions(bot_user_id=self.source.bot_user_id))
@@ -227,18 +233,32 @@ class ChannelStudio:
         )
 
     async def context(self, trigger_id: int, settings: ContextSettings) -> ContextView:
-        """The context the bot would send for ``trigger_id`` under ``settings``."""
+        """The context the bot would send for ``trigger_id`` under ``settings``, fitted to the
+        token budget of ``[model]`` as the bot fits it (with the uncalibrated count)."""
         trigger = self.source.message(trigger_id)
         if trigger is None:
             raise KeyError(f"{self.path}: no message {trigger_id} in the log")
         reader = ChannelReader(self.source, ChannelCache(self.source.channel_id))
-        selection = await ContextBuilder(settings).build(trigger, reader)
-        materialized = await self._materializer.materialize(selection)
-        texts = {
-            int(node.message_id): node.content
-            for node in materialized.nodes
+        prepared = await prepare_prompt(
+            trigger,
+            reader,
+            ContextBuilder(settings),
+            self._materializer,
+            persona_for(self.model.system_prompt, self._bot_name, self.source.channel),
+            budget=self._budgeter.budget(),
+            counter=self._budgeter.counter(),
+        )
+        selection, fitted = prepared.selection, prepared.fitted
+        assert fitted is not None  # a budget was given
+        sent = {
+            int(node.message_id): (node.content, tokens)
+            for node, tokens in zip(fitted.nodes, fitted.tokens, strict=True)
             if node.message_id is not None
         }
+        cuts: dict[int, list[str]] = {}
+        for cut in fitted.cuts:
+            if cut.message_id is not None:
+                cuts.setdefault(int(cut.message_id), []).append(cut.describe())
         gold = self.gold.get(trigger_id)
         chosen = [
             ChosenMessage(
@@ -247,8 +267,9 @@ class ChannelStudio:
                     ChosenReason(kind=r.kind, via=str(r.via) if r.via is not None else None)
                     for r in selection.reasons[message.id]
                 ],
-                tokens=estimate_tokens(texts.get(message.id, "")),
-                text=texts.get(message.id, ""),
+                tokens=sent.get(message.id, ("", 0))[1],
+                text=sent.get(message.id, ("", 0))[0],
+                cuts=cuts.get(message.id, []),
                 in_gold=(message.id in gold.context) if gold else None,
             )
             for message in selection.messages
@@ -259,15 +280,16 @@ class ChannelStudio:
             for reason in item.reasons
             if reason.via is not None
         ]
-        trigger_tokens = estimate_tokens(texts.get(trigger_id, ""))
         return ContextView(
             trigger=str(trigger_id),
-            trigger_tokens=trigger_tokens,
+            trigger_tokens=sent.get(trigger_id, ("", 0))[1],
+            system_tokens=fitted.tokens[0],
             context=chosen,
             edges=edges,
-            tokens=trigger_tokens + sum(item.tokens for item in chosen),
+            tokens=fitted.total,
+            budget=fitted.summary(),
             rest_calls=selection.rest_calls,
-            problems=selection.problems + materialized.problems,
+            problems=selection.problems + prepared.materialized.problems,
             score=self._trigger_score(trigger_id, set(selection.ids), gold),
             toml=settings_toml(settings),
         )

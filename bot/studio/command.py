@@ -28,7 +28,7 @@ def studio_command(args: argparse.Namespace, config: Config) -> int:
     channel = None
     if args.log is not None:
         try:
-            channel = ChannelStudio(args.log, config.context)
+            channel = ChannelStudio(args.log, config.context, config.model)
         except GoldError as error:
             raise CommandError(str(error)) from error
     store = None

@@ -237,7 +237,7 @@ async function refresh() {
     state.view = view;
     applyView(view);
     renderScores(view.score, score.score);
-    setStatus(`${view.context.length} messages · ≈${view.tokens} tokens`);
+    setStatus(`${view.context.length} messages · prompt ≈${view.tokens} tokens`);
   } catch (error) {
     if (request !== state.request) return;
     $("settings-error").textContent = error.message;
@@ -342,6 +342,7 @@ function applyView(view) {
     for (const reason of item.reasons) {
       badges.append(el("span", { class: `badge k-${reason.kind}`, text: reasonLabel(reason) }));
     }
+    if (item.cuts.length) badges.append(el("span", { class: "badge cut", text: "cut by the budget" }));
   }
   for (const id of view.score ? view.score.missed : []) {
     const row = mark(id, "missed");
@@ -364,8 +365,9 @@ function renderDetail(view) {
   const trigger = state.byId.get(view.trigger);
   $("detail-title").textContent = `Context of ${trigger.author} at ${trigger.time.slice(0, 16).replace("T", " ")}`;
   $("detail-summary").textContent =
-    `${view.context.length} messages chosen · ≈${view.tokens} tokens with the trigger ` +
-    `(characters ÷ 4, linked articles not read here) · ${view.rest_calls} REST call${view.rest_calls === 1 ? "" : "s"} with a cold cache`;
+    `${view.context.length} messages chosen · token budget: ${view.budget} ` +
+    `(system prompt ${view.system_tokens}, trigger ${view.trigger_tokens}; linked articles ` +
+    `not read here) · ${view.rest_calls} REST call${view.rest_calls === 1 ? "" : "s"} with a cold cache`;
   $("problems").replaceChildren(...view.problems.map((problem) => el("li", { text: problem })));
   $("toml").textContent = view.toml;
   renderGraph(view);
@@ -450,6 +452,7 @@ function renderChosen(view) {
       el("span", { class: "muted", text: `${hhmm(message.time)} · ` }),
       ...item.reasons.map((reason) => el("span", { class: `badge k-${reason.kind}`, text: reasonLabel(reason) })),
       el("span", { class: "tokens", text: ` ≈${item.tokens} tokens ` }),
+      ...item.cuts.map((cut) => el("span", { class: "badge cut", text: cut })),
       item.in_gold === false ? el("span", { class: "badge", text: "not in gold" }) : null,
       el("div", { class: "text", text: clip(item.text, 400) })));
   }
