@@ -279,6 +279,7 @@ def make_record(index: int, **fields: Any) -> InteractionRecord:
                 author_id=1300000000000000103,
                 name="chloe",
                 reasons=["trigger"],
+                tokens=31,
             ),
         ],
         "answer": f"answer number {index}",

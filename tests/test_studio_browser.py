@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bot.storage import Store
+from bot.storage import Store, WorkLogEntry
 from bot.studio.channel import ChannelStudio
 from bot.studio.command import running
 from bot.studio.server import make_app
@@ -153,7 +153,16 @@ async def test_browsing_the_store_in_the_browser(tmp_path, browser):
     store = Store.open(tmp_path / "store.sqlite3")
     try:
         await store.record(make_record(0))
-        await store.record(make_record(1, answer="<script>window.__pwned=3</script>"))
+        await store.record(
+            make_record(
+                1,
+                answer="<script>window.__pwned=3</script>",
+                work_log=[
+                    WorkLogEntry(action="history_page", detail="before 1", count=50),
+                    WorkLogEntry(action="budget", detail="prompt ~140 of 7168 tokens"),
+                ],
+            )
+        )
         async with running(make_app(None, store), "127.0.0.1", 0) as url:
             page = await browser.new_page()
             await page.goto(url)
@@ -166,6 +175,8 @@ async def test_browsing_the_store_in_the_browser(tmp_path, browser):
             assert "chloe: question 1 <b>bold?</b>" in detail
             assert "<script>window.__pwned=3</script>" in detail
             assert "history_page: 1, 50 items" in detail
+            assert "token budget\nprompt ~140 of 7168 tokens" in detail
+            assert "· ~31 tokens" in detail  # the trigger's share of the prompt
             assert await page.evaluate("window.__pwned") is None
             assert "interaction=" in page.url and "view=store" in page.url
     finally:

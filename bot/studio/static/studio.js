@@ -537,6 +537,8 @@ async function showInteraction(id) {
     ["tokens", Object.keys(usage).length ? Object.entries(usage).map(([k, v]) => `${k} ${v}`).join(", ") : "–"],
     ["answer ids", record.answer_message_ids.join(", ") || "–"],
   ];
+  const budget = record.work_log.filter((entry) => entry.action === "budget");
+  if (budget.length) facts.push(["token budget", budget[budget.length - 1].detail]);
   const dl = el("dl", { class: "facts" });
   for (const [key, value] of facts) dl.append(el("dt", { text: key }), el("dd", { text: String(value) }));
   const sent = record.request_messages.map((message, index) => {
@@ -546,6 +548,8 @@ async function showInteraction(id) {
       el("span", { class: "role", text: `${index}. ${message.role}` }),
       entry && entry.name ? ` · ${entry.name}` : null,
       entry && entry.message_id ? el("span", { class: "why", text: ` · ${entry.message_id}` }) : null,
+      entry && entry.tokens !== null && entry.tokens !== undefined
+        ? el("span", { class: "why", text: ` · ~${entry.tokens} tokens` }) : null,
       entry && entry.reasons.length ? el("div", { class: "why", text: entry.reasons.join("; ") }) : null,
       el("pre", { text: content }));
   });
