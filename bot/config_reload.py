@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.config import Config, ConfigError, load_config
 from bot.mentions import allowed_mentions
+from bot.model.client import CONNECTION_KEYS
 from conversation.articles.service import LIVE_LIMITS
 from conversation.builder import ContextBuilder
 
@@ -33,13 +34,13 @@ log = logging.getLogger("threadwise.config")
 
 POLL_SECONDS = 2.0
 # Sections the running bot reads afresh for each answer, but for the keys listed after them,
-# which it reads once at start (the model client's connection). Of [articles], only the
-# per-context limits apply live. Everything else, [discord] and [storage] included, and any
-# section not named here, needs a restart.
+# which it reads once at start (the model client's connection: provider, address, secrets).
+# Of [articles], only the per-context limits apply live. Everything else, [discord] and
+# [storage] included, and any section not named here, needs a restart.
 LIVE_SECTIONS = frozenset(
     {"context", "model", "triggers", "permissions", "mentions", "replies", "attachments", "logging"}
 )
-STARTUP_KEYS = frozenset({("model", "base_url"), ("model", "api_key")})
+STARTUP_KEYS = frozenset(("model", key) for key in CONNECTION_KEYS)
 SECRET_KEYS = {("discord", "token"), ("model", "api_key")}
 SHOWN_VALUE_CHARS = 40  # longer values (a system prompt) are only said to have changed
 
@@ -120,7 +121,7 @@ def apply_to_client(client: ThreadwiseClient, old: Config, config: Config) -> No
     client.config = answerer.config = config
     client.allowed_mentions = mentions
     answerer.builder = builder
-    answerer.model.settings = config.model
+    answerer.model.apply_settings(config.model)
     answerer.budgeter.settings = config.model  # the context window and the answer's reserve
     if isinstance(answerer.recorder, InteractionRecorder):
         answerer.recorder.config = config

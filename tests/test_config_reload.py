@@ -134,6 +134,17 @@ async def test_an_edited_system_prompt_reaches_the_next_answer_and_a_broken_edit
             )
             assert system_prompt(await ask(discord, model, "second")) == "You are Beta, and terse."
 
+            sampling = (
+                config_text(discord, model, prompt="You are Beta, and terse.")
+                .replace('name = "fake-model"', 'name = "fake-model-2"\ntemperature = 0.2')
+                .replace(f'base_url = "{model.url}"', 'base_url = "http://x.invalid/v1"')
+            )
+            path.write_text(sampling)
+            await wait_for_log(caplog, "temperature")
+            sampled = await ask(discord, model, "sampled")
+            assert sampled["temperature"] == 0.2 and sampled["model"] == "fake-model-2"
+            await wait_for_log(caplog, "[model] base_url changed: takes effect after a restart")
+
             broken = config_text(
                 discord, model, prompt="You are Gamma.", extra="[context]\nmin_linear = 50\n"
             )

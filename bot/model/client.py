@@ -162,10 +162,15 @@ class Provider(Protocol):
 
     sdk: Any  # the SDK module, whose exception classes sdk_error() maps
     url: str
+    settings: ModelSettings  # read for every request's body
 
     def build(self, messages: Sequence[Mapping[str, Any]], stream: bool) -> dict[str, Any]: ...
     async def send(self, body: dict[str, Any], call: Call) -> int: ...  # the HTTP status
     def retry_at_once(self, error: ModelError) -> bool: ...  # fixed by a changed request
+
+
+# Settings the client reads once, when it opens its connection to the server.
+CONNECTION_KEYS = ("provider", "base_url", "api_key", "extra_headers", "connect_timeout_seconds")
 
 
 class ModelClient:
@@ -194,6 +199,13 @@ class ModelClient:
         self.url = self.provider.url
         secrets = [settings.api_key] if settings.api_key else []
         self._secrets = [s.get_secret_value() for s in [*secrets, *settings.extra_headers.values()]]
+
+    def apply_settings(self, settings: ModelSettings) -> None:
+        """Take a reloaded config's settings from the next request on (sampling, name, timeouts,
+        retries...); the connection keeps what it was opened with (``CONNECTION_KEYS``)."""
+        kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
+        self.settings = settings.model_copy(update=kept)
+        self.provider.settings = self.settings
 
     def __repr__(self) -> str:
         key = "set" if self.settings.api_key else "none"
