@@ -18,6 +18,7 @@ from bot.app import serve
 from bot.config import Config, load_config
 from bot.config_reload import ConfigWatcher, effective_config, is_live
 from conversation.articles.service import ArticleService
+from conversation.settings import ContextSettings
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, EXAMPLE
@@ -187,9 +188,10 @@ async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
                 )
             )
             line = await wait_for_log(caplog, "reloaded")
-            assert (
-                line
-                == f"{path} reloaded: [context] min_linear 10 -> 1, [context] max_total 30 -> 2"
+            default = ContextSettings()
+            assert line == (
+                f"{path} reloaded: [context] min_linear {default.min_linear} -> 1, "
+                f"[context] max_total {default.max_total} -> 2"
             )
             restart = await wait_for_log(caplog, "restart")
             assert restart == f"{path}: [storage] path changed: takes effect after a restart"

@@ -81,7 +81,9 @@ async def test_a_trigger_context_follows_changed_settings():
         )
         assert status == 200
     chosen = {item["id"]: item for item in wide["context"]}
-    assert {"kind": "reference", "via": trigger} in chosen[guide]["reasons"]
+    reference = next(r for r in chosen[guide]["reasons"] if r["kind"] == "reference")
+    assert reference["via"] == trigger
+    assert reference["score"] == 1.0 and "in the trigger's reply chain" in reference["evidence"]
     assert {"source": trigger, "target": guide, "kind": "reference"} in wide["edges"]
     assert question in chosen  # the question the guide answered, reached through it
     assert all(item["tokens"] > 0 and item["text"] for item in wide["context"])

@@ -59,6 +59,7 @@ class SettingField(BaseModel):
     nullable: bool = False  # may be left unset (an empty control)
     default: Any
     minimum: float | None = None
+    maximum: float | None = None
     exclusive_minimum: bool = False
     description: str = ""
 
@@ -77,6 +78,8 @@ class ChannelInfo(BaseModel):
 class ChosenReason(BaseModel):
     kind: str
     via: str | None
+    score: float | None = None  # the learned relevance score, when it decided
+    evidence: list[str] = []  # what raised that score most
 
 
 class ChosenMessage(BaseModel):
@@ -160,12 +163,14 @@ def setting_fields() -> list[SettingField]:
         nullable = type(None) in types
         types.discard(type(None))
         kind = KINDS.get(types.pop(), "text") if len(types) == 1 else "text"
-        minimum, exclusive = None, False
+        minimum, maximum, exclusive = None, None, False
         for rule in info.metadata:
             if getattr(rule, "ge", None) is not None:
                 minimum = rule.ge
             elif getattr(rule, "gt", None) is not None:
                 minimum, exclusive = rule.gt, True
+            elif getattr(rule, "le", None) is not None:
+                maximum = rule.le
         fields.append(
             SettingField(
                 key=key,
@@ -173,6 +178,7 @@ def setting_fields() -> list[SettingField]:
                 nullable=nullable,
                 default=info.default,
                 minimum=minimum,
+                maximum=maximum,
                 exclusive_minimum=exclusive,
                 description=info.description or "",
             )
@@ -264,7 +270,12 @@ class ChannelStudio:
             ChosenMessage(
                 id=str(message.id),
                 reasons=[
-                    ChosenReason(kind=r.kind, via=str(r.via) if r.via is not None else None)
+                    ChosenReason(
+                        kind=r.kind,
+                        via=str(r.via) if r.via is not None else None,
+                        score=r.score,
+                        evidence=list(r.evidence),
+                    )
                     for r in selection.reasons[message.id]
                 ],
                 tokens=sent.get(message.id, ("", 0))[1],

@@ -3,7 +3,7 @@
 // never through HTML parsing, so nothing a Discord user wrote can become markup or script.
 "use strict";
 
-const KINDS = ["reference", "reply", "mention", "author", "temporal", "linear"];
+const KINDS = ["reference", "reply", "link", "mention", "author", "temporal", "linear"];
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 const state = {
@@ -167,6 +167,7 @@ function buildControls(fields, values) {
       if (field.kind === "int") input.step = "1";
       if (field.kind === "float") input.step = "any";
       if (field.minimum !== null) input.min = String(field.minimum);
+      if (field.maximum !== null) input.max = String(field.maximum);
       input.value = value === null ? "" : String(value);
       if (field.nullable) input.placeholder = "unset";
     }
@@ -175,7 +176,7 @@ function buildControls(fields, values) {
       markChanged(input);
       scheduleRefresh();
     });
-    form.append(el("div", { class: "field" },
+    form.append(el("div", { class: "field", title: field.description },
       el("label", { for: input.id }, el("code", { text: field.key }), input),
       el("p", { class: "help", text: field.description })));
   }
@@ -316,9 +317,18 @@ function timelineRow(message) {
 }
 
 function reasonLabel(reason) {
-  if (reason.via === null) return reason.kind === "linear" ? "recent" : reason.kind;
+  const score = reason.score === null || reason.score === undefined ? "" : ` · ${reason.score.toFixed(2)}`;
+  if (reason.via === null) return (reason.kind === "linear" ? "recent" : reason.kind) + score;
   const via = state.byId.get(reason.via);
-  return via ? `${reason.kind} via ${via.author} ${hhmm(via.time)}` : `${reason.kind} via ${reason.via}`;
+  return (via ? `${reason.kind} via ${via.author} ${hhmm(via.time)}` : `${reason.kind} via ${reason.via}`) + score;
+}
+
+function reasonBadge(reason) {
+  const badge = el("span", { class: `badge k-${reason.kind}`, text: reasonLabel(reason) });
+  if (reason.evidence && reason.evidence.length) {
+    badge.title = `relevance score ${reason.score.toFixed(2)}: ${reason.evidence.join(", ")}`;
+  }
+  return badge;
 }
 
 function applyView(view) {
@@ -340,7 +350,7 @@ function applyView(view) {
     if (!row) continue;
     const badges = row.querySelector(".badges");
     for (const reason of item.reasons) {
-      badges.append(el("span", { class: `badge k-${reason.kind}`, text: reasonLabel(reason) }));
+      badges.append(reasonBadge(reason));
     }
     if (item.cuts.length) badges.append(el("span", { class: "badge cut", text: "cut by the budget" }));
   }
@@ -450,7 +460,7 @@ function renderChosen(view) {
     list.append(el("li", {},
       el("span", { class: "who", text: `${message.author} ` }),
       el("span", { class: "muted", text: `${hhmm(message.time)} · ` }),
-      ...item.reasons.map((reason) => el("span", { class: `badge k-${reason.kind}`, text: reasonLabel(reason) })),
+      ...item.reasons.map(reasonBadge),
       el("span", { class: "tokens", text: ` ≈${item.tokens} tokens ` }),
       ...item.cuts.map((cut) => el("span", { class: "badge cut", text: cut })),
       item.in_gold === false ? el("span", { class: "badge", text: "not in gold" }) : null,
