@@ -176,9 +176,13 @@ function buildControls(fields, values) {
       markChanged(input);
       scheduleRefresh();
     });
+    // The key's meaning shows below the list while its control has the focus (and stays, so
+    // that nothing moves under the pointer).
+    input.addEventListener("focus", () => {
+      $("field-help").textContent = `${field.key}: ${field.description}`;
+    });
     form.append(el("div", { class: "field", title: field.description },
-      el("label", { for: input.id }, el("code", { text: field.key }), input),
-      el("p", { class: "help", text: field.description })));
+      el("label", { for: input.id }, el("code", { text: field.key }), input)));
   }
   $("defaults").addEventListener("click", () => {
     for (const input of form.querySelectorAll("input")) {
