@@ -171,7 +171,8 @@ class ConfigWatcher:
         try:
             new = load_config(self.path)
         except ConfigError as error:
-            log.error("%s (edit refused: the last good config keeps serving)", error)
+            problems = "; ".join(error.lines)  # check-config's lines, as one log line
+            log.error("%s (edit refused: the last good config keeps serving)", problems)
             return False
         changes = changed_keys(self.loaded, new)
         restart = [key for key in changes if not is_live(key)]

@@ -134,7 +134,8 @@ async def test_tuning_a_context_in_the_browser(tmp_path, browser):
         error = page.locator("#settings-error")
         await error.wait_for(state="visible")
         assert (await error.inner_text()).startswith(
-            "studio: [context] min_linear: must not exceed max_total (5 > 2)"
+            "studio: [context] min_linear: must not exceed max_total "
+            "(min_linear = 5 > max_total = 2)"
         )
         await page.click("#defaults")
         await error.wait_for(state="hidden")

@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bot.config import Config, describe_error
+from bot.config import Config
+from bot.config_errors import describe_errors
 from bot.prompt_budget import PromptBudgeter
 from bot.settings_model import ModelSettings
 from conversation.builder import ContextBuilder
@@ -32,7 +33,7 @@ SCORE_CACHE_SIZE = 256  # whole-log scores kept, one per settings tried
 
 
 class SettingsError(ValueError):
-    """Settings from the page that ``config.toml`` would refuse, as the same one line."""
+    """Settings from the page that ``config.toml`` would refuse, as the same lines."""
 
 
 class TimelineMessage(BaseModel):
@@ -136,11 +137,12 @@ class ContextView(BaseModel):
 
 
 def validate_settings(data: dict[str, Any], label: str = "studio") -> ContextSettings:
-    """The page's settings checked exactly as ``config.toml`` is, errors as its one line."""
+    """The page's settings checked exactly as ``config.toml`` is, errors as its lines (one per
+    problem)."""
     try:
         return Config.model_validate({"context": data}).context
     except ValidationError as error:
-        raise SettingsError(describe_error(Path(label), error)) from error
+        raise SettingsError("\n".join(describe_errors(Path(label), error, Config))) from error
 
 
 def settings_toml(settings: ContextSettings) -> str:
