@@ -242,11 +242,12 @@ def recent(
     conn: sqlite3.Connection, limit: int, before_seq: int | None
 ) -> list[InteractionSummary]:
     """The latest interactions first, one row each (for browsing, not for full records)."""
-    conn.row_factory = sqlite3.Row
-    rows = conn.execute(
+    cursor = conn.execute(
         f"SELECT {_COLUMNS} FROM interactions WHERE seq < ? ORDER BY seq DESC LIMIT ?",
         (before_seq if before_seq is not None else 2**63 - 1, limit),
-    ).fetchall()
+    )
+    names = [column[0] for column in cursor.description]
+    rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     return [
         InteractionSummary(
             seq=row["seq"],
