@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from bot.config_errors import describe_errors
 from bot.mentions import MentionSettings
 from bot.settings_model import ModelSettings
-from bot.validators import HttpUrl, OptionalSecret
+from bot.validators import HttpUrl, OptionalSecret, PostgresUrl
 from conversation.settings import ArticleSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
@@ -126,11 +126,24 @@ class StorageSettings(StrictSection):
         "data/threadwise.sqlite3",  # type: ignore[arg-type]
         description="SQLite file, created on first run.",
     )
+    url: PostgresUrl = Field(
+        None, description="postgresql:// URL of a shared store, instead of the SQLite path."
+    )
     retention_days: int = Field(
         DEFAULT_RETENTION_DAYS,
         ge=0,
         description="Drop interactions older than this many days; 0 keeps them forever.",
     )
+
+    @model_validator(mode="after")
+    def _one_store(self) -> StorageSettings:
+        if self.url is not None and "path" in self.model_fields_set:
+            raise ValueError("url: set either path (SQLite) or url (PostgreSQL), not both")
+        return self
+
+    @property
+    def url_text(self) -> str | None:
+        return None if self.url is None else self.url.get_secret_value()
 
 
 class LoggingSettings(StrictSection):

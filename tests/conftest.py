@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,3 +44,61 @@ async def connect_client(
             return await stack.enter_async_context(fake_discord.running(client))
 
         yield connect
+
+
+# ----------------------------------------------------------------------------- PostgreSQL
+
+
+class PostgresServer:
+    """A PostgreSQL 16 started for the test session from the ``pgserver`` wheel."""
+
+    def __init__(self, url: str, data_dir: Path) -> None:
+        self.url = url
+        self.data_dir = data_dir
+        self._schemas = 0
+
+    def fresh_url(self) -> str:
+        """A URL whose tables live in a new, empty schema (cheaper than a database per test)."""
+        import psycopg
+
+        self._schemas += 1
+        schema = f"t{os.getpid()}_{self._schemas}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        separator = "&" if "?" in self.url else "?"
+        return f"{self.url}{separator}options=-csearch_path%3D{schema}"
+
+    def data_bytes(self) -> bytes:
+        """Every table and index file of every database (the WAL is left out: PostgreSQL
+        recycles it on its own schedule)."""
+        return b"".join(
+            p.read_bytes() for p in sorted((self.data_dir / "base").rglob("*")) if p.is_file()
+        )
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One server for the whole session (it takes seconds to start); skipped where the wheel
+    is missing or the server cannot start on this machine."""
+    try:
+        import pgserver
+        import psycopg  # noqa: F401
+    except ImportError as error:
+        pytest.skip(f"PostgreSQL tests need pgserver and psycopg: {error}")
+    data_dir = Path(tempfile.mkdtemp(prefix="threadwise-pg-"))
+    try:
+        server = pgserver.get_server(data_dir / "data", cleanup_mode="stop")
+    except Exception as error:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        pytest.skip(f"PostgreSQL could not start here: {' '.join(str(error).split())[:200]}")
+    try:
+        yield PostgresServer(server.get_uri(), data_dir / "data")
+    finally:
+        server.cleanup()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A PostgreSQL URL of an empty schema of its own."""
+    return postgres_server.fresh_url()

@@ -83,9 +83,35 @@ def make_record(
     )
 
 
+class Backend:
+    """One of the two databases the store runs on, and how to look at what it left on disk."""
+
+    def __init__(self, name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        self.name = name
+        self.path = tmp_path / "deep" / "dir" / "store.sqlite3"
+        self.server = request.getfixturevalue("postgres_server") if name == "postgresql" else None
+        self.url = self.server.fresh_url() if self.server else None
+
+    def open(self) -> Store:
+        return Store.open_url(self.url) if self.url else Store.open(self.path)
+
+    def raw_bytes(self) -> bytes:
+        """Everything the database wrote to disk (SQLite: the file and its WAL)."""
+        if self.server is not None:
+            _checkpoint(self.server.url)  # the rows reach the data files
+            return self.server.data_bytes()
+        wal = self.path.with_name(self.path.name + "-wal")
+        return self.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return Backend(request.param, tmp_path, request)
+
+
 @pytest.fixture
-async def store(tmp_path: Path):
-    opened = Store.open(tmp_path / "deep" / "dir" / "store.sqlite3")
+async def store(backend: Backend):
+    opened = backend.open()
     yield opened
     opened.close()
 
@@ -194,7 +220,7 @@ async def test_edit_of_unknown_message_starts_its_history(store: Store) -> None:
     assert [v.state for v in store.message_versions(50)] == ["superseded", "active"]
 
 
-async def test_forget_user_leaves_no_trace_in_the_file(store: Store) -> None:
+async def test_forget_user_leaves_no_trace_in_the_file(store: Store, backend: Backend) -> None:
     secret = "ZANZIBAR-PINEAPPLE-7741"
     alice, bob = 1, 2
     names = {alice: "AliceSecretName", bob: "Bob"}
@@ -218,12 +244,7 @@ async def test_forget_user_leaves_no_trace_in_the_file(store: Store) -> None:
         )
     )
     await store.record_edit(1, 10, alice, f"edited {secret}", NOW)
-    db = store.path
-    wal = db.with_name(db.name + "-wal")
-
-    def raw() -> bytes:
-        return db.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
-
+    raw = backend.raw_bytes
     assert secret.encode() in raw()
     result = await store.forget_user(alice)
     assert result.interactions_emptied == 1
@@ -241,8 +262,17 @@ async def test_forget_user_leaves_no_trace_in_the_file(store: Store) -> None:
     assert all(v.content == REMOVED for v in store.message_versions(1))
     store.close()
     assert secret.encode() not in raw()
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if backend.server is None:
+        with sqlite3.connect(backend.path) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _checkpoint(url: str) -> None:
+    """Write PostgreSQL's dirty pages out, so its data files show what the tables hold."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
 
 
 async def test_prune_drops_old_interactions_and_orphan_nodes(store: Store) -> None:
@@ -487,16 +517,18 @@ async def test_forget_from_another_process_does_not_break_the_running_store(tmp_
     assert sum("bob 2" in json.dumps(line) for line in lines) == 3
 
 
-async def test_forget_reaches_edits_recorded_without_an_author(store: Store):
+async def test_forget_reaches_edits_recorded_without_an_author(store: Store, backend: Backend):
     await store.record(make_record(3, [(1, 1, "first words"), (3, 2, "ok")]))
     await store.record_edit(1, 10, None, "EDITED-WITHOUT-AUTHOR", NOW)
     await store.forget_user(1)
     contents = [v.content for v in store.message_versions(1)]
     assert "EDITED-WITHOUT-AUTHOR" not in json.dumps(contents)
-    assert b"EDITED-WITHOUT-AUTHOR" not in store.path.read_bytes()
+    assert b"EDITED-WITHOUT-AUTHOR" not in backend.raw_bytes()
 
 
-async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(store: Store):
+async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(
+    store: Store, backend: Backend
+):
     alice, bob = 1, 2
     # Alice asks (trigger 3); the bot's answer (message 600) quotes her.
     await store.record(
@@ -515,11 +547,13 @@ async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(store: 
     await store.record(later)
     await store.forget_user(alice)
     assert "4242" not in json.dumps(list(store.export()))
-    assert b"4242" not in store.path.read_bytes()
+    assert b"4242" not in backend.raw_bytes()
     assert any("what did the bot say?" in json.dumps(line) for line in store.export())
 
 
-async def test_forget_reaches_links_they_posted_in_other_interactions(store: Store):
+async def test_forget_reaches_links_they_posted_in_other_interactions(
+    store: Store, backend: Backend
+):
     alice, bob = 1, 2
     link = "https://docs.example/private-share?token=ALICE-TOKEN-77"
     record = make_record(5, [(4, alice, f"see {link}"), (5, bob, "thanks")])
@@ -531,7 +565,7 @@ async def test_forget_reaches_links_they_posted_in_other_interactions(store: Sto
     )
     await store.record(record)
     await store.forget_user(alice)
-    assert b"ALICE-TOKEN-77" not in store.path.read_bytes()
+    assert b"ALICE-TOKEN-77" not in backend.raw_bytes()
     explanation = store.explain(5)
     assert [a.url for a in explanation.articles] == [REMOVED]
 

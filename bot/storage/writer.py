@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import queue
-import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bot.storage.dialect import Db, connect_sqlite
 from bot.storage.writes import NodeCache
 
-Job = Callable[[sqlite3.Connection, NodeCache], Any]
+Job = Callable[[Any, NodeCache], Any]
 MAX_GROUP = 64
+# A group that lost a deadlock to another process's writer is run again this many times.
+MAX_RETRIES = 8
 
 
 class _Task:
@@ -33,17 +35,14 @@ class _Task:
         self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit) with our pragmas."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
-    conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute("PRAGMA foreign_keys = ON")
-    return conn
+def connect(path: Path) -> Db:
+    """A SQLite connection in autocommit mode (transactions are explicit) with our pragmas."""
+    return connect_sqlite(path)
 
 
 class Writer:
-    def __init__(self, path: Path, setup: Callable[[sqlite3.Connection], None]) -> None:
-        self._path = path
+    def __init__(self, connect: Callable[[], Db], setup: Callable[[Db], None]) -> None:
+        self._connect = connect
         self._setup = setup
         self._queue: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -75,9 +74,14 @@ class Writer:
 
     def _run(self) -> None:
         try:
-            conn = connect(self._path)
+            conn = self._connect()
+        except BaseException as error:
+            self._ready.set_exception(error)
+            return
+        try:
             self._setup(conn)
         except BaseException as error:
+            conn.close()
             self._ready.set_exception(error)
             return
         self._ready.set_result(None)
@@ -111,7 +115,7 @@ class Writer:
             conn.close()
 
     @staticmethod
-    def _run_plain(conn: sqlite3.Connection, cache: NodeCache, task: _Task) -> None:
+    def _run_plain(conn: Db, cache: NodeCache, task: _Task) -> None:
         try:
             cache.sync(conn)
             task.future.set_result(task.job(conn, cache))
@@ -119,23 +123,37 @@ class Writer:
             task.future.set_exception(error)
 
     @staticmethod
-    def _run_group(conn: sqlite3.Connection, cache: NodeCache, group: list[_Task]) -> None:
+    def _run_group(conn: Db, cache: NodeCache, group: list[_Task]) -> None:
+        for attempt in range(MAX_RETRIES + 1):
+            retry = Writer._try_group(conn, cache, group, last_try=attempt == MAX_RETRIES)
+            if not retry:
+                return
+
+    @staticmethod
+    def _try_group(conn: Db, cache: NodeCache, group: list[_Task], *, last_try: bool) -> bool:
+        """One transaction for the group; True when it lost a deadlock and should run again."""
+        dialect = conn.dialect
         results: list[tuple[_Task, bool, Any]] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            dialect.begin_write(conn)
             cache.sync(conn)
         except BaseException as error:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             for task in group:
                 task.future.set_exception(error)
-            return
+            return False
         for task in group:
             mark = cache.mark()
             conn.execute("SAVEPOINT job")
             try:
                 value = task.job(conn, cache)
             except BaseException as error:
+                if dialect.is_retryable(error) and not last_try:
+                    # The whole transaction is lost (PostgreSQL aborts it): run the group again.
+                    conn.execute("ROLLBACK")
+                    cache.clear()
+                    return True
                 conn.execute("ROLLBACK TO job")
                 conn.execute("RELEASE job")
                 cache.rollback_to(mark)
@@ -149,12 +167,15 @@ class Writer:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             cache.clear()
+            if dialect.is_retryable(error) and not last_try:
+                return True
             for task in group:
                 task.future.set_exception(error)
-            return
+            return False
         cache.committed()
         for task, ok, value in results:
             if ok:
                 task.future.set_result(value)
             else:
                 task.future.set_exception(value)
+        return False
