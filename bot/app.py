@@ -267,8 +267,10 @@ async def serve(
     config: Config, token: str, *, recorder: Recorder | None = None, store: Store | None = None
 ) -> None:
     """Run until cancelled, with one article service and one model session for all answers."""
+    from bot.sharding import client_class
+
     async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
-        client = ThreadwiseClient(
+        client = client_class(config)(
             config, articles=articles, model=model, recorder=recorder, store=store
         )
         from bot.health import start_beating

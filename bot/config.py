@@ -77,6 +77,26 @@ class DiscordSettings(StrictSection):
         description="REST base URL; the gateway URL is asked from it (proxies and tests set it).",
     )
     guild_ready_timeout: float = Field(2.0, gt=0, description="Seconds to wait for guild data.")
+    shard_count: int | None = Field(
+        None, ge=1, description="Total shards across all processes; unset: one unsharded client."
+    )
+    shard_ids: tuple[int, ...] = Field(
+        (), description="The shards this process runs; empty: all of them (with shard_count)."
+    )
+
+    @model_validator(mode="after")
+    def _shards_fit(self) -> DiscordSettings:
+        if self.shard_ids and self.shard_count is None:
+            raise ValueError("shard_ids: needs shard_count (the total across all processes)")
+        for shard_id in self.shard_ids:
+            if self.shard_count is not None and not 0 <= shard_id < self.shard_count:
+                raise ValueError(
+                    f"shard_ids: {shard_id} is not a shard of {self.shard_count} "
+                    f"(ids run from 0 to {self.shard_count - 1})"
+                )
+        if len(set(self.shard_ids)) != len(self.shard_ids):
+            raise ValueError("shard_ids: lists a shard twice")
+        return self
 
 
 class TriggerSettings(StrictSection):
