@@ -65,11 +65,20 @@ class ThreadwiseClient(nextcord.Client):
             intents=make_intents(),
             allowed_mentions=allowed_mentions(config.mentions),
             guild_ready_timeout=config.discord.guild_ready_timeout,
+            # Our channel caches are the one place messages are kept, within [cache]
+            # max_messages; nextcord's own deque would only serve its on_message_edit/_delete
+            # object events (the bot listens to the raw ones) and keep copies alive past the
+            # budget, so it holds none.
+            max_messages=None,
             **client_options,
         )
         self.config = config
         self.store = store
-        self.caches = CacheRegistry()
+        self.caches = CacheRegistry(
+            max_channels=config.cache.max_channels,
+            max_messages=config.cache.max_messages_per_channel,
+            max_total=config.cache.max_messages,
+        )
         self.materializer = Materializer(MaterializeOptions(), articles)
         self.answerer = Answerer(
             config,

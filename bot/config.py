@@ -25,7 +25,7 @@ from bot.config_errors import describe_errors
 from bot.mentions import MentionSettings
 from bot.settings_model import ModelSettings
 from bot.validators import HttpUrl, OptionalSecret, PostgresUrl
-from conversation.settings import ArticleSettings, ContextSettings, StrictSection
+from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
 CONFIG_PATH_VARIABLE = "THREADWISE_CONFIG"
@@ -185,6 +185,7 @@ class Config(StrictSection):
     replies: ReplySettings = ReplySettings()
     mentions: MentionSettings = MentionSettings()
     attachments: AttachmentSettings = AttachmentSettings()
+    cache: CacheSettings = CacheSettings()
     storage: StorageSettings = StorageSettings()
     logging: LoggingSettings = LoggingSettings()
 
