@@ -32,6 +32,7 @@ from bot.visibility import may_view_channel
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
+from conversation.slim import Slimmer
 from conversation.text import clean_text
 
 log = logging.getLogger("threadwise")
@@ -78,6 +79,7 @@ class ThreadwiseClient(nextcord.Client):
             max_channels=config.cache.max_channels,
             max_messages=config.cache.max_messages_per_channel,
             max_total=config.cache.max_messages,
+            slim=Slimmer(),
         )
         self.materializer = Materializer(MaterializeOptions(), articles)
         self.answerer = Answerer(

@@ -12,9 +12,10 @@ from __future__ import annotations
 import bisect
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from enum import Enum
+from typing import Any
 
 from conversation.dce import time_snowflake
 from conversation.source import MessageLike
@@ -42,11 +43,17 @@ class ChannelCache:
     """
 
     def __init__(
-        self, channel_id: int, *, max_messages: int = 5000, budget: MessageBudget | None = None
+        self,
+        channel_id: int,
+        *,
+        max_messages: int = 5000,
+        budget: MessageBudget | None = None,
+        slim: Callable[[Any], MessageLike] | None = None,
     ) -> None:
         self.channel_id = channel_id
         self.max_messages = max_messages
         self._budget = budget
+        self._slim = slim  # what to keep of a message (see conversation.slim)
         self._ids: list[int] = []
         self._messages: dict[int, MessageLike] = {}
         self._covered: list[list[int]] = []  # sorted, disjoint, non-adjacent [lo, hi] pairs
@@ -76,10 +83,12 @@ class ChannelCache:
             return
         clean_message(message)  # every live message, gateway or REST, enters here
         grew = message_id not in self._messages
+        if not grew and not replace:
+            return
+        if self._slim is not None:
+            message = self._slim(message)
         if grew:
             bisect.insort(self._ids, message_id)
-        elif not replace:
-            return
         self._messages[message_id] = message
         self._learn_reference(message)
         if len(self._ids) > self.max_messages:
@@ -279,9 +288,11 @@ class CacheRegistry:
         max_channels: int = 500,
         max_messages: int = 5000,
         max_total: int | None = None,
+        slim: Callable[[Any], MessageLike] | None = None,
     ) -> None:
         self.max_channels = max_channels
         self.max_messages = max_messages
+        self.slim = slim
         self.budget = MessageBudget(max_total, self) if max_total is not None else None
         self._caches: OrderedDict[int, ChannelCache] = OrderedDict()  # least recently used first
 
@@ -291,7 +302,7 @@ class CacheRegistry:
             if len(self._caches) >= self.max_channels:
                 self._remove(next(iter(self._caches.values())))
             cache = self._caches[channel_id] = ChannelCache(
-                channel_id, max_messages=self.max_messages, budget=self.budget
+                channel_id, max_messages=self.max_messages, budget=self.budget, slim=self.slim
             )
         else:
             self._caches.move_to_end(channel_id)
