@@ -48,9 +48,20 @@ class CachedMessage:
         "webhook_id",
     )
 
-    def __init__(self, **fields: Any) -> None:
-        for name, value in fields.items():
-            setattr(self, name, value)
+    def __init__(self, message: Any, author: Any, mentions: tuple[Any, ...],
+                 reference: CachedReference | None) -> None:  # fmt: skip
+        self.id = message.id
+        self.content = message.content
+        self.author = author
+        self.mentions = mentions
+        self.reference = reference
+        self.embeds = tuple(getattr(message, "embeds", _EMPTY)) or _EMPTY
+        self.attachments = tuple(getattr(message, "attachments", _EMPTY)) or _EMPTY
+        self.guild = getattr(message, "guild", None)
+        self.channel = getattr(message, "channel", None)
+        self.type = getattr(message, "type", None)
+        self.edited_at = getattr(message, "edited_at", None)
+        self.webhook_id = getattr(message, "webhook_id", None)
 
     @property
     def created_at(self) -> datetime:
@@ -72,19 +83,12 @@ class Slimmer:
         if isinstance(message, CachedMessage):
             return message
         guild = getattr(message, "guild", None)
+        mentions = message.mentions
         return CachedMessage(
-            id=message.id,
-            content=message.content,
-            author=self._person(message.author, guild),
-            mentions=tuple(self._person(user, guild) for user in message.mentions) or _EMPTY,
-            reference=self._reference(getattr(message, "reference", None)),
-            embeds=tuple(getattr(message, "embeds", _EMPTY)) or _EMPTY,
-            attachments=tuple(getattr(message, "attachments", _EMPTY)) or _EMPTY,
-            guild=guild,
-            channel=getattr(message, "channel", None),
-            type=getattr(message, "type", None),
-            edited_at=getattr(message, "edited_at", None),
-            webhook_id=getattr(message, "webhook_id", None),
+            message,
+            self._person(message.author, guild),
+            tuple(self._person(user, guild) for user in mentions) if mentions else _EMPTY,
+            self._reference(getattr(message, "reference", None)),
         )
 
     def _person(self, user: Any, guild: Any) -> Any:
