@@ -480,10 +480,9 @@ def test_cli_clear_errors_for_missing_or_broken_store(
     assert len(err.strip().splitlines()) == 1
 
 
-async def test_two_stores_on_one_file_do_not_lock_each_other(tmp_path: Path) -> None:
-    """The bot and a CLI command (two writers, two connections) share the file safely."""
-    path = tmp_path / "shared.sqlite3"
-    first, second = Store.open(path), Store.open(path)
+async def test_two_stores_on_one_file_do_not_lock_each_other(backend: Backend) -> None:
+    """The bot and a CLI command (two writers, two connections) share the store safely."""
+    first, second = backend.open(), backend.open()
     try:
 
         async def write(store: Store, channel: int) -> None:
@@ -504,15 +503,17 @@ async def test_two_stores_on_one_file_do_not_lock_each_other(tmp_path: Path) -> 
         second.close()
 
 
-async def test_forget_from_another_process_does_not_break_the_running_store(tmp_path: Path):
+async def test_forget_from_another_process_does_not_break_the_running_store(backend: Backend):
     """``forget-user`` from the command line while the bot's store is open and caching ids."""
-    path = tmp_path / "shared.sqlite3"
-    with Store.open(path) as bot_store:
+    with backend.open() as bot_store:
         await bot_store.record(make_record(3, [(1, 1, "alice speaks"), (3, 1, "again")]))
-        with Store.open(path) as cli_store:
+        with backend.open() as cli_store:
             await cli_store.forget_user(1)  # deletes nodes the bot's store has cached
         for trigger in (20, 21, 22):
-            await bot_store.record(make_record(trigger, [(trigger, 2, f"bob {trigger}")]))
+            # The same text again: its node was deleted, the bot's cached id must not be used.
+            await bot_store.record(
+                make_record(trigger, [(4, 3, "alice speaks"), (trigger, 2, f"bob {trigger}")])
+            )
         lines = list(bot_store.export())
     assert sum("bob 2" in json.dumps(line) for line in lines) == 3
 
