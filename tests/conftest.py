@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -69,11 +70,17 @@ class PostgresServer:
         return f"{self.url}{separator}options=-csearch_path%3D{schema}"
 
     def data_bytes(self) -> bytes:
-        """Every table and index file of every database (the WAL is left out: PostgreSQL
+        """Every table and index file of the tests' database (the WAL is left out: PostgreSQL
         recycles it on its own schedule)."""
-        return b"".join(
-            p.read_bytes() for p in sorted((self.data_dir / "base").rglob("*")) if p.is_file()
-        )
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            row = conn.execute(
+                "SELECT oid FROM pg_database WHERE datname = current_database()"
+            ).fetchone()
+        assert row is not None
+        folder = self.data_dir / "base" / str(row[0])
+        return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
 
 
 @pytest.fixture(scope="session")
@@ -92,8 +99,21 @@ def postgres_server() -> Iterator[PostgresServer]:
         shutil.rmtree(data_dir, ignore_errors=True)
         pytest.skip(f"PostgreSQL could not start here: {' '.join(str(error).split())[:200]}")
     try:
+        import psycopg
+
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            # A throwaway server: durability costs time and buys nothing here.
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(f"ALTER SYSTEM SET {setting} = off")
+            conn.execute("SELECT pg_reload_conf()")
         yield PostgresServer(server.get_uri(), data_dir / "data")
     finally:
+        # Its data is deleted next: stop it without the shutdown checkpoint.
+        postmaster = getattr(getattr(server, "_postmaster_info", None), "process", None)
+        if postmaster is not None and postmaster.is_running():
+            postmaster.send_signal(signal.SIGQUIT)
+            with contextlib.suppress(Exception):
+                postmaster.wait(10)
         server.cleanup()
         shutil.rmtree(data_dir, ignore_errors=True)
 
