@@ -89,7 +89,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     is missing or the server cannot start on this machine."""
     try:
         import pgserver
-        import psycopg  # noqa: F401
+        import psycopg
     except ImportError as error:
         pytest.skip(f"PostgreSQL tests need pgserver and psycopg: {error}")
     data_dir = Path(tempfile.mkdtemp(prefix="threadwise-pg-"))

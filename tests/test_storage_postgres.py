@@ -146,3 +146,22 @@ def test_cli_reads_the_server_named_in_the_config(
     assert cli_main(["export", "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert "cannot connect" in err and "hunter2" not in err and len(err.splitlines()) == 1
+
+
+async def test_the_writer_reconnects_after_the_server_dropped_it(postgres_url: str) -> None:
+    import psycopg
+
+    async with Store.open_url(postgres_url) as store:
+        await store.record(make_record(1, [(1, 1, "before")]))
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            # Every other session on this schema: the store's writer among them.
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND datname = current_database() "
+                "AND query NOT ILIKE '%pg_stat_activity%' AND backend_type = 'client backend'"
+            )
+        with pytest.raises(psycopg.OperationalError):
+            await store.record(make_record(2, [(2, 1, "lost with the connection")]))
+        await store.record(make_record(3, [(3, 1, "after")]))
+        texts = "\n".join(store.export_lines())
+    assert "before" in texts and "after" in texts and "lost with" not in texts

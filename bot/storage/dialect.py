@@ -75,6 +75,10 @@ class Dialect:
     def lock_message(self, conn: Db, message_id: int) -> None:
         """Serialise edits of one message across processes (SQLite has one writer anyway)."""
 
+    def is_broken(self, conn: Db) -> bool:
+        """The connection is gone (a file connection never goes)."""
+        return False
+
     def is_retryable(self, error: BaseException) -> bool:
         """A failure that says nothing about the data (a deadlock between two writers)."""
         return False

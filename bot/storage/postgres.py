@@ -70,6 +70,9 @@ class PostgresDialect(Dialect):
     def lock_message(self, conn: Db, message_id: int) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(?)", (message_id,))
 
+    def is_broken(self, conn: Db) -> bool:
+        return bool(conn.broken)  # type: ignore[attr-defined]
+
     def is_retryable(self, error: BaseException) -> bool:
         # 40001 serialization failure, 40P01 deadlock detected.
         return str(getattr(error, "sqlstate", "") or "").startswith("40")
@@ -161,8 +164,13 @@ class PostgresConnection:
         self._raw = raw
 
     @property
+    def broken(self) -> bool:
+        return bool(self._raw.closed or self._raw.broken)
+
+    @property
     def in_transaction(self) -> bool:
-        return bool(self._raw.info.transaction_status != _psycopg().pq.TransactionStatus.IDLE)
+        status = _psycopg().pq.TransactionStatus
+        return self._raw.info.transaction_status in (status.INTRANS, status.INERROR, status.ACTIVE)
 
     def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
         if parameters:

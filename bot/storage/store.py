@@ -32,7 +32,7 @@ from bot.storage.models import (
     PruneResult,
 )
 from bot.storage.schema import migrate
-from bot.storage.writer import Writer
+from bot.storage.writer import Writer, rollback
 
 
 def _setup_sqlite(conn: Db) -> None:
@@ -252,7 +252,7 @@ def _exclusive(conn: Db, cache: writes.NodeCache, work: Callable[[], Any]) -> An
         result = work()
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         cache.clear()
         raise
     return result

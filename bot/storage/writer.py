@@ -40,6 +40,14 @@ def connect(path: Path) -> Db:
     return connect_sqlite(path)
 
 
+def rollback(conn: Db) -> None:
+    """End a failed transaction; on a connection that is gone there is nothing to end."""
+    if conn.dialect.is_broken(conn):
+        return
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
 class Writer:
     def __init__(self, connect: Callable[[], Db], setup: Callable[[Db], None]) -> None:
         self._connect = connect
@@ -95,6 +103,16 @@ class Writer:
                     break
                 if not task.future.set_running_or_notify_cancel():
                     continue
+                if conn.dialect.is_broken(conn):
+                    # The server restarted or dropped us: a new connection, an empty cache.
+                    try:
+                        replacement = self._connect()
+                    except BaseException as error:
+                        task.future.set_exception(error)
+                        continue
+                    conn.close()
+                    conn = replacement
+                    cache.clear()
                 if not task.transactional:
                     self._run_plain(conn, cache, task)
                     continue
@@ -110,7 +128,13 @@ class Writer:
                     else:
                         carry = nxt
                         break
-                self._run_group(conn, cache, group)
+                try:
+                    self._run_group(conn, cache, group)
+                except BaseException as error:  # never leave a caller waiting forever
+                    cache.clear()
+                    for member in group:
+                        if not member.future.done():
+                            member.future.set_exception(error)
         finally:
             conn.close()
 
@@ -138,8 +162,7 @@ class Writer:
             dialect.begin_write(conn)
             cache.sync(conn)
         except BaseException as error:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            rollback(conn)
             for task in group:
                 task.future.set_exception(error)
             return False
@@ -151,9 +174,16 @@ class Writer:
             except BaseException as error:
                 if dialect.is_retryable(error) and not last_try:
                     # The whole transaction is lost (PostgreSQL aborts it): run the group again.
-                    conn.execute("ROLLBACK")
+                    rollback(conn)
                     cache.clear()
                     return True
+                if dialect.is_broken(conn):
+                    # The connection went with the transaction: every job of it failed.
+                    cache.clear()
+                    for other in group:
+                        if not other.future.done():
+                            other.future.set_exception(error)
+                    return False
                 conn.execute("ROLLBACK TO job")
                 conn.execute("RELEASE job")
                 cache.rollback_to(mark)
@@ -164,8 +194,7 @@ class Writer:
         try:
             conn.execute("COMMIT")
         except BaseException as error:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            rollback(conn)
             cache.clear()
             if dialect.is_retryable(error) and not last_try:
                 return True
