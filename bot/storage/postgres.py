@@ -122,9 +122,15 @@ class PostgresDialect(Dialect):
         (PostgreSQL's own write-ahead log and any backups still hold the old bytes until they
         are recycled: an operator's retention policy, outside the store.)
         """
-        conn.execute(
-            "VACUUM FULL nodes, interactions, context, work_log, articles, message_versions"
-        )
+        tables = [
+            name
+            for (name,) in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                "ORDER BY tablename"
+            )
+        ]
+        # Every table of the store (later migrations add some), each rewritten from live rows.
+        conn.execute("VACUUM FULL " + ", ".join(f'"{name}"' for name in tables))
 
     def stream(self, conn: Db, sql: str, parameters: Sequence[Any]) -> Iterator[Any]:
         yield from conn.stream(sql, parameters)  # type: ignore[attr-defined]

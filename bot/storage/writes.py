@@ -423,9 +423,9 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
         ).rowcount
         conn.execute("UPDATE message_versions SET node_id = ? WHERE node_id = ?", (new, old))
     for name in names:
+        find = conn.dialect.find_function
         for seq, answer in conn.execute(
-            f"SELECT seq, answer FROM interactions WHERE {conn.dialect.find_function}(answer, ?) > 0",
-            (name,),
+            f"SELECT seq, answer FROM interactions WHERE {find}(answer, ?) > 0", (name,)
         ).fetchall():
             conn.execute(
                 "UPDATE interactions SET answer = ? WHERE seq = ?",
