@@ -33,6 +33,8 @@ _WRITE_LOCK = 7_461_001
 _MIGRATION_LOCK = 7_461_002
 
 _META = "threadwise_meta"
+LOCK_TIMEOUT_MS = 30_000
+IDLE_IN_TRANSACTION_MS = 60_000
 
 
 def _psycopg() -> Any:
@@ -74,8 +76,9 @@ class PostgresDialect(Dialect):
         return bool(conn.broken)  # type: ignore[attr-defined]
 
     def is_retryable(self, error: BaseException) -> bool:
-        # 40001 serialization failure, 40P01 deadlock detected.
-        return str(getattr(error, "sqlstate", "") or "").startswith("40")
+        # 40001 serialization failure, 40P01 deadlock detected, 55P03 lock timeout.
+        state = str(getattr(error, "sqlstate", "") or "")
+        return state.startswith("40") or state == "55P03"
 
     def unindexed(self, column: str) -> str:
         return column
@@ -211,7 +214,7 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc[-1]}"))
 
 
-def connect_postgres(url: str) -> PostgresConnection:
+def connect_postgres(url: str, *, writer: bool = False) -> PostgresConnection:
     """An autocommit connection (transactions are explicit, as on SQLite)."""
     psycopg = _psycopg()
     try:
@@ -219,4 +222,9 @@ def connect_postgres(url: str) -> PostgresConnection:
     except psycopg.Error as error:
         detail = " ".join(str(error).split()) or type(error).__name__
         raise StoreError(f"{redact_url(url)}: cannot connect to PostgreSQL: {detail}") from error
+    # No wait is forever: a lock held by a stuck session fails the transaction (which the
+    # writer reports, or runs again) instead of stalling every answer's record behind it.
+    raw.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+    if writer:  # (a reader streaming an export may wait on its consumer)
+        raw.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
     return PostgresConnection(raw)

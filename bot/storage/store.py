@@ -72,7 +72,7 @@ class Store:
         """Connect to PostgreSQL (``postgresql://user:password@host/db``) and migrate."""
         from bot.storage.postgres import connect_postgres, redact_url
 
-        writer = Writer(lambda: connect_postgres(url), migrate)
+        writer = Writer(lambda: connect_postgres(url, writer=True), migrate)
         return cls(
             redact_url(url),
             writer,

@@ -10,6 +10,7 @@ bad record fails alone); a job's future resolves only after its data is committe
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -132,6 +133,8 @@ class Writer:
                     self._run_group(conn, cache, group)
                 except BaseException as error:  # never leave a caller waiting forever
                     cache.clear()
+                    with contextlib.suppress(Exception):
+                        rollback(conn)  # nor a transaction open, holding others' locks
                     for member in group:
                         if not member.future.done():
                             member.future.set_exception(error)
