@@ -69,18 +69,27 @@ class PostgresServer:
         separator = "&" if "?" in self.url else "?"
         return f"{self.url}{separator}options=-csearch_path%3D{schema}"
 
-    def data_bytes(self) -> bytes:
-        """Every table and index file of the tests' database (the WAL is left out: PostgreSQL
-        recycles it on its own schedule)."""
+    def data_bytes(self, url: str) -> bytes:
+        """The data files of every table, index and TOAST table in the schema ``url`` names
+        (the WAL is left out: PostgreSQL recycles it on its own schedule; other tests' schemas
+        are left out: their random ids would make a short needle turn up by chance)."""
         import psycopg
 
-        with psycopg.connect(self.url) as conn:
-            row = conn.execute(
-                "SELECT oid FROM pg_database WHERE datname = current_database()"
-            ).fetchone()
-        assert row is not None
-        folder = self.data_dir / "base" / str(row[0])
-        return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+        with psycopg.connect(url) as conn:
+            paths = [
+                path
+                for (path,) in conn.execute(
+                    "SELECT pg_relation_filepath(r.oid) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "JOIN pg_class r ON r.oid IN (c.oid, c.reltoastrelid) "
+                    "OR r.oid IN (SELECT indexrelid FROM pg_index "
+                    "WHERE indrelid = c.reltoastrelid) "
+                    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')"
+                )
+                if path
+            ]
+        files = [f for path in sorted(set(paths)) for f in self.data_dir.glob(path + "*")]
+        return b"".join(f.read_bytes() for f in files if f.is_file())
 
 
 @pytest.fixture(scope="session")

@@ -99,7 +99,7 @@ class Backend:
         """Everything the database wrote to disk (SQLite: the file and its WAL)."""
         if self.server is not None:
             _checkpoint(self.server.url)  # the rows reach the data files
-            return self.server.data_bytes()
+            return self.server.data_bytes(self.url or "")
         wal = self.path.with_name(self.path.name + "-wal")
         return self.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
