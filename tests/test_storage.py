@@ -585,3 +585,17 @@ def test_forget_user_says_when_nothing_changed(
         again = capsys.readouterr().out
         assert again.startswith(f"user {user}: nothing of theirs left in ")
         assert "redacted" not in again and "rewritten" not in again
+
+
+async def test_closing_with_records_still_queued_finishes_them(tmp_path: Path) -> None:
+    """The close signal can be picked up while records are grouped: it must still close."""
+    store = Store.open(tmp_path / "queued.sqlite3")
+    pending = [
+        asyncio.ensure_future(store.record(make_record(n, [(n, 1, f"queued {n}")])))
+        for n in range(1, 201)
+    ]
+    await asyncio.sleep(0)  # every record is in the writer's queue now
+    await asyncio.wait_for(asyncio.to_thread(store.close), 20)
+    assert len(await asyncio.gather(*pending)) == 200
+    with Store.open(tmp_path / "queued.sqlite3") as reopened:
+        assert reopened.counts()["interactions"] == 200

@@ -95,11 +95,14 @@ class Writer:
             return
         self._ready.set_result(None)
         cache = NodeCache()
+        # A task taken from the queue while grouping, to run next; the close sentinel (None)
+        # can be taken that way too, so "nothing carried" is a flag, not None.
         carry: _Task | None = None
+        carrying = False
         try:
             while True:
-                task = carry if carry is not None else self._queue.get()
-                carry = None
+                task = carry if carrying else self._queue.get()
+                carry, carrying = None, False
                 if task is None:
                     break
                 if not task.future.set_running_or_notify_cancel():
@@ -127,7 +130,7 @@ class Writer:
                         if nxt.future.set_running_or_notify_cancel():
                             group.append(nxt)
                     else:
-                        carry = nxt
+                        carry, carrying = nxt, True
                         break
                 try:
                     self._run_group(conn, cache, group)
