@@ -6,17 +6,31 @@ per answer, answers lost or duplicated, and peak memory. The first round in each
 with a cold cache and is the baseline the warm rounds are compared with, in the same run.
 
     python -m bench.e2e [--channels 100] [--rounds 5]
+
+Capacity mode: answers per second at saturation (every channel asks again as soon as it has
+its answer, model 50 ms), the fakes in this process and the bot in separate processes: one
+unsharded process, or two processes running shards 0 and 1 of 2, recording into one store.
+
+    python -m bench.e2e --capacity [--processes 1|2] [--store postgresql|sqlite|none]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
+import os
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -121,6 +135,172 @@ async def run(channels: int, rounds: int, think: float) -> None:
     )
 
 
+# ----------------------------------------------------------------------------- capacity
+
+# Two guilds whose ids fall on different shards of 2 ((guild_id >> 22) % 2).
+GUILDS = (700_000_000_000_000_000, 700_000_000_000_000_000 + (1 << 22))
+
+
+def sharded_channel(index: int) -> Any:
+    """A busy channel in one of the two guilds, alternating, so shards share the work."""
+    raw = busy_channel(seed=index, messages=150, channel_id=BASE_CHANNEL + index)
+    guild = str(GUILDS[index % 2])
+    raw["guild"]["id"] = guild
+    for message in raw["messages"]:
+        if "reference" in message:
+            message["reference"]["guildId"] = guild
+    return parse_export(raw)
+
+
+@contextlib.contextmanager
+def store_url(kind: str) -> Iterator[dict[str, Any]]:
+    """``[storage]`` settings for the workers: a fresh PostgreSQL (pgserver) or SQLite file."""
+    folder = Path(tempfile.mkdtemp(prefix="threadwise-bench-"))
+    server = None
+    try:
+        if kind == "postgresql":
+            import pgserver
+
+            server = pgserver.get_server(folder / "pg", cleanup_mode="stop")
+            yield {"url": server.get_uri()}
+        elif kind == "sqlite":
+            yield {"path": str(folder / "store.sqlite3")}
+        else:
+            yield {}
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def capacity(channels: int, seconds: float, processes: int, store: str) -> None:
+    async with FakeDiscord() as discord, FakeOpenAI(default=Answer(first_byte_delay=0.05)) as model:
+        members = []
+        for index in range(channels):
+            export = sharded_channel(index)
+            await discord.load_log(export)
+            members.append(int(export.messages[-1].author.id))
+        with store_url(store) as storage:
+            config: dict[str, Any] = {
+                "discord": {"token": discord.token, "api_base": discord.api_base,
+                            "guild_ready_timeout": 0.1},
+                "model": {"base_url": model.url, "name": "fake-model"},
+                "articles": {"enabled": False},
+                "triggers": {"burst_window_seconds": 0},
+                "storage": storage,
+            }  # fmt: skip
+            if storage.get("url"):
+                from bot.storage import Store
+
+                Store.open_url(storage["url"]).close()  # migrate once before the shards start
+            workers = []
+            for shard in range(processes):
+                if processes > 1:
+                    config["discord"] |= {"shard_count": processes, "shard_ids": [shard]}
+                workers.append(
+                    subprocess.Popen(  # noqa: ASYNC220 - started once, before the run
+                        [sys.executable, "-m", "bench.e2e", "--worker", json.dumps(config)],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        text=True,
+                        cwd=Path(__file__).resolve().parents[1],
+                        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+                    )
+                )
+            for worker in workers:
+                line = await asyncio.to_thread(worker.stdout.readline)  # type: ignore[union-attr]
+                assert line.strip() == "ready", f"worker did not start: {line!r}"
+            answered = 0
+            deadline = 0.0
+
+            async def converse(index: int) -> None:
+                nonlocal answered
+                channel = BASE_CHANNEL + index
+                number = 0
+                while time.perf_counter() < deadline:
+                    said = await discord.user_says(
+                        channel, members[index], f"<@{discord.bot_id}> question {number}"
+                    )
+                    await discord.wait_for_bot_message(channel, after=int(said["id"]), timeout=60)
+                    answered += 1
+                    number += 1
+
+            started = time.perf_counter()
+            deadline = started + seconds
+            await asyncio.gather(*(converse(i) for i in range(channels)))
+            elapsed = time.perf_counter() - started
+            reports = []
+            for worker in workers:
+                out, _ = await asyncio.to_thread(worker.communicate, "", 60)
+                reports.append(json.loads(out.strip().splitlines()[-1]))
+    warm = [o * 1e3 for report in reports for o in report["warm"]]
+    recorded = sum(report["recorded"] for report in reports)
+    shards = "unsharded" if processes == 1 else f"shards 0..{processes - 1} of {processes}"
+    print(
+        f"capacity: {processes} bot process(es) ({shards}), store {store}, {channels} channels, "
+        f"{elapsed:.0f} s: {answered} answers = {answered / elapsed:.0f} answers/s "
+        f"(model 50 ms, no think time); {recorded} recorded"
+    )
+    cpu = sum(report["cpu_seconds"] for report in reports)
+    print(
+        f"warm overhead p50 {percentile(warm, 0.5):.1f} ms, p95 {percentile(warm, 0.95):.1f} ms; "
+        f"bot CPU {cpu / answered * 1e3:.1f} ms per answer (~{answered / cpu:.0f} answers/s "
+        f"per core); per-process peak RSS {', '.join(str(r['rss_mb']) + ' MB' for r in reports)}"
+    )
+
+
+async def worker(raw_config: str) -> None:
+    """One bot process for the capacity mode: answers until stdin closes, then reports."""
+    from bot.recording import open_recorder
+    from bot.sharding import client_class
+
+    config = Config.model_validate(json.loads(raw_config))
+    seen: set[int] = set()
+    warm: list[float] = []
+    recorded = 0
+    async with contextlib.AsyncExitStack() as stack:
+        recorder = None
+        if config.storage.url or "path" in config.storage.model_fields_set:
+            recorder = await stack.enter_async_context(open_recorder(config))
+
+        async def record(result: AnswerResult) -> None:
+            nonlocal recorded
+            channel = result.trigger.channel.id
+            if channel in seen and result.overhead_seconds is not None:
+                warm.append(result.overhead_seconds)
+            seen.add(channel)
+            if recorder is not None:
+                await recorder(result)
+                recorded += 1
+
+        model_client = await stack.enter_async_context(ModelClient(config.model))
+        client = client_class(config)(
+            config,
+            articles=None,
+            model=model_client,
+            recorder=record,
+            store=recorder.store if recorder else None,
+        )
+        task = asyncio.create_task(client.start(config.discord.token.get_secret_value()))  # type: ignore[union-attr]
+        await client.wait_until_ready()
+        spent = resource.getrusage(resource.RUSAGE_SELF)
+        cpu_at_ready = spent.ru_utime + spent.ru_stime
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.read)
+        while client._tasks:
+            await asyncio.sleep(0.01)
+        await client.close()
+        await asyncio.gather(task, return_exceptions=True)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    report = {
+        "warm": warm,
+        "recorded": recorded,
+        "rss_mb": usage.ru_maxrss // 1024,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime - cpu_at_ready,
+    }
+    print(json.dumps(report), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--channels", type=int, default=100)
@@ -128,8 +308,18 @@ def main() -> None:
     parser.add_argument(
         "--think", type=float, default=2.0, help="seconds a channel waits before asking again"
     )
+    parser.add_argument("--capacity", action="store_true", help="answers/s at saturation")
+    parser.add_argument("--processes", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--store", choices=("postgresql", "sqlite", "none"), default="postgresql")
+    parser.add_argument("--seconds", type=float, default=20.0, help="capacity run length")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    asyncio.run(run(args.channels, args.rounds, args.think))
+    if args.worker:
+        asyncio.run(worker(args.worker))
+    elif args.capacity:
+        asyncio.run(capacity(args.channels, args.seconds, args.processes, args.store))
+    else:
+        asyncio.run(run(args.channels, args.rounds, args.think))
 
 
 if __name__ == "__main__":

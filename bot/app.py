@@ -32,6 +32,7 @@ from bot.visibility import may_view_channel
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
+from conversation.slim import Slimmer
 from conversation.text import clean_text
 
 log = logging.getLogger("threadwise")
@@ -65,11 +66,21 @@ class ThreadwiseClient(nextcord.Client):
             intents=make_intents(),
             allowed_mentions=allowed_mentions(config.mentions),
             guild_ready_timeout=config.discord.guild_ready_timeout,
+            # Our channel caches are the one place messages are kept, within [cache]
+            # max_messages; nextcord's own deque would only serve its on_message_edit/_delete
+            # object events (the bot listens to the raw ones) and keep copies alive past the
+            # budget, so it holds none.
+            max_messages=None,
             **client_options,
         )
         self.config = config
         self.store = store
-        self.caches = CacheRegistry()
+        self.caches = CacheRegistry(
+            max_channels=config.cache.max_channels,
+            max_messages=config.cache.max_messages_per_channel,
+            max_total=config.cache.max_messages,
+            slim=Slimmer(),
+        )
         self.materializer = Materializer(MaterializeOptions(), articles)
         self.answerer = Answerer(
             config,
@@ -276,9 +287,10 @@ async def serve(
     Edits to the file at ``config_path``, if given, apply while running.
     """
     from bot.config_reload import watching_config
+    from bot.sharding import client_class
 
     async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
-        client = ThreadwiseClient(
+        client = client_class(config)(
             config, articles=articles, model=model, recorder=recorder, store=store
         )
         from bot.health import start_beating

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from bot.config_errors import describe_errors
 from bot.mentions import MentionSettings
 from bot.settings_model import ModelSettings
-from bot.validators import HttpUrl, OptionalSecret
-from conversation.settings import ArticleSettings, ContextSettings, StrictSection
+from bot.validators import HttpUrl, OptionalSecret, PostgresUrl
+from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
 CONFIG_PATH_VARIABLE = "THREADWISE_CONFIG"
@@ -77,6 +77,26 @@ class DiscordSettings(StrictSection):
         description="REST base URL; the gateway URL is asked from it (proxies and tests set it).",
     )
     guild_ready_timeout: float = Field(2.0, gt=0, description="Seconds to wait for guild data.")
+    shard_count: int | None = Field(
+        None, ge=1, description="Total shards across all processes; unset: one unsharded client."
+    )
+    shard_ids: tuple[int, ...] = Field(
+        (), description="The shards this process runs; empty: all of them (with shard_count)."
+    )
+
+    @model_validator(mode="after")
+    def _shards_fit(self) -> DiscordSettings:
+        if self.shard_ids and self.shard_count is None:
+            raise ValueError("shard_ids: needs shard_count (the total across all processes)")
+        for shard_id in self.shard_ids:
+            if self.shard_count is not None and not 0 <= shard_id < self.shard_count:
+                raise ValueError(
+                    f"shard_ids: {shard_id} is not a shard of {self.shard_count} "
+                    f"(ids run from 0 to {self.shard_count - 1})"
+                )
+        if len(set(self.shard_ids)) != len(self.shard_ids):
+            raise ValueError("shard_ids: lists a shard twice")
+        return self
 
 
 class TriggerSettings(StrictSection):
@@ -126,11 +146,24 @@ class StorageSettings(StrictSection):
         "data/threadwise.sqlite3",  # type: ignore[arg-type]
         description="SQLite file, created on first run.",
     )
+    url: PostgresUrl = Field(
+        None, description="postgresql:// URL of a shared store, instead of the SQLite path."
+    )
     retention_days: int = Field(
         DEFAULT_RETENTION_DAYS,
         ge=0,
         description="Drop interactions older than this many days; 0 keeps them forever.",
     )
+
+    @model_validator(mode="after")
+    def _one_store(self) -> StorageSettings:
+        if self.url is not None and "path" in self.model_fields_set:
+            raise ValueError("url: set either path (SQLite) or url (PostgreSQL), not both")
+        return self
+
+    @property
+    def url_text(self) -> str | None:
+        return None if self.url is None else self.url.get_secret_value()
 
 
 class LoggingSettings(StrictSection):
@@ -152,6 +185,7 @@ class Config(StrictSection):
     replies: ReplySettings = ReplySettings()
     mentions: MentionSettings = MentionSettings()
     attachments: AttachmentSettings = AttachmentSettings()
+    cache: CacheSettings = CacheSettings()
     storage: StorageSettings = StorageSettings()
     logging: LoggingSettings = LoggingSettings()
 

@@ -161,7 +161,7 @@ async def apply_retention(store: Store, days: int) -> None:
 @contextlib.asynccontextmanager
 async def open_recorder(config: Config) -> AsyncIterator[InteractionRecorder]:
     """Open the store (migrating it), apply retention while open, and yield the recorder."""
-    store = Store.open(config.storage.path)
+    store = Store.open_target(config.storage.path, config.storage.url_text)
     retention: asyncio.Task[None] | None = None
     try:
         if config.storage.retention_days:

@@ -22,6 +22,11 @@ def open_existing(config: Config) -> Store:
     """The existing store; reading commands must not create an empty one by accident."""
     from bot.cli import CommandError
 
+    if config.storage.url is not None:
+        try:
+            return Store.open_url(config.storage.url_text or "")
+        except StoreError as error:
+            raise CommandError(str(error)) from error
     if not config.storage.path.exists():
         raise CommandError(
             f"{config.storage.path}: no store there yet ([storage] path; the bot creates it "

@@ -22,7 +22,18 @@ def _blank_is_none(value: SecretStr | None) -> SecretStr | None:
     return value
 
 
+def _postgres_url(value: SecretStr | None) -> SecretStr | None:
+    # A URL may carry a password: the message names what is wrong, never the value.
+    value = _blank_is_none(value)
+    if value is not None and not value.get_secret_value().startswith(
+        ("postgresql://", "postgres://")
+    ):
+        raise ValueError("must start with postgresql:// (e.g. postgresql://user:pw@host/db)")
+    return value
+
+
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
+PostgresUrl = Annotated[SecretStr | None, AfterValidator(_postgres_url)]
 OptionalSecret = Annotated[SecretStr | None, AfterValidator(_blank_is_none)]
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from enum import Enum
+from typing import Any
 
 from conversation.dce import time_snowflake
 from conversation.source import MessageLike
@@ -35,12 +37,23 @@ class ChannelCache:
     """Messages of one channel plus the id intervals known to be complete.
 
     Bounded: beyond ``max_messages`` the oldest messages are dropped and the coverage shrinks
-    with them, so the cache never claims completeness for what it no longer holds.
+    with them, so the cache never claims completeness for what it no longer holds. With a
+    ``budget`` (the registry's), it also reports every message it gains or loses, so the
+    channels together stay within one global number.
     """
 
-    def __init__(self, channel_id: int, *, max_messages: int = 5000) -> None:
+    def __init__(
+        self,
+        channel_id: int,
+        *,
+        max_messages: int = 5000,
+        budget: MessageBudget | None = None,
+        slim: Callable[[Any], MessageLike] | None = None,
+    ) -> None:
         self.channel_id = channel_id
         self.max_messages = max_messages
+        self._budget = budget
+        self._slim = slim  # what to keep of a message (see conversation.slim)
         self._ids: list[int] = []
         self._messages: dict[int, MessageLike] = {}
         self._covered: list[list[int]] = []  # sorted, disjoint, non-adjacent [lo, hi] pairs
@@ -69,14 +82,19 @@ class ChannelCache:
         if message_id in self._deleted:
             return
         clean_message(message)  # every live message, gateway or REST, enters here
-        if message_id not in self._messages:
-            bisect.insort(self._ids, message_id)
-        elif not replace:
+        grew = message_id not in self._messages
+        if not grew and not replace:
             return
+        if self._slim is not None:
+            message = self._slim(message)
+        if grew:
+            bisect.insort(self._ids, message_id)
         self._messages[message_id] = message
         self._learn_reference(message)
         if len(self._ids) > self.max_messages:
-            self._evict()
+            self._evict(len(self._ids) - self.max_messages)
+        if grew and self._budget is not None:
+            self._budget.grew(self)
 
     def _learn_reference(self, message: MessageLike) -> None:
         """A payload's ``referenced_message`` is a full message: keep it, or its deletion."""
@@ -158,13 +176,29 @@ class ChannelCache:
         if self._messages.pop(message_id, None) is not None:
             index = bisect.bisect_left(self._ids, message_id)
             del self._ids[index]
+            if self._budget is not None:
+                self._budget.shrank(1)
 
-    def _evict(self) -> None:
-        excess = len(self._ids) - self.max_messages
+    def detach(self) -> None:
+        """No longer counted against the registry's budget (the registry dropped it; whoever
+        still holds it may finish with it)."""
+        self._budget = None
+
+    def shrink(self, count: int) -> None:
+        """Give up the ``count`` oldest messages (coverage below them goes too)."""
+        if count > 0:
+            self._evict(min(count, len(self._ids)))
+
+    def _evict(self, excess: int) -> None:
         dropped, self._ids = self._ids[:excess], self._ids[excess:]
         for message_id in dropped:
             del self._messages[message_id]
-        floor = self._ids[0] if self._ids else 0
+        if self._budget is not None:
+            self._budget.shrank(len(dropped))
+        if not dropped:
+            return
+        # Emptied, the cache may claim nothing up to the newest message it dropped.
+        floor = self._ids[0] if self._ids else dropped[-1] + 1
         self._floor = max(self._floor, floor)
         self._covered = [[max(lo, floor), hi] for lo, hi in self._covered if hi >= floor]
         self._deleted = {message_id for message_id in self._deleted if message_id >= floor}
@@ -225,28 +259,81 @@ class ChannelCache:
         return (self._messages[message_id] for message_id in self._ids)
 
 
-class CacheRegistry:
-    """One cache per channel, shared by every trigger in it; bounded in channels too."""
+class MessageBudget:
+    """How many messages all channel caches hold together, and who gives way past the limit:
+    the least recently used channels lose their oldest messages first, the channel that is
+    growing only when it is the last one left."""
 
-    def __init__(self, *, max_channels: int = 500, max_messages: int = 5000) -> None:
+    def __init__(self, limit: int, registry: CacheRegistry) -> None:
+        self.limit = limit
+        self.used = 0
+        self._registry = registry
+
+    def grew(self, cache: ChannelCache) -> None:
+        self.used += 1
+        if self.used > self.limit:
+            self._registry.make_room(self.used - self.limit, growing=cache)
+
+    def shrank(self, count: int) -> None:
+        self.used -= count
+
+
+class CacheRegistry:
+    """One cache per channel, shared by every trigger in it; bounded in channels, in messages
+    per channel, and in messages across all channels (``max_total``)."""
+
+    def __init__(
+        self,
+        *,
+        max_channels: int = 500,
+        max_messages: int = 5000,
+        max_total: int | None = None,
+        slim: Callable[[Any], MessageLike] | None = None,
+    ) -> None:
         self.max_channels = max_channels
         self.max_messages = max_messages
-        self._caches: dict[int, ChannelCache] = {}
+        self.slim = slim
+        self.budget = MessageBudget(max_total, self) if max_total is not None else None
+        self._caches: OrderedDict[int, ChannelCache] = OrderedDict()  # least recently used first
 
     def for_channel(self, channel_id: int) -> ChannelCache:
         cache = self._caches.get(channel_id)
         if cache is None:
             if len(self._caches) >= self.max_channels:
-                stalest = min(self._caches.values(), key=lambda c: c.last_used)
-                del self._caches[stalest.channel_id]
+                self._remove(next(iter(self._caches.values())))
             cache = self._caches[channel_id] = ChannelCache(
-                channel_id, max_messages=self.max_messages
+                channel_id, max_messages=self.max_messages, budget=self.budget, slim=self.slim
             )
+        else:
+            self._caches.move_to_end(channel_id)
         cache.last_used = time.monotonic()
         return cache
 
+    def make_room(self, count: int, *, growing: ChannelCache) -> None:
+        """Free ``count`` messages, least recently used channels first."""
+        for cache in list(self._caches.values()):
+            if count <= 0:
+                return
+            if cache is growing:
+                continue
+            taken = min(count, len(cache))
+            cache.shrink(taken)
+            count -= taken
+            if not len(cache):
+                self._remove(cache)
+        growing.shrink(count)
+
+    def _remove(self, cache: ChannelCache) -> None:
+        del self._caches[cache.channel_id]
+        if self.budget is not None:
+            self.budget.shrank(len(cache))
+        cache.detach()
+
     def get(self, channel_id: int) -> ChannelCache | None:
         return self._caches.get(channel_id)
+
+    def __len__(self) -> int:
+        return len(self._caches)
 
     def __iter__(self) -> Iterator[ChannelCache]:
         return iter(list(self._caches.values()))

@@ -73,7 +73,7 @@ class Materializer:
         results: dict[str, ArticleResult] = {}
         if ordered and self.articles is not None:
             results = await self.articles.fetch_many(ordered)
-        attachments = await asyncio.gather(*(self._attachment_text(m) for m in messages))
+        attachments = await self._attachments(messages)
         names = _ambiguous_names(messages)
         repeats = _repeated_links(messages, links, results)
         by_id = {message.id: message for message in messages}
@@ -174,6 +174,20 @@ class Materializer:
             return []
         embed_urls = [embed.url for embed in getattr(message, "embeds", []) if embed.url]
         return self.articles.find_urls(message.content, embed_urls)
+
+    async def _attachments(
+        self, messages: list[Any]
+    ) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+        """Each message's attachment text; only messages with attachments cost a task (a
+        gather over the whole context put every answer behind the event loop's queue once per
+        message, the bulk of a warm answer's wait on a busy bot)."""
+        out: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [("", (), ())] * len(messages)
+        with_files = [i for i, m in enumerate(messages) if getattr(m, "attachments", None)]
+        if with_files:
+            texts = await asyncio.gather(*(self._attachment_text(messages[i]) for i in with_files))
+            for index, text in zip(with_files, texts, strict=True):
+                out[index] = text
+        return out
 
     async def _attachment_text(self, message: Any) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         """Text files inline (capped), images as image URLs, anything else named; and the

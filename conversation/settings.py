@@ -142,3 +142,17 @@ class ArticleSettings(StrictSection):
         min_length=1,
         description="User-Agent sent when fetching pages.",
     )
+
+
+class CacheSettings(StrictSection):
+    """How many Discord messages the bot keeps in memory (a cached message costs no REST call
+    when it turns up in a context)."""
+
+    max_messages: int = Field(
+        200_000,
+        ge=1,
+        description="Messages held across all channels; the least recently used channels give "
+        "way first. The bot's caches are the only ones (nextcord's own holds none).",
+    )
+    max_messages_per_channel: int = Field(5000, ge=1, description="Messages held per channel.")
+    max_channels: int = Field(500, ge=1, description="Channels with a cache.")

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,3 +45,89 @@ async def connect_client(
             return await stack.enter_async_context(fake_discord.running(client))
 
         yield connect
+
+
+# ----------------------------------------------------------------------------- PostgreSQL
+
+
+class PostgresServer:
+    """A PostgreSQL 16 started for the test session from the ``pgserver`` wheel."""
+
+    def __init__(self, url: str, data_dir: Path) -> None:
+        self.url = url
+        self.data_dir = data_dir
+        self._schemas = 0
+
+    def fresh_url(self) -> str:
+        """A URL whose tables live in a new, empty schema (cheaper than a database per test)."""
+        import psycopg
+
+        self._schemas += 1
+        schema = f"t{os.getpid()}_{self._schemas}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        separator = "&" if "?" in self.url else "?"
+        return f"{self.url}{separator}options=-csearch_path%3D{schema}"
+
+    def data_bytes(self, url: str) -> bytes:
+        """The data files of every table, index and TOAST table in the schema ``url`` names
+        (the WAL is left out: PostgreSQL recycles it on its own schedule; other tests' schemas
+        are left out: their random ids would make a short needle turn up by chance)."""
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            paths = [
+                path
+                for (path,) in conn.execute(
+                    "SELECT pg_relation_filepath(r.oid) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "JOIN pg_class r ON r.oid IN (c.oid, c.reltoastrelid) "
+                    "OR r.oid IN (SELECT indexrelid FROM pg_index "
+                    "WHERE indrelid = c.reltoastrelid) "
+                    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')"
+                )
+                if path
+            ]
+        files = [f for path in sorted(set(paths)) for f in self.data_dir.glob(path + "*")]
+        return b"".join(f.read_bytes() for f in files if f.is_file())
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One server for the whole session (it takes seconds to start); skipped where the wheel
+    is missing or the server cannot start on this machine."""
+    try:
+        import pgserver
+        import psycopg
+    except ImportError as error:
+        pytest.skip(f"PostgreSQL tests need pgserver and psycopg: {error}")
+    data_dir = Path(tempfile.mkdtemp(prefix="threadwise-pg-"))
+    try:
+        server = pgserver.get_server(data_dir / "data", cleanup_mode="stop")
+    except Exception as error:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        pytest.skip(f"PostgreSQL could not start here: {' '.join(str(error).split())[:200]}")
+    try:
+        import psycopg
+
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            # A throwaway server: durability costs time and buys nothing here.
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(f"ALTER SYSTEM SET {setting} = off")
+            conn.execute("SELECT pg_reload_conf()")
+        yield PostgresServer(server.get_uri(), data_dir / "data")
+    finally:
+        # Its data is deleted next: stop it without the shutdown checkpoint.
+        postmaster = getattr(getattr(server, "_postmaster_info", None), "process", None)
+        if postmaster is not None and postmaster.is_running():
+            postmaster.send_signal(signal.SIGQUIT)
+            with contextlib.suppress(Exception):
+                postmaster.wait(10)
+        server.cleanup()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A PostgreSQL URL of an empty schema of its own."""
+    return postgres_server.fresh_url()

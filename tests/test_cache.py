@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.synthetic import busy_channel
-from conversation.cache import LIVE, UNKNOWN, ChannelCache
+from conversation.cache import LIVE, UNKNOWN, CacheRegistry, ChannelCache
 from conversation.dce import parse_export
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
@@ -51,3 +51,52 @@ def test_an_older_copy_never_replaces_an_edited_one():
     cache.add(edited)
     cache.add_if_absent(stale)
     assert cache.get(edited.id) is edited
+
+
+def test_one_budget_across_channels_least_recently_used_give_way():
+    registry = CacheRegistry(max_messages=1000, max_total=300)
+    logs = {channel: source(200).messages for channel in (1, 2, 3)}
+    for channel in (1, 2):
+        for message in logs[channel][:150]:
+            registry.for_channel(channel).on_gateway_message(message)
+    assert registry.budget is not None and registry.budget.used == 300
+    registry.for_channel(1)  # channel 1 is used again: channel 2 is now the stalest
+    for message in logs[3][:100]:
+        registry.for_channel(3).on_gateway_message(message)
+    sizes = {cache.channel_id: len(cache) for cache in registry}
+    assert sizes == {1: 150, 2: 50, 3: 100}
+    assert registry.budget.used == sum(sizes.values()) == 300
+    # Channel 2 gave up its oldest messages, and with them any claim about that stretch.
+    two = registry.get(2)
+    assert two is not None
+    assert two.get(logs[2][0].id) is UNKNOWN
+    assert two.get(logs[2][149].id) is logs[2][149]
+    # A channel that gives up everything leaves the registry, claiming nothing.
+    for message in logs[3][100:200]:
+        registry.for_channel(3).on_gateway_message(message)
+    assert registry.get(2) is None
+    assert registry.budget.used == sum(len(cache) for cache in registry) == 300
+
+
+def test_an_emptied_cache_claims_nothing_it_dropped():
+    log = source(50)
+    cache = ChannelCache(log.channel_id)
+    for message in log.messages[:20]:
+        cache.on_gateway_message(message)
+    cache.shrink(20)
+    assert len(cache) == 0
+    assert cache.get(log.messages[5].id) is UNKNOWN
+    assert cache.previous(log.messages[19].id) is UNKNOWN
+    cache.on_gateway_message(log.messages[20])
+    # Still live: what came after the dropped messages did arrive, and nothing before.
+    assert cache.covering(log.messages[20].id) == (log.messages[19].id + 1, LIVE)
+    assert cache.previous(log.messages[20].id) is UNKNOWN
+
+
+def test_the_only_channel_is_held_to_the_budget_too():
+    registry = CacheRegistry(max_messages=1000, max_total=40)
+    for message in source(100).messages:
+        registry.for_channel(7).on_gateway_message(message)
+    cache = registry.get(7)
+    assert cache is not None and len(cache) == 40
+    assert registry.budget is not None and registry.budget.used == 40

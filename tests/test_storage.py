@@ -83,9 +83,35 @@ def make_record(
     )
 
 
+class Backend:
+    """One of the two databases the store runs on, and how to look at what it left on disk."""
+
+    def __init__(self, name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        self.name = name
+        self.path = tmp_path / "deep" / "dir" / "store.sqlite3"
+        self.server = request.getfixturevalue("postgres_server") if name == "postgresql" else None
+        self.url = self.server.fresh_url() if self.server else None
+
+    def open(self) -> Store:
+        return Store.open_url(self.url) if self.url else Store.open(self.path)
+
+    def raw_bytes(self) -> bytes:
+        """Everything the database wrote to disk (SQLite: the file and its WAL)."""
+        if self.server is not None:
+            _checkpoint(self.server.url)  # the rows reach the data files
+            return self.server.data_bytes(self.url or "")
+        wal = self.path.with_name(self.path.name + "-wal")
+        return self.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return Backend(request.param, tmp_path, request)
+
+
 @pytest.fixture
-async def store(tmp_path: Path):
-    opened = Store.open(tmp_path / "deep" / "dir" / "store.sqlite3")
+async def store(backend: Backend):
+    opened = backend.open()
     yield opened
     opened.close()
 
@@ -194,7 +220,7 @@ async def test_edit_of_unknown_message_starts_its_history(store: Store) -> None:
     assert [v.state for v in store.message_versions(50)] == ["superseded", "active"]
 
 
-async def test_forget_user_leaves_no_trace_in_the_file(store: Store) -> None:
+async def test_forget_user_leaves_no_trace_in_the_file(store: Store, backend: Backend) -> None:
     secret = "ZANZIBAR-PINEAPPLE-7741"
     alice, bob = 1, 2
     names = {alice: "AliceSecretName", bob: "Bob"}
@@ -218,12 +244,7 @@ async def test_forget_user_leaves_no_trace_in_the_file(store: Store) -> None:
         )
     )
     await store.record_edit(1, 10, alice, f"edited {secret}", NOW)
-    db = store.path
-    wal = db.with_name(db.name + "-wal")
-
-    def raw() -> bytes:
-        return db.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
-
+    raw = backend.raw_bytes
     assert secret.encode() in raw()
     result = await store.forget_user(alice)
     assert result.interactions_emptied == 1
@@ -241,8 +262,17 @@ async def test_forget_user_leaves_no_trace_in_the_file(store: Store) -> None:
     assert all(v.content == REMOVED for v in store.message_versions(1))
     store.close()
     assert secret.encode() not in raw()
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if backend.server is None:
+        with sqlite3.connect(backend.path) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _checkpoint(url: str) -> None:
+    """Write PostgreSQL's dirty pages out, so its data files show what the tables hold."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
 
 
 async def test_prune_drops_old_interactions_and_orphan_nodes(store: Store) -> None:
@@ -450,10 +480,9 @@ def test_cli_clear_errors_for_missing_or_broken_store(
     assert len(err.strip().splitlines()) == 1
 
 
-async def test_two_stores_on_one_file_do_not_lock_each_other(tmp_path: Path) -> None:
-    """The bot and a CLI command (two writers, two connections) share the file safely."""
-    path = tmp_path / "shared.sqlite3"
-    first, second = Store.open(path), Store.open(path)
+async def test_two_stores_on_one_file_do_not_lock_each_other(backend: Backend) -> None:
+    """The bot and a CLI command (two writers, two connections) share the store safely."""
+    first, second = backend.open(), backend.open()
     try:
 
         async def write(store: Store, channel: int) -> None:
@@ -474,29 +503,33 @@ async def test_two_stores_on_one_file_do_not_lock_each_other(tmp_path: Path) -> 
         second.close()
 
 
-async def test_forget_from_another_process_does_not_break_the_running_store(tmp_path: Path):
+async def test_forget_from_another_process_does_not_break_the_running_store(backend: Backend):
     """``forget-user`` from the command line while the bot's store is open and caching ids."""
-    path = tmp_path / "shared.sqlite3"
-    with Store.open(path) as bot_store:
+    with backend.open() as bot_store:
         await bot_store.record(make_record(3, [(1, 1, "alice speaks"), (3, 1, "again")]))
-        with Store.open(path) as cli_store:
+        with backend.open() as cli_store:
             await cli_store.forget_user(1)  # deletes nodes the bot's store has cached
         for trigger in (20, 21, 22):
-            await bot_store.record(make_record(trigger, [(trigger, 2, f"bob {trigger}")]))
+            # The same text again: its node was deleted, the bot's cached id must not be used.
+            await bot_store.record(
+                make_record(trigger, [(4, 3, "alice speaks"), (trigger, 2, f"bob {trigger}")])
+            )
         lines = list(bot_store.export())
     assert sum("bob 2" in json.dumps(line) for line in lines) == 3
 
 
-async def test_forget_reaches_edits_recorded_without_an_author(store: Store):
+async def test_forget_reaches_edits_recorded_without_an_author(store: Store, backend: Backend):
     await store.record(make_record(3, [(1, 1, "first words"), (3, 2, "ok")]))
     await store.record_edit(1, 10, None, "EDITED-WITHOUT-AUTHOR", NOW)
     await store.forget_user(1)
     contents = [v.content for v in store.message_versions(1)]
     assert "EDITED-WITHOUT-AUTHOR" not in json.dumps(contents)
-    assert b"EDITED-WITHOUT-AUTHOR" not in store.path.read_bytes()
+    assert b"EDITED-WITHOUT-AUTHOR" not in backend.raw_bytes()
 
 
-async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(store: Store):
+async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(
+    store: Store, backend: Backend
+):
     alice, bob = 1, 2
     # Alice asks (trigger 3); the bot's answer (message 600) quotes her.
     await store.record(
@@ -515,11 +548,13 @@ async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(store: 
     await store.record(later)
     await store.forget_user(alice)
     assert "4242" not in json.dumps(list(store.export()))
-    assert b"4242" not in store.path.read_bytes()
+    assert b"4242" not in backend.raw_bytes()
     assert any("what did the bot say?" in json.dumps(line) for line in store.export())
 
 
-async def test_forget_reaches_links_they_posted_in_other_interactions(store: Store):
+async def test_forget_reaches_links_they_posted_in_other_interactions(
+    store: Store, backend: Backend
+):
     alice, bob = 1, 2
     link = "https://docs.example/private-share?token=ALICE-TOKEN-77"
     record = make_record(5, [(4, alice, f"see {link}"), (5, bob, "thanks")])
@@ -531,7 +566,7 @@ async def test_forget_reaches_links_they_posted_in_other_interactions(store: Sto
     )
     await store.record(record)
     await store.forget_user(alice)
-    assert b"ALICE-TOKEN-77" not in store.path.read_bytes()
+    assert b"ALICE-TOKEN-77" not in backend.raw_bytes()
     explanation = store.explain(5)
     assert [a.url for a in explanation.articles] == [REMOVED]
 
@@ -550,3 +585,29 @@ def test_forget_user_says_when_nothing_changed(
         again = capsys.readouterr().out
         assert again.startswith(f"user {user}: nothing of theirs left in ")
         assert "redacted" not in again and "rewritten" not in again
+
+
+async def test_closing_with_records_still_queued_finishes_them(tmp_path: Path) -> None:
+    """The close signal can be picked up while records are grouped: it must still close."""
+    store = Store.open(tmp_path / "queued.sqlite3")
+    pending = [
+        asyncio.ensure_future(store.record(make_record(n, [(n, 1, f"queued {n}")])))
+        for n in range(1, 201)
+    ]
+    await asyncio.sleep(0)  # every record is in the writer's queue now
+    await asyncio.wait_for(asyncio.to_thread(store.close), 20)
+    assert len(await asyncio.gather(*pending)) == 200
+    with Store.open(tmp_path / "queued.sqlite3") as reopened:
+        assert reopened.counts()["interactions"] == 200
+
+
+async def test_recent_interactions_page_newest_first(store: Store) -> None:
+    """The studio's store tab pages through this listing on either backend."""
+    for trigger in (1, 2, 3):
+        await store.record(
+            make_record(trigger, [(trigger, 1, f"q{trigger}")], answer=f"a{trigger}")
+        )
+    first = store.recent_interactions(limit=2)
+    assert [row.answer_excerpt for row in first] == ["a3", "a2"]
+    rest = store.recent_interactions(limit=2, before_seq=first[-1].seq)
+    assert [row.answer_excerpt for row in rest] == ["a1"]

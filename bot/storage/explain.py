@@ -7,16 +7,16 @@ less important lines are dropped with a note saying how many, never cut mid-word
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 
 from bot.storage import reads
+from bot.storage.dialect import Db
 from bot.storage.errors import StoreError
 from bot.storage.models import ExplainedMessage, Explanation, WorkLogEntry
 from bot.storage.nodes import excerpt
 
 
-def build(conn: sqlite3.Connection, message_id: int) -> Explanation:
+def build(conn: Db, message_id: int) -> Explanation:
     seq = reads.find_seq(conn, message_id)
     if seq is None:
         raise not_in_store(message_id)

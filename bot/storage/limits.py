@@ -6,10 +6,9 @@ reads at start-up and rewrites after answers, nothing else touches it.
 
 from __future__ import annotations
 
-import sqlite3
-
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.storage.dialect import Db
 from bot.storage.timefmt import now_db
 
 
@@ -25,19 +24,21 @@ class ModelLimits(BaseModel):
     window: int | None = Field(None, gt=0)
 
 
-def load(conn: sqlite3.Connection) -> dict[str, ModelLimits]:
+def load(conn: Db) -> dict[str, ModelLimits]:
     return {
         model: ModelLimits(model=model, ratio=ratio, samples=samples, window=window)
         for model, ratio, samples, window in conn.execute(
-            "SELECT model, ratio, samples, window FROM model_limits"
+            # "window" is quoted: PostgreSQL reserves the word.
+            'SELECT model, ratio, samples, "window" FROM model_limits'
         )
     }
 
 
-def save(conn: sqlite3.Connection, limits: ModelLimits) -> None:
+def save(conn: Db, limits: ModelLimits) -> None:
     conn.execute(
-        "INSERT INTO model_limits (model, ratio, samples, window, updated_at) "
+        'INSERT INTO model_limits (model, ratio, samples, "window", updated_at) '
         "VALUES (?, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET ratio = excluded.ratio, "
-        "samples = excluded.samples, window = excluded.window, updated_at = excluded.updated_at",
+        'samples = excluded.samples, "window" = excluded."window", '
+        "updated_at = excluded.updated_at",
         (limits.model, limits.ratio, limits.samples, limits.window, now_db()),
     )

@@ -7,11 +7,11 @@ so the CLI can use them synchronously, even against the file of a running bot.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from bot.storage.dialect import Db
 from bot.storage.errors import StoreError
 from bot.storage.models import (
     ArticleEntry,
@@ -31,32 +31,32 @@ _COLUMNS = (
 )
 
 
-def find_seq(conn: sqlite3.Connection, message_id: int) -> int | None:
+def find_seq(conn: Db, message_id: int) -> int | None:
     """The latest interaction triggered by, or answered with, this Discord message."""
     row = conn.execute(
         "SELECT MAX(seq) FROM (SELECT seq FROM interactions WHERE trigger_message_id = ? "
-        "UNION ALL SELECT seq FROM answer_messages WHERE message_id = ?)",
+        "UNION ALL SELECT seq FROM answer_messages WHERE message_id = ?) AS found",
         (message_id, message_id),
     ).fetchone()
     return None if row is None or row[0] is None else int(row[0])
 
 
-def seq_of(conn: sqlite3.Connection, interaction_id: str) -> int:
+def seq_of(conn: Db, interaction_id: str) -> int:
     row = conn.execute("SELECT seq FROM interactions WHERE id = ?", (interaction_id,)).fetchone()
     if row is None:
         raise StoreError(f"no interaction with id {interaction_id}")
     return int(row[0])
 
 
-def interaction_row(conn: sqlite3.Connection, seq: int) -> sqlite3.Row:
-    conn.row_factory = sqlite3.Row
-    row = conn.execute(f"SELECT {_COLUMNS} FROM interactions WHERE seq = ?", (seq,)).fetchone()
+def interaction_row(conn: Db, seq: int) -> dict[str, Any]:
+    cursor = conn.execute(f"SELECT {_COLUMNS} FROM interactions WHERE seq = ?", (seq,))
+    row = cursor.fetchone()
     if row is None:
         raise StoreError(f"no interaction #{seq}")
-    return row
+    return dict(zip((column[0] for column in cursor.description), row, strict=True))
 
 
-def context_rows(conn: sqlite3.Connection, seq: int) -> list[tuple[dict, ContextEntry | None]]:
+def context_rows(conn: Db, seq: int) -> list[tuple[dict, ContextEntry | None]]:
     rows = conn.execute(
         "SELECT c.position, n.json, c.message_id, c.author_id, c.name, c.reasons, c.tokens "
         "FROM context c "
@@ -84,7 +84,7 @@ def context_rows(conn: sqlite3.Connection, seq: int) -> list[tuple[dict, Context
     return out
 
 
-def work_log(conn: sqlite3.Connection, seq: int) -> list[WorkLogEntry]:
+def work_log(conn: Db, seq: int) -> list[WorkLogEntry]:
     return [
         WorkLogEntry(action=a, detail=d, status=s, count=c)
         for a, d, s, c in conn.execute(
@@ -94,7 +94,7 @@ def work_log(conn: sqlite3.Connection, seq: int) -> list[WorkLogEntry]:
     ]
 
 
-def articles(conn: sqlite3.Connection, seq: int) -> list[ArticleEntry]:
+def articles(conn: Db, seq: int) -> list[ArticleEntry]:
     return [
         ArticleEntry(url=u, status=s, reason=r)
         for u, s, r in conn.execute(
@@ -103,7 +103,7 @@ def articles(conn: sqlite3.Connection, seq: int) -> list[ArticleEntry]:
     ]
 
 
-def answer_ids(conn: sqlite3.Connection, seq: int) -> list[int]:
+def answer_ids(conn: Db, seq: int) -> list[int]:
     return [
         int(m)
         for (m,) in conn.execute(
@@ -112,7 +112,7 @@ def answer_ids(conn: sqlite3.Connection, seq: int) -> list[int]:
     ]
 
 
-def header_fields(row: sqlite3.Row) -> dict[str, Any]:
+def header_fields(row: dict[str, Any]) -> dict[str, Any]:
     """The columns of an interaction row that every view of it shares, decoded."""
     return {
         "guild_id": row["guild_id"],
@@ -130,7 +130,7 @@ def header_fields(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def load_record(conn: sqlite3.Connection, seq: int) -> InteractionRecord:
+def load_record(conn: Db, seq: int) -> InteractionRecord:
     """The interaction as recorded (a removed one comes back as its empty shell)."""
     row = interaction_row(conn, seq)
     pairs = context_rows(conn, seq)
@@ -146,7 +146,7 @@ def load_record(conn: sqlite3.Connection, seq: int) -> InteractionRecord:
     )
 
 
-def versions(conn: sqlite3.Connection, message_id: int) -> list[MessageVersion]:
+def versions(conn: Db, message_id: int) -> list[MessageVersion]:
     rows = conn.execute(
         "SELECT v.version, v.channel_id, v.author_id, v.content, n.json, v.state, "
         "v.superseded_by, v.edited_at, v.recorded_at FROM message_versions v "
@@ -171,7 +171,7 @@ def versions(conn: sqlite3.Connection, message_id: int) -> list[MessageVersion]:
     ]
 
 
-def states_since(conn: sqlite3.Connection, message_ids: list[int], moment: str) -> dict[int, str]:
+def states_since(conn: Db, message_ids: list[int], moment: str) -> dict[int, str]:
     """What became of each message after ``moment`` (an interaction's start): deleted
     (``invalidated``), edited (``superseded``) or neither (``active``); unknown ids are left out.
     """
@@ -193,9 +193,7 @@ def states_since(conn: sqlite3.Connection, message_ids: list[int], moment: str) 
     return states
 
 
-def export_lines(
-    conn: sqlite3.Connection, since: datetime | None, channel_id: int | None
-) -> Iterator[str]:
+def export_lines(conn: Db, since: datetime | None, channel_id: int | None) -> Iterator[str]:
     """One OpenAI fine-tuning JSONL line per successful interaction, in recording order.
 
     The lines are assembled from the stored node texts without parsing them: the messages come
@@ -204,12 +202,14 @@ def export_lines(
     where = ["i.outcome = 'success'", "i.removed = 0"]
     params: list[object] = []
     if since is not None:
-        where.append("+i.started_at >= ?")  # unary + keeps the scan in seq order (no sort)
+        # Not by the date index: the scan stays in seq order (no sort).
+        where.append(f"{conn.dialect.unindexed('i.started_at')} >= ?")
         params.append(to_db(since))
     if channel_id is not None:
         where.append("i.channel_id = ?")
         params.append(channel_id)
-    cursor = conn.execute(
+    cursor = conn.dialect.stream(
+        conn,
         "SELECT i.seq, CASE WHEN c.position IS NULL OR c.position = 0 THEN i.answer END, n.json "
         "FROM interactions i LEFT JOIN context c ON c.seq = i.seq "
         "LEFT JOIN nodes n ON n.id = c.node_id "
@@ -238,9 +238,7 @@ def _line(parts: list[str], answer: str) -> str:
     return '{"messages":[' + ",".join(parts) + "]}"
 
 
-def recent(
-    conn: sqlite3.Connection, limit: int, before_seq: int | None
-) -> list[InteractionSummary]:
+def recent(conn: Db, limit: int, before_seq: int | None) -> list[InteractionSummary]:
     """The latest interactions first, one row each (for browsing, not for full records)."""
     cursor = conn.execute(
         f"SELECT {_COLUMNS} FROM interactions WHERE seq < ? ORDER BY seq DESC LIMIT ?",
@@ -261,7 +259,7 @@ def recent(
     ]
 
 
-def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
+def table_counts(conn: Db) -> dict[str, int]:
     tables = ("interactions", "nodes", "context", "answer_messages", "work_log", "articles")
     counts = {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in tables}
     counts["message_versions"] = int(

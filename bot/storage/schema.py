@@ -1,16 +1,18 @@
 """The database schema as an ordered list of migrations, applied at start-up.
 
-``PRAGMA user_version`` holds how many migrations a file has seen; each migration runs in its
-own transaction together with the version bump, so a crash mid-migration leaves the file at the
-previous version, and the next start simply tries again. Never edit a released migration:
-append a new one.
+The database remembers how many migrations it has seen (SQLite: ``PRAGMA user_version``;
+PostgreSQL: a one-row table); each migration runs in its own transaction together with the
+version bump, so a crash mid-migration leaves the database at the previous version, and the next
+start simply tries again. Migrations are written in SQLite's spelling; the dialect translates
+the column types for PostgreSQL. Never edit a released migration: append a new one.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
+from bot.storage.dialect import dialect_of
 from bot.storage.errors import StoreError
 
 Migration = Sequence[str]
@@ -101,13 +103,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     (
         # What each sent message cost in tokens (the prompt's token budget), and what was
         # learned about each model: its real tokens per estimated token, and a context window
-        # smaller than configured when a server said so.
+        # smaller than configured when a server said so. ("window" is quoted for PostgreSQL,
+        # which reserves the word; SQLite files made before the quotes have the same column.)
         "ALTER TABLE context ADD COLUMN tokens INTEGER",
         """CREATE TABLE model_limits (
             model TEXT PRIMARY KEY,
             ratio REAL NOT NULL,
             samples INTEGER NOT NULL,
-            window INTEGER,
+            "window" INTEGER,
             updated_at TEXT NOT NULL
         )""",
     ),
@@ -126,17 +129,19 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-def schema_version(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+def schema_version(conn: Any) -> int:
+    return dialect_of(conn).schema_version(conn)
 
 
-def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
-    """Bring the file up to ``len(migrations)``; returns how many migrations were applied.
+def migrate(conn: Any, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Bring the database up to ``len(migrations)``; returns how many migrations were applied.
 
     ``conn`` must be in autocommit mode (``isolation_level=None``) so that each migration is
     exactly one explicit transaction.
     """
-    current = schema_version(conn)
+    dialect = dialect_of(conn)
+    dialect.prepare_migrations(conn)
+    current = dialect.schema_version(conn)
     if current > len(migrations):
         raise StoreError(
             f"database schema version {current} is newer than this program knows "
@@ -144,15 +149,15 @@ def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIO
         )
     applied = 0
     for number, statements in enumerate(migrations[current:], start=current + 1):
-        conn.execute("BEGIN IMMEDIATE")
+        dialect.begin_migration(conn)
         try:
             # Re-read under the write lock: another process may have migrated meanwhile.
-            if schema_version(conn) >= number:
+            if dialect.schema_version(conn) >= number:
                 conn.execute("ROLLBACK")
                 continue
             for statement in statements:
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {number}")
+                conn.execute(dialect.ddl(statement))
+            dialect.set_schema_version(conn, number)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -1,8 +1,10 @@
-"""The store: a SQLite file of interactions, written by one thread, read by anyone.
+"""The store: interactions in a SQLite file or a PostgreSQL database, written by one thread
+per process, read by anyone.
 
 Async methods hand their work to the writer thread and await it, so the event loop never waits
 on the disk; reads are synchronous (they are index lookups, and the CLI has no loop) on
-connections of their own, which WAL lets run while the bot writes.
+connections of their own, which WAL (or PostgreSQL's MVCC) lets run while the bot writes.
+Which database it is only matters when opening: see :mod:`bot.storage.dialect`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -20,6 +22,7 @@ from typing import Any
 from bot.storage import explain as explain_mod
 from bot.storage import limits as limits_mod
 from bot.storage import reads, writes
+from bot.storage.dialect import Db, connect_sqlite
 from bot.storage.errors import StoreError
 from bot.storage.models import (
     Explanation,
@@ -30,10 +33,10 @@ from bot.storage.models import (
     PruneResult,
 )
 from bot.storage.schema import migrate
-from bot.storage.writer import Writer, connect
+from bot.storage.writer import Writer, rollback
 
 
-def _setup(conn: sqlite3.Connection) -> None:
+def _setup_sqlite(conn: Db) -> None:
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":
         raise StoreError(f"could not switch the database to WAL mode (got {mode})")
@@ -46,11 +49,42 @@ def _setup(conn: sqlite3.Connection) -> None:
 
 
 class Store:
-    """Use ``Store.open(path)``; close with ``close()`` or as a (sync or async) context manager."""
+    """Use ``Store.open(path)`` (SQLite) or ``Store.open_url(url)`` (PostgreSQL); close with
+    ``close()`` or as a (sync or async) context manager."""
 
-    def __init__(self, path: Path, writer: Writer) -> None:
-        self.path = path
+    def __init__(
+        self, location: Path | str, writer: Writer, connect: Callable[[], Db], *, read_only: str
+    ) -> None:
+        # The file, or the URL without its password: what messages name.
+        self.location = location
         self._writer = writer
+        self._connect = connect
+        self._read_only = read_only
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (only for stores opened with ``open``)."""
+        if not isinstance(self.location, Path):
+            raise AttributeError("a PostgreSQL store has no file path")
+        return self.location
+
+    @classmethod
+    def open_url(cls, url: str) -> Store:
+        """Connect to PostgreSQL (``postgresql://user:password@host/db``) and migrate."""
+        from bot.storage.postgres import connect_postgres, redact_url
+
+        writer = Writer(lambda: connect_postgres(url, writer=True), migrate)
+        return cls(
+            redact_url(url),
+            writer,
+            lambda: connect_postgres(url),
+            read_only="SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+        )
+
+    @classmethod
+    def open_target(cls, path: Path | str, url: str | None) -> Store:
+        """``url`` when given (PostgreSQL), else the SQLite file at ``path``."""
+        return cls.open_url(url) if url else cls.open(path)
 
     @classmethod
     def open(cls, path: Path | str) -> Store:
@@ -61,10 +95,10 @@ class Store:
         except OSError as error:
             raise StoreError(f"{path.parent}: cannot create folder: {error.strerror}") from error
         try:
-            writer = Writer(path, _setup)
+            writer = Writer(lambda: connect_sqlite(path), _setup_sqlite)
         except sqlite3.DatabaseError as error:
             raise StoreError(f"{path}: cannot open the database: {error}") from error
-        return cls(path, writer)
+        return cls(path, writer, lambda: connect_sqlite(path), read_only="PRAGMA query_only = ON")
 
     def close(self) -> None:
         """Finish queued writes, then close. Idempotent."""
@@ -126,18 +160,11 @@ class Store:
         return bool(await self._do(lambda conn, _cache: writes.record_delete(conn, message_id)))
 
     async def forget_user(self, user_id: int) -> ForgetResult:
-        """Remove a person's text from every table, then from the file itself (VACUUM)."""
+        """Remove a person's text from every table, then from the disk itself (VACUUM)."""
 
-        def job(conn: sqlite3.Connection, cache: writes.NodeCache) -> ForgetResult:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = writes.forget_user(conn, cache, user_id)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                cache.clear()
-                raise
-            _scrub_file(conn)
+        def job(conn: Db, cache: writes.NodeCache) -> ForgetResult:
+            result = _exclusive(conn, cache, lambda: writes.forget_user(conn, cache, user_id))
+            conn.dialect.scrub(conn)
             return result
 
         return await self._do(job, transactional=False)  # type: ignore[no-any-return]
@@ -149,16 +176,19 @@ class Store:
     async def prune(self, older_than_days: int) -> PruneResult:
         """Drop interactions older than N days and the nodes only they used."""
         return await self._do(  # type: ignore[no-any-return]
-            lambda conn, cache: writes.prune(conn, cache, older_than_days)
+            lambda conn, cache: _exclusive(
+                conn, cache, lambda: writes.prune(conn, cache, older_than_days)
+            ),
+            transactional=False,
         )
 
     # ------------------------------------------------------------------------ reads
 
     @contextlib.contextmanager
-    def _reader(self) -> Iterator[sqlite3.Connection]:
-        conn = connect(self.path)
+    def _reader(self) -> Iterator[Db]:
+        conn = self._connect()
         try:
-            conn.execute("PRAGMA query_only = ON")
+            conn.execute(self._read_only)
             yield conn
         finally:
             conn.close()
@@ -223,22 +253,14 @@ class Store:
             return reads.table_counts(conn)
 
 
-def _scrub_file(conn: sqlite3.Connection) -> None:
-    """Move everything into the main file, rebuild it, and empty the WAL.
-
-    After a rewrite the old text can survive in three places: freed pages (secure_delete zeroes
-    them), WAL frames not yet checkpointed, and slack in pages still in use; VACUUM rebuilds the
-    file from the live rows only, and the TRUNCATE checkpoints empty the WAL.
-    """
-    _checkpoint(conn)
-    conn.execute("VACUUM")
-    _checkpoint(conn)
-
-
-def _checkpoint(conn: sqlite3.Connection) -> None:
-    busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    if busy:
-        raise StoreError(
-            "could not checkpoint the WAL (another process is reading the database); "
-            "stop the bot and run forget-user again"
-        )
+def _exclusive(conn: Db, cache: writes.NodeCache, work: Callable[[], Any]) -> Any:
+    """Run ``work`` in a transaction that excludes every other writer (it deletes nodes)."""
+    conn.dialect.begin_exclusive(conn)
+    try:
+        result = work()
+        conn.execute("COMMIT")
+    except BaseException:
+        rollback(conn)
+        cache.clear()
+        raise
+    return result

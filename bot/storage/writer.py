@@ -10,17 +10,20 @@ bad record fails alone); a job's future resolves only after its data is committe
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import queue
-import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bot.storage.dialect import Db, connect_sqlite
 from bot.storage.writes import NodeCache
 
-Job = Callable[[sqlite3.Connection, NodeCache], Any]
+Job = Callable[[Any, NodeCache], Any]
 MAX_GROUP = 64
+# A group that lost a deadlock to another process's writer is run again this many times.
+MAX_RETRIES = 8
 
 
 class _Task:
@@ -33,17 +36,22 @@ class _Task:
         self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit) with our pragmas."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
-    conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute("PRAGMA foreign_keys = ON")
-    return conn
+def connect(path: Path) -> Db:
+    """A SQLite connection in autocommit mode (transactions are explicit) with our pragmas."""
+    return connect_sqlite(path)
+
+
+def rollback(conn: Db) -> None:
+    """End a failed transaction; on a connection that is gone there is nothing to end."""
+    if conn.dialect.is_broken(conn):
+        return
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 class Writer:
-    def __init__(self, path: Path, setup: Callable[[sqlite3.Connection], None]) -> None:
-        self._path = path
+    def __init__(self, connect: Callable[[], Db], setup: Callable[[Db], None]) -> None:
+        self._connect = connect
         self._setup = setup
         self._queue: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -75,22 +83,40 @@ class Writer:
 
     def _run(self) -> None:
         try:
-            conn = connect(self._path)
+            conn = self._connect()
+        except BaseException as error:
+            self._ready.set_exception(error)
+            return
+        try:
             self._setup(conn)
         except BaseException as error:
+            conn.close()
             self._ready.set_exception(error)
             return
         self._ready.set_result(None)
         cache = NodeCache()
+        # A task taken from the queue while grouping, to run next; the close sentinel (None)
+        # can be taken that way too, so "nothing carried" is a flag, not None.
         carry: _Task | None = None
+        carrying = False
         try:
             while True:
-                task = carry if carry is not None else self._queue.get()
-                carry = None
+                task = carry if carrying else self._queue.get()
+                carry, carrying = None, False
                 if task is None:
                     break
                 if not task.future.set_running_or_notify_cancel():
                     continue
+                if conn.dialect.is_broken(conn):
+                    # The server restarted or dropped us: a new connection, an empty cache.
+                    try:
+                        replacement = self._connect()
+                    except BaseException as error:
+                        task.future.set_exception(error)
+                        continue
+                    conn.close()
+                    conn = replacement
+                    cache.clear()
                 if not task.transactional:
                     self._run_plain(conn, cache, task)
                     continue
@@ -104,14 +130,22 @@ class Writer:
                         if nxt.future.set_running_or_notify_cancel():
                             group.append(nxt)
                     else:
-                        carry = nxt
+                        carry, carrying = nxt, True
                         break
-                self._run_group(conn, cache, group)
+                try:
+                    self._run_group(conn, cache, group)
+                except BaseException as error:  # never leave a caller waiting forever
+                    cache.clear()
+                    with contextlib.suppress(Exception):
+                        rollback(conn)  # nor a transaction open, holding others' locks
+                    for member in group:
+                        if not member.future.done():
+                            member.future.set_exception(error)
         finally:
             conn.close()
 
     @staticmethod
-    def _run_plain(conn: sqlite3.Connection, cache: NodeCache, task: _Task) -> None:
+    def _run_plain(conn: Db, cache: NodeCache, task: _Task) -> None:
         try:
             cache.sync(conn)
             task.future.set_result(task.job(conn, cache))
@@ -119,23 +153,43 @@ class Writer:
             task.future.set_exception(error)
 
     @staticmethod
-    def _run_group(conn: sqlite3.Connection, cache: NodeCache, group: list[_Task]) -> None:
+    def _run_group(conn: Db, cache: NodeCache, group: list[_Task]) -> None:
+        for attempt in range(MAX_RETRIES + 1):
+            retry = Writer._try_group(conn, cache, group, last_try=attempt == MAX_RETRIES)
+            if not retry:
+                return
+
+    @staticmethod
+    def _try_group(conn: Db, cache: NodeCache, group: list[_Task], *, last_try: bool) -> bool:
+        """One transaction for the group; True when it lost a deadlock and should run again."""
+        dialect = conn.dialect
         results: list[tuple[_Task, bool, Any]] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            dialect.begin_write(conn)
             cache.sync(conn)
         except BaseException as error:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            rollback(conn)
             for task in group:
                 task.future.set_exception(error)
-            return
+            return False
         for task in group:
             mark = cache.mark()
             conn.execute("SAVEPOINT job")
             try:
                 value = task.job(conn, cache)
             except BaseException as error:
+                if dialect.is_retryable(error) and not last_try:
+                    # The whole transaction is lost (PostgreSQL aborts it): run the group again.
+                    rollback(conn)
+                    cache.clear()
+                    return True
+                if dialect.is_broken(conn):
+                    # The connection went with the transaction: every job of it failed.
+                    cache.clear()
+                    for other in group:
+                        if not other.future.done():
+                            other.future.set_exception(error)
+                    return False
                 conn.execute("ROLLBACK TO job")
                 conn.execute("RELEASE job")
                 cache.rollback_to(mark)
@@ -146,15 +200,17 @@ class Writer:
         try:
             conn.execute("COMMIT")
         except BaseException as error:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            rollback(conn)
             cache.clear()
+            if dialect.is_retryable(error) and not last_try:
+                return True
             for task in group:
                 task.future.set_exception(error)
-            return
+            return False
         cache.committed()
         for task, ok, value in results:
             if ok:
                 task.future.set_result(value)
             else:
                 task.future.set_exception(value)
+        return False

@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
+from bot.storage.dialect import Db
 from bot.storage.errors import StoreError
 from bot.storage.models import REMOVED, ForgetResult, InteractionRecord, PruneResult
 from bot.storage.nodes import canonical_json, node_hash, redact_message, redact_names_in
@@ -34,11 +34,11 @@ class NodeCache:
         self._pending: list[bytes | int] = []
         self._data_version: int | None = None
 
-    def sync(self, conn: sqlite3.Connection) -> None:
+    def sync(self, conn: Db) -> None:
         """Forget everything when another connection (``forget-user`` run from the command
-        line while the bot is up, a second bot on the file) has written since we last looked:
-        it may have deleted the nodes our ids name. Call it inside the write transaction."""
-        version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        line while the bot is up, a second bot on the store) may have deleted the nodes our ids
+        name since we last looked. Call it inside the write transaction."""
+        version = conn.dialect.changes_seen(conn)
         if version != self._data_version:
             self.clear()
             self._data_version = version
@@ -74,30 +74,36 @@ def _reasons_json(reasons: tuple[str, ...]) -> str:
     return json.dumps(list(reasons), ensure_ascii=False)
 
 
-def node_id_for(conn: sqlite3.Connection, cache: NodeCache, text: str) -> int:
+def node_id_for(conn: Db, cache: NodeCache, text: str) -> int:
     key = node_hash(text)
     found = cache.get(key)
     if found is not None:
         return found
     row = conn.execute("SELECT id FROM nodes WHERE hash = ?", (key,)).fetchone()
-    if row is not None:
-        node_id = int(row[0])
-    else:
-        cursor = conn.execute("INSERT INTO nodes (hash, json) VALUES (?, ?)", (key, text))
-        node_id = int(cursor.lastrowid or 0)
+    if row is None:
+        # Another process may insert the same node meanwhile (shards sharing a server): then
+        # nothing is returned and its row is read back.
+        row = conn.execute(
+            "INSERT INTO nodes (hash, json) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING "
+            "RETURNING id",
+            (key, text),
+        ).fetchone()
+        if row is None:
+            row = conn.execute("SELECT id FROM nodes WHERE hash = ?", (key,)).fetchone()
+    node_id = int(row[0])
     cache.add(key, node_id)
     return node_id
 
 
-def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: InteractionRecord) -> int:
+def insert_interaction(conn: Db, cache: NodeCache, rec: InteractionRecord) -> int:
     """Write one interaction and all its rows; returns its ``seq``."""
     node_ids = [node_id_for(conn, cache, canonical_json(m)) for m in rec.request_messages]
     try:
-        cursor = conn.execute(
+        row = conn.execute(
             "INSERT INTO interactions (id, guild_id, channel_id, trigger_message_id, "
             "trigger_author_id, started_at, ended_at, model, parameters, answer, usage, "
             "latency_seconds, outcome, error, message_count, work_log_count, article_count) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
             (
                 rec.id,
                 rec.guild_id,
@@ -117,12 +123,13 @@ def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: Interact
                 len(rec.work_log),
                 len(rec.articles),
             ),
-        )
-    except sqlite3.IntegrityError as error:
-        if "interactions.id" in str(error):
+        ).fetchone()
+    except conn.dialect.integrity_errors as error:
+        # SQLite names the column, PostgreSQL the constraint.
+        if "interactions.id" in str(error) or "interactions_id_key" in str(error):
             raise StoreError(f"interaction {rec.id} is already recorded") from error
         raise
-    seq = int(cursor.lastrowid or 0)
+    seq = int(row[0])
     context_rows = []
     for position, (node_id, entry) in enumerate(zip(node_ids, rec.context, strict=True)):
         if entry is None:
@@ -156,7 +163,7 @@ def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: Interact
         conn.executemany("INSERT INTO context_names VALUES (?, ?, ?, ?)", named_rows)
     if rec.answer_message_ids:
         conn.executemany(
-            "INSERT OR IGNORE INTO answer_messages VALUES (?, ?, ?)",
+            "INSERT INTO answer_messages VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             [(mid, seq, pos) for pos, mid in enumerate(rec.answer_message_ids)],
         )
     if rec.work_log:
@@ -173,7 +180,7 @@ def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: Interact
             [(seq, pos, a.url, a.status, a.reason) for pos, a in enumerate(rec.articles)],
         )
     # Version 1 of every Discord message is the node the bot first sent for it; later sends
-    # of the same message leave it alone (INSERT OR IGNORE on the primary key).
+    # of the same message leave it alone (ON CONFLICT DO NOTHING on the primary key).
     recorded = to_db(rec.started_at)
     seen = []
     for node_id, entry in zip(node_ids, rec.context, strict=True):
@@ -183,16 +190,16 @@ def insert_interaction(conn: sqlite3.Connection, cache: NodeCache, rec: Interact
         cache.add(entry.message_id, 0)
     if seen:
         conn.executemany(
-            "INSERT OR IGNORE INTO message_versions (message_id, version, channel_id, "
+            "INSERT INTO message_versions (message_id, version, channel_id, "
             "author_id, node_id, content, state, superseded_by, edited_at, recorded_at) "
-            "VALUES (?, 1, ?, ?, ?, NULL, 'active', NULL, NULL, ?)",
+            "VALUES (?, 1, ?, ?, ?, NULL, 'active', NULL, NULL, ?) ON CONFLICT DO NOTHING",
             seen,
         )
     return seq
 
 
 def record_edit(
-    conn: sqlite3.Connection,
+    conn: Db,
     message_id: int,
     channel_id: int | None,
     author_id: int | None,
@@ -204,6 +211,7 @@ def record_edit(
     An edit event may come without its author; the earlier versions know who wrote it, and
     ``forget-user`` finds versions by author.
     """
+    conn.dialect.lock_message(conn, message_id)
     if author_id is None:
         known = conn.execute(
             "SELECT author_id FROM message_versions WHERE message_id = ? AND author_id IS NOT NULL "
@@ -230,7 +238,7 @@ def record_edit(
     return new_version
 
 
-def record_delete(conn: sqlite3.Connection, message_id: int) -> bool:
+def record_delete(conn: Db, message_id: int) -> bool:
     """Invalidate the message's current version; returns whether the store knew the message.
 
     An unknown message still gets an (empty) invalidated version, so that the deletion is known
@@ -247,20 +255,23 @@ def record_delete(conn: sqlite3.Connection, message_id: int) -> bool:
         "SELECT 1 FROM message_versions WHERE message_id = ? LIMIT 1", (message_id,)
     ).fetchone()
     if known is None:
+        conn.dialect.lock_message(conn, message_id)
         conn.execute(
             "INSERT INTO message_versions (message_id, version, channel_id, author_id, node_id, "
             "content, state, superseded_by, edited_at, recorded_at) "
-            "VALUES (?, 1, NULL, NULL, NULL, NULL, 'invalidated', NULL, NULL, ?)",
+            "VALUES (?, 1, NULL, NULL, NULL, NULL, 'invalidated', NULL, NULL, ?) "
+            "ON CONFLICT DO NOTHING",
             (message_id, now_db()),
         )
     return known is not None
 
 
-def delete_orphan_nodes(conn: sqlite3.Connection) -> int:
+def delete_orphan_nodes(conn: Db) -> int:
     cursor = conn.execute(
         "DELETE FROM nodes WHERE id NOT IN (SELECT node_id FROM context) "
         "AND id NOT IN (SELECT node_id FROM message_versions WHERE node_id IS NOT NULL)"
     )
+    conn.dialect.note_deletions(conn)
     return cursor.rowcount
 
 
@@ -268,7 +279,7 @@ def delete_orphan_nodes(conn: sqlite3.Connection) -> int:
 LINK = re.compile(r"https?://[^\s\"'<>\\]+")
 
 
-def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> ForgetResult:
+def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
     """Replace a person's text everywhere; their interactions keep only the shell.
 
     The caller must checkpoint and VACUUM afterwards (outside the transaction) so that the old
@@ -292,10 +303,14 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
         )
     # Their messages, and the bot's answers to them (which quote and paraphrase them) wherever
     # those answers reappear as context of later interactions.
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS forgotten (message_id INTEGER PRIMARY KEY)")
+    conn.execute(
+        conn.dialect.ddl(
+            "CREATE TEMP TABLE IF NOT EXISTS forgotten (message_id INTEGER PRIMARY KEY)"
+        )
+    )
     conn.execute("DELETE FROM forgotten")
     conn.execute(
-        "INSERT OR IGNORE INTO forgotten SELECT message_id FROM answer_messages WHERE seq IN "
+        "INSERT INTO forgotten SELECT DISTINCT message_id FROM answer_messages WHERE seq IN "
         "(SELECT seq FROM interactions WHERE trigger_author_id = ?)",
         (user_id,),
     )
@@ -339,7 +354,8 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
     for link in sorted(links, key=len, reverse=True):
         conn.execute("UPDATE articles SET url = ? WHERE url = ?", (REMOVED, link))
         conn.execute(
-            "UPDATE work_log SET detail = replace(detail, ?, ?) WHERE instr(detail, ?) > 0",
+            "UPDATE work_log SET detail = replace(detail, ?, ?) "
+            f"WHERE {conn.dialect.find_function}(detail, ?) > 0",
             (link, REMOVED, link),
         )
     context_changed += _redact_names(conn, cache, user_id, names)
@@ -353,7 +369,7 @@ def forget_user(conn: sqlite3.Connection, cache: NodeCache, user_id: int) -> For
     )
 
 
-def _names_of(conn: sqlite3.Connection, user_id: int) -> set[str]:
+def _names_of(conn: Db, user_id: int) -> set[str]:
     """Every name the person was shown under: on their messages and in others' messages."""
     rows = conn.execute(
         "SELECT name FROM context WHERE author_id = ? AND name IS NOT NULL "
@@ -363,7 +379,7 @@ def _names_of(conn: sqlite3.Connection, user_id: int) -> set[str]:
     return {name for (name,) in rows if name and name != REMOVED}
 
 
-def _redact_names(conn: sqlite3.Connection, cache: NodeCache, user_id: int, names: set[str]) -> int:
+def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> int:
     """The person's name out of everyone else's messages; returns the context rows changed.
 
     Where others' messages named them (a reply header, a mention) is known by id, from
@@ -389,7 +405,8 @@ def _redact_names(conn: sqlite3.Connection, cache: NodeCache, user_id: int, name
         targets.update(
             int(node_id)
             for (node_id,) in conn.execute(
-                "SELECT id FROM nodes WHERE instr(json, ?) > 0 AND json LIKE ?",
+                f"SELECT id FROM nodes WHERE {conn.dialect.find_function}(json, ?) > 0 "
+                "AND json LIKE ?",
                 (escaped, '{"role":"assistant"%'),
             )
         )
@@ -406,8 +423,9 @@ def _redact_names(conn: sqlite3.Connection, cache: NodeCache, user_id: int, name
         ).rowcount
         conn.execute("UPDATE message_versions SET node_id = ? WHERE node_id = ?", (new, old))
     for name in names:
+        find = conn.dialect.find_function
         for seq, answer in conn.execute(
-            "SELECT seq, answer FROM interactions WHERE instr(answer, ?) > 0", (name,)
+            f"SELECT seq, answer FROM interactions WHERE {find}(answer, ?) > 0", (name,)
         ).fetchall():
             conn.execute(
                 "UPDATE interactions SET answer = ? WHERE seq = ?",
@@ -417,7 +435,7 @@ def _redact_names(conn: sqlite3.Connection, cache: NodeCache, user_id: int, name
     return changed
 
 
-def prune(conn: sqlite3.Connection, cache: NodeCache, older_than_days: int) -> PruneResult:
+def prune(conn: Db, cache: NodeCache, older_than_days: int) -> PruneResult:
     """Drop interactions (and versions) older than the cut-off, then the nodes nobody uses."""
     if older_than_days <= 0:
         raise ValueError(f"older_than_days must be positive, got {older_than_days}")

@@ -8,6 +8,9 @@ connection, each frame ending in a sync flush) because nextcord always asks for 
 
 Sessions outlive their connection: dispatches to a disconnected session are buffered (up to
 ``BUFFER_LIMIT`` frames) so a client that resumes gets exactly what it missed.
+
+A session identified with ``shard: [id, count]`` gets what Discord sends that shard: the guilds
+with ``(guild_id >> 22) % count == id`` and their events, and direct messages only on shard 0.
 """
 
 from __future__ import annotations
@@ -101,6 +104,20 @@ class Session:
     buffer: deque[Payload] = field(default_factory=lambda: deque(maxlen=BUFFER_LIMIT))
     connection: _Connection | None = None
     valid: bool = True
+    shard: tuple[int, int] = (0, 1)
+
+    def receives(self, guild_id: object) -> bool:
+        """Whether this session's shard gets events of the guild (``None``: a DM)."""
+        shard_id, shard_count = self.shard
+        if guild_id is None:
+            return shard_id == 0
+        return (int(str(guild_id)) >> 22) % shard_count == shard_id
+
+
+def _guild_of(event: str, data: Payload) -> object:
+    if event in ("GUILD_CREATE", "GUILD_UPDATE", "GUILD_DELETE"):
+        return data.get("id")
+    return data.get("guild_id")
 
 
 class Gateway:
@@ -235,14 +252,26 @@ class Gateway:
         if intents & PRIVILEGED_INTENTS & ~self.allowed_privileged_intents:
             await conn.close(4014, message=b"Disallowed intent(s).")
             return
-        session = Session(id=secrets.token_hex(16), intents=intents, connection=conn)
+        shard = data.get("shard", [0, 1])
+        if not (
+            isinstance(shard, list)
+            and len(shard) == 2
+            and all(isinstance(n, int) for n in shard)
+            and 0 <= shard[0] < shard[1]
+        ):
+            await conn.close(4010, message=b"Invalid shard.")
+            return
+        session = Session(
+            id=secrets.token_hex(16), intents=intents, connection=conn, shard=(shard[0], shard[1])
+        )
         conn.session = session
         self.sessions[session.id] = session
         state = self.state
+        guilds = [guild_id for guild_id in state.guilds if session.receives(guild_id)]
         ready: Payload = {
             "v": 10,
             "user": user_payload(state.bot) | {"verified": True, "mfa_enabled": False, "flags": 0},
-            "guilds": [{"id": guild_id, "unavailable": True} for guild_id in state.guilds],
+            "guilds": [{"id": guild_id, "unavailable": True} for guild_id in guilds],
             "session_id": session.id,
             "session_type": "normal",
             "resume_gateway_url": self.base_url + RESUME_PATH,
@@ -254,7 +283,7 @@ class Gateway:
         if "shard" in data:
             ready["shard"] = data["shard"]
         await self._push(session, "READY", ready)
-        for guild_id in state.guilds:
+        for guild_id in guilds:
             await self._push(session, "GUILD_CREATE", state.guild_create(guild_id))
         self.changed.notify()
 
@@ -316,9 +345,13 @@ class Gateway:
             self.send_errors.append(f"{event} s={session.seq}: {error!r}")
 
     async def dispatch(self, event: str, data: Payload, *, intent: int | None = None) -> None:
-        """Send a dispatch to every valid session whose intents include ``intent``."""
+        """Send a dispatch to every valid session whose intents include ``intent`` and whose
+        shard has the event's guild."""
+        guild_id = _guild_of(event, data)
         for session in list(self.sessions.values()):
             if not session.valid or (intent is not None and not session.intents & intent):
+                continue
+            if not session.receives(guild_id):
                 continue
             await self._push(session, event, data)
 
@@ -327,6 +360,8 @@ class Gateway:
         intent = INTENT_GUILD_MESSAGES if payload.get("guild_id") else INTENT_DIRECT_MESSAGES
         for session in list(self.sessions.values()):
             if not session.valid or not session.intents & intent:
+                continue
+            if not session.receives(payload.get("guild_id")):
                 continue
             data = payload
             if event != "MESSAGE_DELETE" and not session.intents & INTENT_MESSAGE_CONTENT:
