@@ -5,24 +5,27 @@
 Candidates are proposed as the builder proposes them (the temporal walk before the trigger under
 sealing, at most one history page, plus the trigger's reply chain); a candidate is positive when
 the gold annotation puts it in the trigger's conversation. A seeded sample of triggers keeps the
-fit to a few minutes of pure Python (Newton's method on an L2-regularised logistic loss). The
-default threshold and ``min_linear`` are then chosen on another seeded sample of training
-triggers: the best micro F1 of the whole selection (``min_linear`` recent messages always in,
-``max_total`` cap) that keeps parent recall at least 0.98, preferring more recent messages
-among near-equal pairs. No figure on irc-dev is ever used.
+fit to a few minutes (numpy, a training-only dependency: ``pip install -e '.[train]'``): the
+first look is a logistic model, the second boosted trees over its features and the relative
+ones. The default threshold, ``min_linear`` and how many best-scored candidates are always in
+are then chosen on another seeded sample of training triggers: the best micro F1 of the whole
+selection (``max_total`` cap) that keeps parent recall at least 0.98, preferring more recent
+messages among near-equal choices. No figure on irc-dev is ever used.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from bench.boosting import fit_logistic, fit_trees
 from bench.context_quality import gold_triggers
 from conversation.relevance import (
     FEATURES,
@@ -31,6 +34,7 @@ from conversation.relevance import (
     Clue,
     LogisticStage,
     RelevanceModel,
+    TreeStage,
     feature_rows,
     relative_rows,
     words_of,
@@ -44,6 +48,13 @@ DISCORD_EPOCH_MS = 1_420_070_400_000
 # look (fixed, not tuned: even odds).
 ANCHOR = 0.5
 MIN_LINEAR_GRID = (0, 1, 2, 3, 4, 5, 6, 8, 10)
+ALWAYS_BEST_GRID = (0, 1, 2, 3, 4, 5, 6, 8)
+# The trees: enough to see interactions, few enough to score a hundred candidates in about a
+# millisecond.
+TREES = 80
+DEPTH = 4
+RATE = 0.2
+MIN_HESSIAN = 20.0  # a leaf stands for at least about a hundred and fifty candidates
 # The defaults must keep the message a trigger answers in nearly every context.
 PARENT_RECALL_FLOOR = 0.98
 F1_TOLERANCE = 0.005
@@ -129,114 +140,60 @@ def stage(features, means, scales, weights, bias) -> LogisticStage:
     )
 
 
-def sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-
-
-def fit(rows: list[list[float]], labels: list[int], l2: float = 1.0, rounds: int = 6):
-    """Standardise, then Newton's method; returns means, scales, weights, bias."""
-    k = len(rows[0])
-    n = len(rows)
-    means = [sum(r[i] for r in rows) / n for i in range(k)]
-    scales = []
-    for i in range(k):
-        var = sum((r[i] - means[i]) ** 2 for r in rows) / n
-        scales.append(math.sqrt(var) if var > 1e-12 else 1.0)
-    xs = [[1.0, *((r[i] - means[i]) / scales[i] for i in range(k))] for r in rows]
-    w = [0.0] * (k + 1)
-    pairs = [(a, b) for a in range(k + 1) for b in range(a, k + 1)]
-    for round_ in range(rounds):
-        grad = [0.0] * (k + 1)
-        hess = [0.0] * len(pairs)
-        loss = 0.0
-        for x, y in zip(xs, labels, strict=True):
-            z = sum(wi * xi for wi, xi in zip(w, x, strict=True))
-            p = sigmoid(z)
-            loss -= math.log(p if y else 1 - p + 1e-300) if 0 < p < 1 else 0.0
-            g = p - y
-            h = p * (1 - p)
-            for i in range(k + 1):
-                grad[i] += g * x[i]
-            hx = [h * xi for xi in x]
-            for index, (a, b) in enumerate(pairs):
-                hess[index] += hx[a] * x[b]
-        matrix = [[0.0] * (k + 1) for _ in range(k + 1)]
-        for index, (a, b) in enumerate(pairs):
-            matrix[a][b] = matrix[b][a] = hess[index]
-        for i in range(1, k + 1):
-            grad[i] += l2 * w[i]
-            matrix[i][i] += l2
-        step = solve(matrix, grad)
-        w = [wi - si for wi, si in zip(w, step, strict=True)]
-        print(f"  newton round {round_ + 1}: loss {loss / n:.4f}", flush=True)
-    return means, scales, w[1:], w[0]
-
-
-def solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
-    """Gaussian elimination with partial pivoting (the system is small and well conditioned)."""
-    size = len(vector)
-    a = [[*row, vector[i]] for i, row in enumerate(matrix)]
-    for col in range(size):
-        pivot = max(range(col, size), key=lambda r: abs(a[r][col]))
-        a[col], a[pivot] = a[pivot], a[col]
-        for r in range(col + 1, size):
-            factor = a[r][col] / a[col][col]
-            for c in range(col, size + 1):
-                a[r][c] -= factor * a[col][c]
-    x = [0.0] * size
-    for r in range(size - 1, -1, -1):
-        x[r] = (a[r][size] - sum(a[r][c] * x[c] for c in range(r + 1, size))) / a[r][r]
-    return x
-
-
 def sample(logs: list[Log], count: int, rng: random.Random) -> list[tuple[Log, int]]:
     everything = [(log, trigger) for log in logs for trigger in sorted(log.triggers)]
     rng.shuffle(everything)
     return everything[:count]
 
 
+Choice = tuple[int, int, float]  # min_linear, best candidates always in, threshold
+
+
 def choose_defaults(
     model: RelevanceModel, chosen: list[tuple[Log, int]], settings: ContextSettings
-) -> tuple[tuple[int, float], dict[tuple[int, float], tuple[float, float, float, float]]]:
-    """The ``min_linear`` and threshold with the best micro F1 of the whole selection.
+) -> tuple[Choice, dict[Choice, tuple[float, float, float, float]]]:
+    """The selection defaults with the best micro F1 of the whole selection.
 
-    Returns the best pair and, for every pair tried, precision, recall, F1, parent recall.
+    Returns the best choice and, for every choice tried, precision, recall, F1, parent recall.
     """
-    grid = [round(0.05 + 0.025 * i, 3) for i in range(33)]
-    linears = MIN_LINEAR_GRID
-    hits: Counter[tuple[int, float]] = Counter()
-    picked: Counter[tuple[int, float]] = Counter()
-    parents_found: Counter[tuple[int, float]] = Counter()
+    grid = np.array([round(0.05 + 0.0125 * i, 4) for i in range(40)])
+    hits: Counter[Choice] = Counter()
+    picked: Counter[Choice] = Counter()
+    parents_found: Counter[Choice] = Counter()
     gold_total = with_parent = 0
     for log, trigger_id in chosen:
         gold, parents = log.triggers[trigger_id]
         index = log.index[trigger_id]
         walk, chain = propose(log, index, settings)
-        results = model.score_all(log.clues[index], walk, chain)
+        scores = np.array([r.score for r in model.score_all(log.clues[index], walk, chain)])
+        in_gold = np.array([clue.id in gold for clue in walk], dtype=int)
+        is_parent = np.array([clue.id in parents for clue in walk], dtype=int)
         gold_total += len(gold)
         with_parent += bool(parents)
         parent = log.clues[index].reference
-        for min_linear in linears:
-            linear = [clue.id for clue in walk[:min_linear]]
+        order = np.argsort(-scores, kind="stable")
+        for min_linear in MIN_LINEAR_GRID:
+            linear = set(range(min(min_linear, len(walk))))
             if parent is not None and parent in chain:  # the builder always takes it
-                linear.append(parent)
-            linear_set = set(linear)
-            scored = sorted(
-                (
-                    (result.score, clue.id)
-                    for clue, result in zip(walk, results, strict=True)
-                    if clue.id not in linear_set
-                ),
-                reverse=True,
-            )
+                linear.add(next(i for i, clue in enumerate(walk) if clue.id == parent))
+            fixed = sorted(linear)
+            rest = np.array([i for i in order if i not in linear], dtype=int)
             room = max(0, settings.max_total - len(linear))
-            for threshold in grid:
-                key = (min_linear, threshold)
-                extra = [cid for score, cid in scored if score >= threshold][:room]
-                context = linear_set.union(extra)
-                hits[key] += len(context & gold)
-                picked[key] += len(context)
-                parents_found[key] += bool(context & parents)
+            hits_rest = np.concatenate([[0], np.cumsum(in_gold[rest])])
+            parents_rest = np.concatenate([[0], np.cumsum(is_parent[rest])])
+            above = (scores[rest][None, :] >= grid[:, None]).sum(axis=1)
+            fixed_hits = int(in_gold[fixed].sum())
+            fixed_parents = int(is_parent[fixed].sum())
+            worth_it = int((scores[rest] >= model.always_best_floor).sum())
+            replied_to = int(parent is not None and parent in chain)  # counts as one of the best
+            for best in ALWAYS_BEST_GRID:
+                forced = min(max(0, best - replied_to), worth_it)
+                taken = np.minimum(room, np.maximum(forced, above))
+                for threshold, count in zip(grid.tolist(), taken.tolist(), strict=True):
+                    key = (min_linear, best, threshold)
+                    hits[key] += fixed_hits + int(hits_rest[count])
+                    picked[key] += len(linear) + count
+                    parents_found[key] += bool(fixed_parents + parents_rest[count])
     table = {}
     for key in hits.keys() | picked.keys():
         p = hits[key] / picked[key] if picked[key] else 0.0
@@ -245,20 +202,29 @@ def choose_defaults(
         table[key] = (p, r, f, parents_found[key] / max(with_parent, 1))
     allowed = [key for key in table if table[key][3] >= PARENT_RECALL_FLOOR] or list(table)
     top = max(table[key][2] for key in allowed)
-    # The optimum is flat: among pairs within F1_TOLERANCE of it, keep the most recent messages
-    # (a context that always shows what was just said is the safer default on other servers).
+    # The optimum is flat: among choices within F1_TOLERANCE of it, keep the most recent
+    # messages (a context that always shows what was just said is the safer default on other
+    # servers).
     near = [key for key in allowed if table[key][2] >= top - F1_TOLERANCE]
-    best = max(near, key=lambda key: (key[0], table[key][2], key[1]))
+    best = max(near, key=lambda key: (key[0], table[key][2], key[2]))
     return best, table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_TRAIN)
-    parser.add_argument("--triggers", type=int, default=2000, help="triggers sampled for the fit")
+    parser.add_argument("--triggers", type=int, default=4000, help="triggers sampled for the fit")
     parser.add_argument("--threshold-triggers", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
+    parser.add_argument(
+        "--hold-out",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="fit on the other logs and report F1 on this seeded fraction of whole logs "
+        "(nothing is written); measures a change without touching irc-dev",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     settings = ContextSettings()
@@ -266,6 +232,13 @@ def main() -> None:
     logs = [load_log(path) for path in paths]
     print(f"{len(logs)} logs, {sum(len(log.triggers) for log in logs)} triggers", flush=True)
     rng = random.Random(args.seed)
+    held_out: list[Log] = []
+    if args.hold_out:
+        shuffled = list(logs)
+        rng.shuffle(shuffled)
+        cut = round(len(logs) * args.hold_out)
+        held_out, logs = shuffled[:cut], sorted(shuffled[cut:], key=lambda log: log.name)
+        args.dry_run = True
     picked = sample(logs, args.triggers + args.threshold_triggers, rng)
     fit_set, threshold_set = picked[: args.triggers], picked[args.triggers :]
 
@@ -286,18 +259,12 @@ def main() -> None:
         flush=True,
     )
     rows = [row for trigger, walk, chain in examples for row in feature_rows(trigger, walk, chain)]
-    print("first look:", flush=True)
-    first = stage(FEATURES, *fit(rows, labels))
-    placeholder = LogisticStage(
-        features=FEATURES + RELATIVE_FEATURES,
-        means=(0.0,) * len(FEATURES + RELATIVE_FEATURES),
-        scales=(1.0,) * len(FEATURES + RELATIVE_FEATURES),
-        weights=(0.0,) * len(FEATURES + RELATIVE_FEATURES),
-        bias=0.0,
-    )
+    y = np.array(labels, dtype=float)
+    print("first look (logistic):", flush=True)
+    first = stage(FEATURES, *fit_logistic(np.array(rows), y))
     model = RelevanceModel(
         first=first,
-        second=placeholder,
+        second=TreeStage(features=FEATURES + RELATIVE_FEATURES, means=(), base=0.0, trees=()),
         anchor=ANCHOR,
         threshold=0.5,
         trained_on=f"irc-train, {len(fit_set)} triggers, seed {args.seed}",
@@ -308,23 +275,35 @@ def main() -> None:
         anchors = {c.id for c, p in zip(walk, scores, strict=True) if p >= ANCHOR}
         extra = relative_rows(trigger, walk, anchors, idf)
         rows2.extend(b + e for b, e in zip(base, extra, strict=True))
-    print("second look:", flush=True)
-    second = stage(FEATURES + RELATIVE_FEATURES, *fit(rows2, labels))
+    x2 = np.array(rows2)
+    print(f"second look ({TREES} boosted trees of depth {DEPTH}):", flush=True)
+    base, trees = fit_trees(x2, y, trees=TREES, depth=DEPTH, rate=RATE, min_hessian=MIN_HESSIAN)
+    second = TreeStage(
+        features=FEATURES + RELATIVE_FEATURES,
+        means=tuple(round(v, 6) for v in x2.mean(axis=0).tolist()),
+        base=round(base, 6),
+        trees=tuple(trees),
+    )
     model = model.model_copy(update={"second": second})
-    (min_linear, threshold), table = choose_defaults(model, threshold_set, settings)
+    (min_linear, always_best, threshold), table = choose_defaults(model, threshold_set, settings)
     for key in sorted(table):
-        if (key[0] == min_linear and abs(key[1] - threshold) < 0.11) or key[1] == threshold:
+        if key[:2] == (min_linear, always_best) and abs(key[2] - threshold) < 0.06:
             p, r, f, parent = table[key]
-            mark = " <- default" if key == (min_linear, threshold) else ""
+            mark = " <- default" if key == (min_linear, always_best, threshold) else ""
             print(
-                f"  min_linear {key[0]:>2} threshold {key[1]:.3f}: P {p:.3f} R {r:.3f} "
-                f"F1 {f:.3f} parent recall {parent:.3f}{mark}"
+                f"  min_linear {key[0]:>2} best {key[1]} threshold {key[2]:.4f}: P {p:.3f} "
+                f"R {r:.3f} F1 {f:.3f} parent recall {parent:.3f}{mark}"
             )
-    model = model.model_copy(update={"threshold": threshold})
-    for name, weight in sorted(
-        zip(second.features, second.weights, strict=True), key=lambda x: -abs(x[1])
-    ):
-        print(f"  {weight:+.3f}  {name}")
+    model = model.model_copy(update={"threshold": threshold, "always_best": always_best})
+    print(f"defaults: min_linear {min_linear}, {always_best} best always in, threshold {threshold}")
+    if held_out:
+        measured = sample(held_out, args.threshold_triggers, random.Random(args.seed + 1))
+        _, held_table = choose_defaults(model, measured, settings)
+        p, r, f, parent = held_table[(min_linear, always_best, threshold)]
+        print(
+            f"held out ({len(held_out)} logs, {len(measured)} triggers): P {p:.3f} R {r:.3f} "
+            f"F1 {f:.3f} parent recall {parent:.3f}"
+        )
     if not args.dry_run:
         OUTPUT.write_text(json.dumps(model.model_dump(), indent=1) + "\n")
         print(f"wrote {OUTPUT}")

@@ -310,21 +310,23 @@ class ContextBuilder:
         )
         reasons: dict[int, list[Reason]] = {}
         by_id = {m.id: m for m in walk}
-        scored: list[tuple[float, int, Reason]] = []
-        for message, clue, result in zip(walk, clues, results, strict=True):
-            reason = Reason(
-                kind=self._kind(clue, trigger_clue, chain),
-                via=chain.get(clue.id, trigger.id),
+        results_by_id = {clue.id: result for clue, result in zip(clues, results, strict=True)}
+        clue_by_id = {clue.id: clue for clue in clues}
+
+        def scored_reason(message_id: int, kind: ReasonKind | None = None) -> Reason:
+            # Evidence is worked out only for the messages that enter (it walks every tree).
+            result = results_by_id[message_id]
+            return Reason(
+                kind=kind or self._kind(clue_by_id[message_id], trigger_clue, chain),
+                via=None if kind == "linear" else chain.get(message_id, trigger.id),
                 score=round(result.score, 3),
-                evidence=result.evidence,
+                evidence=model.evidence(result),
             )
-            scored.append((result.score, message.id, reason))
-        scores = {message_id: reason for _, message_id, reason in scored}
+
         for message in recent:
-            reason = scores.get(message.id)
             reasons[message.id] = [
-                Reason(kind="linear", score=reason.score, evidence=reason.evidence)
-                if reason is not None
+                scored_reason(message.id, "linear")
+                if message.id in results_by_id
                 else Reason(kind="linear")
             ]
             if message.id in chain:
@@ -332,14 +334,23 @@ class ContextBuilder:
             by_id.setdefault(message.id, message)
         # The message the trigger replies to is in, like the recent ones: the asker named it.
         parent_id = reference_id(trigger)
-        if parent_id in scores and parent_id not in reasons and len(reasons) < max_total:
-            reasons[parent_id] = [scores[parent_id]]
-        for score, message_id, reason in sorted(scored, key=lambda s: (-s[0], -s[1])):
+        if parent_id in results_by_id and parent_id not in reasons and len(reasons) < max_total:
+            reasons[parent_id] = [scored_reason(parent_id)]
+        # The best few candidates are in whatever the threshold (unless plainly elsewhere), the
+        # message replied to counting as one of them; the rest need to reach it.
+        ranked = sorted(results_by_id.items(), key=lambda item: (-item[1].score, -item[0]))
+        taken = 1 if parent_id in results_by_id else 0
+        for message_id, result in ranked:
             if len(reasons) >= max_total:
                 break
-            if message_id in reasons or score < threshold:
+            if message_id in reasons:
                 continue
-            reasons[message_id] = [reason]
+            if result.score < threshold and (
+                taken >= model.always_best or result.score < model.always_best_floor
+            ):
+                break
+            reasons[message_id] = [scored_reason(message_id)]
+            taken += 1
 
         # Replies among the selected messages, so explanations show the threads inside.
         for message_id in list(reasons):

@@ -2,7 +2,7 @@
 
 The tik/tok walk proposes candidates (the temporal neighbourhood under sealing, the trigger's
 reply chain); this module describes each candidate by what a Discord bot can see and weighs the
-description with a logistic model fitted on the IRC disentanglement training split
+description with models fitted on the IRC disentanglement training split
 (``python -m bench.train_relevance``). The features are meant to hold in any community: time
 gaps and position, who speaks to whom (mentions, replies, participation), and lexical overlap
 whose word weights come from the candidates themselves (a word rare in this stretch of channel
@@ -320,26 +320,94 @@ class LogisticStage(BaseModel):
         return 1.0 / (1.0 + math.exp(-z)), parts
 
 
+class Tree(BaseModel):
+    """One regression tree as flat node arrays; a node with feature -1 is a leaf.
+
+    ``values`` holds every node's value (a leaf's is what it adds to the log-odds; an inner
+    node's is what its leaves add on average), so a walk down the tree can say which feature
+    moved the score by how much.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    feature: tuple[int, ...]
+    threshold: tuple[float, ...]
+    left: tuple[int, ...]
+    right: tuple[int, ...]
+    values: tuple[float, ...]
+
+    def expression(self, node: int = 0) -> str:
+        """The tree as one Python expression over ``x`` (compiled once, evaluated fast)."""
+        if self.feature[node] < 0:
+            return repr(float(self.values[node]))
+        return (
+            f"({self.expression(self.left[node])} if x[{int(self.feature[node])}] < "
+            f"{float(self.threshold[node])!r} else {self.expression(self.right[node])})"
+        )
+
+
+class TreeStage(BaseModel):
+    """Gradient-boosted trees over the features, evaluated in pure Python.
+
+    Trees see what a linear model cannot: a word overlap that matters only for a recent
+    message, a participant's message that counts only when it does not address outsiders.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    features: tuple[str, ...]
+    means: tuple[float, ...]  # training means, to word a measure as high or low
+    base: float
+    trees: tuple[Tree, ...]
+
+    @functools.cached_property
+    def _compiled(self):
+        body = " + ".join([repr(float(self.base))] + [tree.expression() for tree in self.trees])
+        # The source is built from validated ints and floats only (no text from the file).
+        return eval(compile(f"lambda x: {body}", "<relevance trees>", "eval"))
+
+    def probability(self, row: Sequence[float]) -> float:
+        z = max(-30.0, min(30.0, self._compiled(row)))
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def contributions(self, row: Sequence[float]) -> list[float]:
+        """Each feature's share of the log-odds: the value changes along the path it decided."""
+        parts = [0.0] * len(self.features)
+        for tree in self.trees:
+            node = 0
+            while tree.feature[node] >= 0:
+                feature = tree.feature[node]
+                child = tree.left[node] if row[feature] < tree.threshold[node] else tree.right[node]
+                parts[feature] += tree.values[child] - tree.values[node]
+                node = child
+        return parts
+
+
 @dataclass(frozen=True, slots=True)
 class Scored:
     score: float
-    evidence: tuple[str, ...]
+    row: tuple[float, ...]
 
 
 class RelevanceModel(BaseModel):
     """Two looks at the candidates, fitted on the IRC training split; loaded from package data.
 
-    The first scores each candidate against the trigger; the second adds how it relates to
-    the conversation the first look found (its confident candidates), so that people and
-    topics joined through someone else count as well.
+    The first (logistic) scores each candidate against the trigger; the second (boosted trees)
+    adds how it relates to the conversation the first look found (its confident candidates),
+    so that people and topics joined through someone else count as well.
     """
 
     model_config = ConfigDict(frozen=True)
 
     first: LogisticStage
-    second: LogisticStage
+    second: TreeStage
     anchor: float  # first-look score that makes a candidate part of the conversation
     threshold: float  # the fitted default for [context] relevance_threshold
+    # The best-scored candidates always in, whatever the threshold (the message the trigger
+    # replies to counting as one): the message a trigger answers is nearly always among them,
+    # so the threshold need not sink to catch it.
+    always_best: int = 0
+    always_best_floor: float = 0.05  # ... unless even the best is plainly elsewhere
     trained_on: str = ""
 
     def first_look(
@@ -355,18 +423,19 @@ class RelevanceModel(BaseModel):
         relative = relative_rows(trigger, candidates, anchors, idf)
         scored = []
         for row, extra in zip(rows, relative, strict=True):
-            full = row + extra
-            score, parts = self.second.score(full)
-            scored.append(Scored(score, tuple(self.strongest(full, parts))))
+            full = (*row, *extra)
+            scored.append(Scored(self.second.probability(full), full))
         return scored
 
-    def strongest(self, row: Sequence[float], parts: Sequence[float], count: int = 3) -> list[str]:
-        """What raised the score most, in words, for explanations.
+    def evidence(self, scored: Scored, count: int = 3) -> tuple[str, ...]:
+        """What raised the score most, in words, for explanations (asked only of the chosen).
 
         A yes/no feature explains only when present; a measure says which way it went
         (``few messages back`` raises the score, ``many messages back`` would not).
         """
         stage = self.second
+        row = scored.row
+        parts = stage.contributions(row)
         words: list[str] = []
         for i in sorted(range(len(parts)), key=lambda i: -parts[i]):
             if parts[i] <= 0.05 or len(words) >= count:
@@ -382,7 +451,7 @@ class RelevanceModel(BaseModel):
                     words.append(label)
             elif above:
                 words.append(name)
-        return words
+        return tuple(words)
 
 
 WEIGHTS_FILE = "relevance_weights.json"
