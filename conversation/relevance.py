@@ -336,14 +336,34 @@ class Tree(BaseModel):
     right: tuple[int, ...]
     values: tuple[float, ...]
 
-    def expression(self, node: int = 0) -> str:
-        """The tree as one Python expression over ``x`` (compiled once, evaluated fast)."""
+    def expression(self, node: int = 0, *, leaf_index: bool = False) -> str:
+        """The tree as one Python expression over ``x`` (compiled once, evaluated fast).
+
+        It gives the leaf's value, or with ``leaf_index`` which leaf the row reaches.
+        """
         if self.feature[node] < 0:
-            return repr(float(self.values[node]))
+            return str(int(node)) if leaf_index else repr(float(self.values[node]))
+        left = self.expression(self.left[node], leaf_index=leaf_index)
+        right = self.expression(self.right[node], leaf_index=leaf_index)
         return (
-            f"({self.expression(self.left[node])} if x[{int(self.feature[node])}] < "
-            f"{float(self.threshold[node])!r} else {self.expression(self.right[node])})"
+            f"({left} if x[{int(self.feature[node])}] < "
+            f"{float(self.threshold[node])!r} else {right})"
         )
+
+    def paths(self) -> dict[int, tuple[tuple[int, float], ...]]:
+        """For each leaf, the features on the way to it and how much each moved the value."""
+        found: dict[int, tuple[tuple[int, float], ...]] = {}
+        stack: list[tuple[int, tuple[tuple[int, float], ...]]] = [(0, ())]
+        while stack:
+            node, path = stack.pop()
+            feature = self.feature[node]
+            if feature < 0:
+                found[node] = path
+                continue
+            for child in (self.left[node], self.right[node]):
+                step = (int(feature), self.values[child] - self.values[node])
+                stack.append((child, (*path, step)))
+        return found
 
 
 class TreeStage(BaseModel):
@@ -366,6 +386,15 @@ class TreeStage(BaseModel):
         # The source is built from validated ints and floats only (no text from the file).
         return eval(compile(f"lambda x: {body}", "<relevance trees>", "eval"))
 
+    @functools.cached_property
+    def _compiled_leaves(self):
+        body = ", ".join(tree.expression(leaf_index=True) for tree in self.trees)
+        return eval(compile(f"lambda x: ({body},)", "<relevance leaves>", "eval"))
+
+    @functools.cached_property
+    def _paths(self) -> tuple[dict[int, tuple[tuple[int, float], ...]], ...]:
+        return tuple(tree.paths() for tree in self.trees)
+
     def probability(self, row: Sequence[float]) -> float:
         z = max(-30.0, min(30.0, self._compiled(row)))
         return 1.0 / (1.0 + math.exp(-z))
@@ -373,13 +402,9 @@ class TreeStage(BaseModel):
     def contributions(self, row: Sequence[float]) -> list[float]:
         """Each feature's share of the log-odds: the value changes along the path it decided."""
         parts = [0.0] * len(self.features)
-        for tree in self.trees:
-            node = 0
-            while tree.feature[node] >= 0:
-                feature = tree.feature[node]
-                child = tree.left[node] if row[feature] < tree.threshold[node] else tree.right[node]
-                parts[feature] += tree.values[child] - tree.values[node]
-                node = child
+        for paths, leaf in zip(self._paths, self._compiled_leaves(row), strict=True):
+            for feature, change in paths[leaf]:
+                parts[feature] += change
         return parts
 
 
