@@ -128,7 +128,7 @@ class ThreadwiseClient(nextcord.Client):
         An answer from a channel the asker cannot view is "not found", worded exactly like an
         id the store never saw (see ``bot.visibility``).
         """
-        from bot.storage import StoreError, not_in_store, render_text
+        from bot.storage import StoreError, not_in_store, render_text, without_linked_text
 
         if self.store is None:
             return "Answers are not being recorded here ([storage] is not set up)."
@@ -156,7 +156,7 @@ class ThreadwiseClient(nextcord.Client):
             dm_participant_id=explanation.trigger_author_id,
         ):
             return str(not_in_store(target))
-        return render_text(explanation, limit=2000)
+        return render_text(without_linked_text(explanation), limit=2000)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -109,7 +109,7 @@ def apply_to_client(client: ThreadwiseClient, old: Config, config: Config) -> No
 
     answerer = client.answerer
     materializer = client.materializer
-    builder = ContextBuilder(config.context)
+    builder = ContextBuilder(config.context, links=answerer.builder.links)
     mentions = allowed_mentions(config.mentions)
     options = materializer.options.model_copy(
         update={

@@ -329,3 +329,19 @@ async def test_article_limits_apply_to_the_running_service():
     assert service.find_urls("see https://a.example/x and https://b.example/y") == [
         "https://a.example/x"
     ]
+
+
+async def test_a_reload_keeps_links_to_other_channels_readable():
+    """The rebuilt context builder keeps the running bot's resolver of Discord message links."""
+    from bot.app import ThreadwiseClient
+    from bot.model_client import ModelClient
+
+    config = make_config()
+    async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
+        client = ThreadwiseClient(config, articles=articles, model=model)
+        links = client.answerer.builder.links
+        assert links is not None
+        config_reload.apply_to_client(client, config, make_config(context={"max_total": 12}))
+        assert client.answerer.builder.settings.max_total == 12
+        assert client.answerer.builder.links is links
+        await client.close()

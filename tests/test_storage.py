@@ -611,3 +611,30 @@ async def test_recent_interactions_page_newest_first(store: Store) -> None:
     assert [row.answer_excerpt for row in first] == ["a3", "a2"]
     rest = store.recent_interactions(limit=2, before_seq=first[-1].seq)
     assert [row.answer_excerpt for row in rest] == ["a1"]
+
+
+def test_store_urls_in_messages_hide_every_password() -> None:
+    from bot.storage.postgres import redact_url
+
+    for url in (
+        "postgresql://bot:hunter2@db:5432/threadwise",
+        "postgresql://bot@db/threadwise?password=hunter2",
+        "postgresql:///threadwise?host=/run&sslpassword=hunter2",
+    ):
+        shown = redact_url(url)
+        assert "hunter2" not in shown and "threadwise" in shown
+
+
+async def test_discord_explanations_leave_out_the_text_of_linked_messages(store: Store) -> None:
+    """A link may bring in a message from a channel the person asking cannot read."""
+    from bot.storage import render_text, without_linked_text
+
+    rec = make_record(3, [(1, 1, "SECRET-MODS-TEXT"), (2, 2, "public words"), (3, 2, "see link")])
+    linked = rec.context[1].model_copy(update={"reasons": ["link via 3"]})
+    rec = rec.model_copy(update={"context": [rec.context[0], linked, *rec.context[2:]]})
+    await store.record(rec)
+    explanation = store.explain(3)
+    assert "SECRET-MODS-TEXT" in render_text(explanation)  # the operator's explain shows it
+    shown = render_text(without_linked_text(explanation), limit=2000)
+    assert "SECRET-MODS-TEXT" not in shown
+    assert "public words" in shown and "link via 3" in shown

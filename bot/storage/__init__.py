@@ -5,7 +5,7 @@ calls on the store, and the CLI reads it.
 """
 
 from bot.storage.errors import StoreError
-from bot.storage.explain import not_in_store, render_text, summarize
+from bot.storage.explain import not_in_store, render_text, summarize, without_linked_text
 from bot.storage.models import (
     REMOVED,
     ArticleEntry,
@@ -42,4 +42,5 @@ __all__ = [
     "render_text",
     "schema_version",
     "summarize",
+    "without_linked_text",
 ]

@@ -86,6 +86,26 @@ def summarize(log: list[WorkLogEntry]) -> list[str]:
     return lines
 
 
+LINKED_TEXT_HIDDEN = "(a linked message: its text is shown by `python -m bot explain` only)"
+
+
+def without_linked_text(explanation: Explanation) -> Explanation:
+    """The explanation with the text of messages brought in through Discord message links
+    left out.
+
+    A link may bring in a message from another channel, which the person asking in Discord may
+    not be allowed to read; the store does not keep which channel each message came from, so
+    every linked message's text stays out of what is shown in Discord.
+    """
+    context = [
+        m.model_copy(update={"excerpt": LINKED_TEXT_HIDDEN})
+        if any(reason.startswith("link") for reason in m.reasons)
+        else m
+        for m in explanation.context
+    ]
+    return explanation.model_copy(update={"context": context})
+
+
 def render_text(explanation: Explanation, limit: int | None = None) -> str:
     """Compact text; with ``limit`` (2000 for Discord) it is guaranteed to fit."""
     e = explanation

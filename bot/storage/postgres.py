@@ -23,7 +23,7 @@ import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from bot.storage.dialect import Db, Dialect
 from bot.storage.errors import StoreError
@@ -203,15 +203,18 @@ class PostgresConnection:
 
 
 def redact_url(url: str) -> str:
-    """The URL without its password, for messages and logs."""
+    """The URL without its password or query (libpq also takes ``?password=``), for messages
+    and logs."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "postgresql://…"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc[-1]}"))
+    host = parts.netloc.rsplit("@", 1)[-1]
+    user = parts.username or ""
+    secret = ":***" if parts.password is not None else ""
+    netloc = f"{user}{secret}@{host}" if user or secret else host
+    query = "?…" if parts.query else ""
+    return f"{parts.scheme}://{netloc}{parts.path}{query}"
 
 
 def connect_postgres(url: str, *, writer: bool = False) -> PostgresConnection:
