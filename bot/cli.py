@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 from bot.config import Config, ConfigError, load_config, locate_config
-from bot.storage.errors import StoreError
+from bot.errors import CommandError, StoreError
 from bot.validators import snowflake
 from conversation.dce import ExportError
 
@@ -26,10 +26,6 @@ EXIT_CODES = """exit codes:
   2    an operator mistake: bad config, missing file, unknown id (one line on stderr)
   3    run: Discord refused the bot (token, Message Content intent) or cannot be reached
   130  interrupted"""
-
-
-class CommandError(Exception):
-    """A problem the operator can fix, shown as one line."""
 
 
 def _config_parent() -> argparse.ArgumentParser:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import Config
+from bot.errors import CommandError
 from bot.model_client import ModelClient, ModelError
 from bot.prompt_budget import PromptBudgeter
 from conversation.articles.service import ArticleService
@@ -30,8 +31,6 @@ from conversation.reader import ChannelReader
 
 
 def replay(args: argparse.Namespace, config: Config) -> int:
-    from bot.cli import CommandError
-
     source = LogSource.from_file(args.log)
     if not source.messages:
         raise CommandError(f"{args.log}: the log has no messages")
@@ -55,8 +54,6 @@ class ModelAnswer:
 
 def _offline_pages(log: Path) -> dict[str, Path]:
     """Bundled copies of linked pages beside the log (``pages/index.json``: url -> file)."""
-    from bot.cli import CommandError
-
     index = log.parent / "pages" / "index.json"
     if not index.exists():
         return {}

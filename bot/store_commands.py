@@ -1,7 +1,8 @@
 """The CLI's storage commands: export, explain, forget-user.
 
 Each returns an exit code; operator mistakes (a bad date, an unknown message id, a database
-from a newer version) become ``CommandError`` so the CLI prints one line instead of a traceback.
+from a newer version) raise ``CommandError`` or ``StoreError``, which ``bot.cli.main`` prints as
+one line instead of a traceback.
 """
 
 from __future__ import annotations
@@ -15,32 +16,23 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.config import Config
-from bot.storage import Store, StoreError, render_text
+from bot.errors import CommandError
+from bot.storage import Store, render_text
 
 
 def open_existing(config: Config) -> Store:
     """The existing store; reading commands must not create an empty one by accident."""
-    from bot.cli import CommandError
-
     if config.storage.url is not None:
-        try:
-            return Store.open_url(config.storage.url_text or "")
-        except StoreError as error:
-            raise CommandError(str(error)) from error
+        return Store.open_url(config.storage.url_text or "")
     if not config.storage.path.exists():
         raise CommandError(
             f"{config.storage.path}: no store there yet ([storage] path; the bot creates it "
             "when it first runs)"
         )
-    try:
-        return Store.open(config.storage.path)
-    except StoreError as error:
-        raise CommandError(str(error)) from error
+    return Store.open(config.storage.path)
 
 
 def _since(text: str | None) -> datetime | None:
-    from bot.cli import CommandError
-
     if text is None:
         return None
     try:
@@ -52,8 +44,6 @@ def _since(text: str | None) -> datetime | None:
 
 def export_command(args: argparse.Namespace, config: Config) -> int:
     """Write one JSONL line per successful interaction to ``--out`` or stdout."""
-    from bot.cli import CommandError
-
     since = _since(args.since)
     out: Path | None = args.out
     if out is not None and (out.is_dir() or not out.name):
@@ -86,25 +76,15 @@ def _write(lines: Iterable[str], handle: TextIO) -> int:
 
 
 def explain_command(args: argparse.Namespace, config: Config) -> int:
-    from bot.cli import CommandError
-
     with open_existing(config) as store:
-        try:
-            explanation = store.explain(args.message_id)
-        except StoreError as error:
-            raise CommandError(str(error)) from error
+        explanation = store.explain(args.message_id)
     print(render_text(explanation))
     return 0
 
 
 def forget_user_command(args: argparse.Namespace, config: Config) -> int:
-    from bot.cli import CommandError
-
     with open_existing(config) as store:
-        try:
-            result = asyncio.run(store.forget_user(args.user_id))
-        except StoreError as error:
-            raise CommandError(str(error)) from error
+        result = asyncio.run(store.forget_user(args.user_id))
     if not (result.context_messages or result.versions or result.interactions_emptied):
         print(f"user {args.user_id}: nothing of theirs left in {config.storage.path}; unchanged")
         return 0

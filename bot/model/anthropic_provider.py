@@ -17,7 +17,7 @@ import anthropic
 import httpx2
 from anthropic import AsyncStream
 
-from bot.model.client import Call, Usage
+from bot.model.call import Call, Usage
 from bot.model.errors import ModelProtocolError
 from bot.settings_model import ModelSettings
 from conversation.graph import MessageGraph

@@ -18,7 +18,7 @@ import httpx2
 from bot.context_overflow import recognize_overflow
 
 if TYPE_CHECKING:
-    from bot.model.client import Attempt
+    from bot.model.call import Attempt
 
 
 class ModelError(Exception):

@@ -15,7 +15,7 @@ import httpx2
 import openai
 from openai import AsyncStream
 
-from bot.model.client import Call, Usage
+from bot.model.call import Call, Usage
 from bot.model.errors import ModelError, ModelProtocolError, ModelRejectedError, reported_error
 from bot.settings_model import ModelSettings
 

@@ -1,7 +1,7 @@
-"""The one exception type storage raises for problems an operator or caller can act on."""
+"""The one exception type storage raises (defined in the leaf :mod:`bot.errors`)."""
 
 from __future__ import annotations
 
+from bot.errors import StoreError
 
-class StoreError(Exception):
-    """A storage problem stated in one line (unknown id, newer schema, duplicate record...)."""
+__all__ = ["StoreError"]

@@ -11,14 +11,13 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from bot.config import Config
+from bot.errors import CommandError
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import is_loopback, make_app
 from conversation.gold import GoldError
 
 
 def studio_command(args: argparse.Namespace, config: Config) -> int:
-    from bot.cli import CommandError
-
     if args.log is None and not args.store:
         raise CommandError(
             "studio: give a channel log (python -m bot studio LOG.json), --store, or both"
