@@ -7,6 +7,21 @@ variables win over the file so that tokens can stay out of it.
 
 Values are checked strictly (``min_linear = true`` is not 1, ``stream = "no"`` is not false): a
 config that means something other than what it says is worse than one that is refused.
+
+Which class holds which ``config.toml`` section (``Config`` below puts them together; a section
+lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot/``)::
+
+    [discord]      DiscordSettings     bot/config.py
+    [model]        ModelSettings       bot/settings_model.py
+    [context]      ContextSettings     conversation/settings.py
+    [articles]     ArticleSettings     conversation/settings.py
+    [triggers]     TriggerSettings     bot/config.py
+    [permissions]  PermissionSettings  bot/config.py
+    [replies]      ReplySettings       bot/config.py
+    [mentions]     MentionSettings     bot/mentions.py
+    [attachments]  AttachmentSettings  bot/config.py
+    [storage]      StorageSettings     bot/config.py
+    [logging]      LoggingSettings     bot/config.py
 """
 
 from __future__ import annotations
