@@ -21,6 +21,7 @@ import aiohttp
 import nextcord
 
 from bot.answer import Answerer, Recorder
+from bot.compat import message_from_payload, set_rest_base
 from bot.config import Config, ConfigError, locate_config, require_token
 from bot.mentions import allowed_mentions
 from bot.model_client import ModelClient
@@ -162,7 +163,7 @@ class ThreadwiseClient(nextcord.Client):
 
     async def login(self, token: str) -> None:
         # nextcord keeps its REST base as a class attribute; set it before the first request.
-        nextcord.http.Route.BASE = self.config.discord.api_base
+        set_rest_base(self.config.discord.api_base)
         await super().login(token)
 
     async def close(self) -> None:
@@ -236,7 +237,7 @@ class ThreadwiseClient(nextcord.Client):
         if cache is None or channel is None or "author" not in data:
             return
         try:
-            message = nextcord.Message(state=self._connection, channel=channel, data=data)  # type: ignore[arg-type]
+            message = message_from_payload(self, channel, data)
         except (KeyError, TypeError, ValueError) as error:  # a partial payload
             log.debug("edit of %s not cached: %s", payload.message_id, error)
             return

@@ -38,15 +38,8 @@ from typing import Any
 
 from pyrsistent import PVector
 
-# The pure-Python persistent vector, on purpose. The C one (``pyrsistent.pvector``) reports every
-# element to the garbage collector from every vector object, so each retained version (a branch
-# head, a snapshot) makes every full collection walk the whole conversation again: measured with
-# 2,000 kept versions of a 1e5-message vector, gc.collect() took 1.9 s and each edit ~1 ms. The
-# Python vector's nodes are ordinary lists shared between versions, so the collector visits each
-# once (10 ms there), for a few microseconds more per edit. pyrsistent has no public name for it.
-from pyrsistent._pvector import python_pvector as pvector
-
 from conversation import formats
+from conversation.compat import pvector  # the pure-Python vector, on purpose (see there)
 from conversation.node import FIELDS, MessageFormatError, MessageNode
 
 MessageInput = MessageNode | Mapping[str, Any]

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import nextcord
-from nextcord.state import ConnectionState
 
+from conversation.compat import add_guild, detached_state
 from conversation.dce import ChannelExport, DceMessage, PayloadBuilder, load_export
 from conversation.source import PAGE_LIMIT, MessageLike
 
@@ -53,18 +53,6 @@ class ExportedFiles:
             ) from error
 
 
-def _detached_state(files: ExportedFiles) -> ConnectionState:
-    """A nextcord connection state with no gateway or Discord behind it, to build objects only."""
-    return ConnectionState(
-        dispatch=lambda *args, **kwargs: None,
-        handlers={},
-        hooks={},
-        http=files,  # type: ignore[arg-type]  # nothing here may reach Discord
-        loop=None,  # type: ignore[arg-type]
-        max_messages=None,
-    )
-
-
 class LogSource:
     """A replayed channel: history paging and fetches over the export, counted like REST."""
 
@@ -73,7 +61,7 @@ class LogSource:
         self.payloads = PayloadBuilder(export)
         self.bot_user_id = bot_user_id if bot_user_id is not None else guess_bot_id(export)
         folder = Path(export.path).parent if export.path else Path(".")
-        self.state = _detached_state(ExportedFiles(folder))
+        self.state = detached_state(ExportedFiles(folder))
         self.state.user = nextcord.ClientUser(state=self.state, data=self._bot_user_payload())
         self.channel = self._make_channel()
         self.messages: list[nextcord.Message] = [
@@ -134,7 +122,7 @@ class LogSource:
                 state=self.state,
                 data={"id": export.channel.id, "type": 1, "recipients": recipients},  # type: ignore[typeddict-item]
             )
-        guild = self.state._add_guild_from_data(self.payloads.guild())  # type: ignore[arg-type]
+        guild = add_guild(self.state, self.payloads.guild())  # type: ignore[arg-type]
         channel_id = int(export.channel.id)
         channel = guild.get_channel_or_thread(channel_id)
         if channel is None:

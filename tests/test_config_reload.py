@@ -10,11 +10,11 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import nextcord
 import pytest
 
 from bot import config_reload
 from bot.app import serve
+from bot.compat import set_rest_base
 from bot.config import Config, load_config
 from bot.config_reload import ConfigWatcher, effective_config, is_live
 from conversation.articles.service import ArticleService
@@ -87,7 +87,7 @@ async def bot_running(path: Path) -> AsyncIterator[None]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        nextcord.http.Route.BASE = "https://discord.com/api/v10"
+        set_rest_base("https://discord.com/api/v10")
 
 
 async def ask(discord: FakeDiscord, model: FakeOpenAI, text: str) -> dict:

@@ -148,14 +148,14 @@ class FakeDiscord:
     @contextlib.contextmanager
     def nextcord_pointed_here(self) -> Iterator[None]:
         """Point every nextcord client in this process at the fake, restoring on exit."""
-        from nextcord.http import Route
+        from bot.compat import rest_base, set_rest_base
 
-        previous = Route.BASE
-        Route.BASE = self.api_base  # type: ignore[misc]
+        previous = rest_base()
+        set_rest_base(self.api_base)
         try:
             yield
         finally:
-            Route.BASE = previous  # type: ignore[misc]
+            set_rest_base(previous)
 
     @contextlib.asynccontextmanager
     async def running(self, client: Any, *, ready_timeout: float = 5.0) -> AsyncIterator[Any]:

@@ -1,0 +1,36 @@
+"""Every private or undocumented nextcord API the bot uses, fenced in one place.
+
+Each is a name nextcord does not promise to keep; ``tests/test_compat.py`` fails loudly, naming
+the one that changed, when an upgrade moves it (pyproject.toml bounds the versions tested).
+``conversation/compat.py`` holds those of ``conversation/`` (pyrsistent's vector, a detached
+connection state).
+
+- ``nextcord.http.Route.BASE``: the REST base URL, a class attribute and so process-wide.
+- ``Client._connection``: the client's connection state, needed to build a ``Message`` from a
+  raw event's payload.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nextcord
+from nextcord.http import Route
+
+
+def rest_base() -> str:
+    """Where every nextcord client in this process sends its REST requests."""
+    return str(Route.BASE)
+
+
+def set_rest_base(url: str) -> None:
+    """Point every nextcord client in this process at ``url`` (one per process: a class
+    attribute), before its first request."""
+    Route.BASE = url  # type: ignore[misc]
+
+
+def message_from_payload(
+    client: nextcord.Client, channel: Any, data: dict[str, Any]
+) -> nextcord.Message:
+    """A ``Message`` built from a raw gateway payload, bound to ``client``'s connection state."""
+    return nextcord.Message(state=client._connection, channel=channel, data=data)  # type: ignore[arg-type]
