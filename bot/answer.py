@@ -1,6 +1,6 @@
 """One answer, start to end: build the context, ask the model, post the reply, keep a record.
 
-An answer is an *interaction* (seed 004): the trigger and everything done to answer it. Whatever
+An answer is an *interaction*: the trigger and everything done to answer it. Whatever
 fails, the user gets one short line, the operator the detail in the log, the record says what
 happened, and the bot keeps running.
 """
@@ -27,6 +27,7 @@ from bot.model_client import (
 )
 from bot.prompt_budget import PromptBudgeter
 from bot.replier import ReplyStreamer
+from bot.triggers import TriggerMessage
 from conversation.builder import ContextBuilder
 from conversation.cache import CacheRegistry
 from conversation.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
@@ -35,7 +36,7 @@ from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt, r
 from conversation.reader import ChannelReader
 from conversation.text import clean_text
 
-log = logging.getLogger("threadwise.answer")
+log = logging.getLogger(__name__)
 
 Outcome = Literal["success", "failure", "partial"]
 ABANDONED = "abandoned: the bot stopped before the answer was finished"
@@ -51,7 +52,7 @@ MAX_REFITS = 2
 class AnswerResult:
     """Everything the interaction record needs about one answer."""
 
-    trigger: Any
+    trigger: TriggerMessage
     started_at: datetime
     ended_at: datetime | None = None
     prepared: PreparedPrompt | None = None
@@ -118,7 +119,7 @@ class Answerer:
         self.recorder = recorder
         self.budgeter = budgeter or PromptBudgeter(config.model)
 
-    async def answer(self, trigger: Any) -> AnswerResult:
+    async def answer(self, trigger: TriggerMessage) -> AnswerResult:
         result = AnswerResult(trigger=trigger, started_at=datetime.now(UTC))
         began = time.perf_counter()
         channel = trigger.channel

@@ -23,6 +23,7 @@ import nextcord
 from bot.answer import Answerer, Recorder
 from bot.compat import message_from_payload, set_rest_base
 from bot.config import Config, ConfigError, locate_config, require_token
+from bot.discord_limits import DISCORD_MESSAGE_LIMIT
 from bot.mentions import allowed_mentions
 from bot.model_client import ModelClient
 from bot.prompt_budget import PromptBudgeter
@@ -36,7 +37,7 @@ from conversation.materialize import MaterializeOptions, Materializer
 from conversation.slim import Slimmer
 from conversation.text import clean_text
 
-log = logging.getLogger("threadwise")
+log = logging.getLogger(__name__)
 
 INTENT_HELP = (
     "Discord refused the Message Content intent. Enable it for your bot in the developer "
@@ -157,7 +158,7 @@ class ThreadwiseClient(nextcord.Client):
             dm_participant_id=explanation.trigger_author_id,
         ):
             return str(not_in_store(target))
-        return render_text(without_linked_text(explanation), limit=2000)
+        return render_text(without_linked_text(explanation), limit=DISCORD_MESSAGE_LIMIT)
 
     # ------------------------------------------------------------------ lifecycle
 

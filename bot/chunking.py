@@ -32,7 +32,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-DISCORD_MESSAGE_LIMIT = 2000
+from bot.discord_limits import DISCORD_MESSAGE_LIMIT
+
 MIN_LIMIT = 200
 """Smallest limit accepted: room for the widest fences plus real content."""
 

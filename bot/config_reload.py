@@ -30,7 +30,7 @@ from conversation.builder import ContextBuilder
 if TYPE_CHECKING:
     from bot.app import ThreadwiseClient
 
-log = logging.getLogger("threadwise.config")
+log = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0
 # Sections the running bot reads afresh for each answer, but for the keys listed after them,

@@ -17,7 +17,7 @@ from bot.storage.limits import ModelLimits
 from conversation.budget import Budget, FittedPrompt
 from conversation.tokens import Calibration, TokenCounter, prompt_tokens
 
-log = logging.getLogger("threadwise.budget")
+log = logging.getLogger(__name__)
 
 SHRINK_WITHOUT_NUMBERS = 0.7  # a refused prompt, the server not saying why: 30% smaller
 MIN_PROMPT_TOKENS = 256

@@ -13,7 +13,7 @@ from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
 from conversation.budget import SHORTENED
 
-log = logging.getLogger("threadwise.recording")
+log = logging.getLogger(__name__)
 
 
 def interaction_record(result: AnswerResult, config: Config) -> InteractionRecord:

@@ -26,13 +26,14 @@ from typing import Any
 import nextcord
 
 from bot.chunking import StreamingSplitter, split_message
+from bot.discord_limits import DISCORD_MESSAGE_LIMIT
 from bot.mentions import MentionSettings, allowed_mentions, make_safe
+from bot.triggers import TriggerMessage
 
 log = logging.getLogger(__name__)
 
 # Room for the zero-width spaces that defusing may add to a chunk.
 CHUNK_LIMIT = 1950
-DISCORD_LIMIT = 2000
 CUT_NOTE = "*(Cut here: too long for {count} messages.)*"
 SEND_ATTEMPTS = 3  # a post that meets Discord's 5xx is tried this often
 SEND_RETRY_SECONDS = 0.5  # first wait between attempts, doubled each time
@@ -45,7 +46,7 @@ class ReplyStreamer:
 
     def __init__(
         self,
-        trigger: Any,
+        trigger: TriggerMessage,
         mentions: MentionSettings,
         *,
         edit_interval: float = 1.0,
@@ -107,7 +108,7 @@ class ReplyStreamer:
         """Show what arrived, then one short line saying what went wrong."""
         note = f"*{line}*"
         chunks = self._capped(self._final(partial_text))
-        if chunks and len(chunks[-1]) + len(note) + 1 <= DISCORD_LIMIT:
+        if chunks and len(chunks[-1]) + len(note) + 1 <= DISCORD_MESSAGE_LIMIT:
             chunks[-1] = f"{chunks[-1]}\n{note}"
         elif len(chunks) < self.max_messages:
             chunks.append(note)
@@ -127,7 +128,7 @@ class ReplyStreamer:
             return chunks
         kept = chunks[: self.max_messages]
         note = CUT_NOTE.format(count=self.max_messages)
-        # Chunks leave DISCORD_LIMIT - CHUNK_LIMIT characters free; the note fits in them.
+        # Chunks leave DISCORD_MESSAGE_LIMIT - CHUNK_LIMIT characters free; the note fits in them.
         kept[-1] = f"{kept[-1]}\n{note}"
         return kept
 
@@ -135,7 +136,7 @@ class ReplyStreamer:
         for index, chunk in enumerate(chunks):
             # While streaming, chunks are split before defusing; a pathological one may be cut
             # for a second, until the final messages replace it.
-            text = chunk if final else make_safe(chunk, self.mentions)[:DISCORD_LIMIT]
+            text = chunk if final else make_safe(chunk, self.mentions)[:DISCORD_MESSAGE_LIMIT]
             if index < len(self.sent):
                 if self._shown[index] != text:
                     await self.sent[index].edit(content=text, allowed_mentions=self.allowed)

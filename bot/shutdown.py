@@ -16,7 +16,7 @@ import signal
 from collections.abc import Coroutine
 from typing import Any
 
-log = logging.getLogger("threadwise")
+log = logging.getLogger(__name__)
 
 
 async def run_until_terminated(work: Coroutine[Any, Any, None]) -> bool:

@@ -17,7 +17,7 @@ import nextcord
 from bot.config import Config, ConfigSource
 from bot.settings_model import ModelSettings
 
-log = logging.getLogger("threadwise")
+log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_SECONDS = 5.0
 ANTHROPIC_VERSION = "2023-06-01"

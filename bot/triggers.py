@@ -8,15 +8,34 @@ permission lists apply: blocks always win, empty allow-lists allow everyone.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from bot.config import PermissionSettings, TriggerSettings
+from conversation.source import MessageLike
+
+
+class TriggerMessage(MessageLike, Protocol):
+    """A message the bot may answer: what the context builder reads, plus where it was posted
+    (a nextcord ``Message`` satisfies it; tests drive real ones from the fake Discord)."""
+
+    @property
+    def channel(self) -> Any: ...  # a text channel, thread or DM (nextcord's union of them)
+
+    @property
+    def guild(self) -> Any: ...  # None in a DM
+
+    def to_reference(self, *, fail_if_not_exists: bool = True) -> Any: ...
+
 
 TriggerKind = Literal["mention", "reply", "dm", "always_on"]
 
 
 def trigger_kind(
-    message: Any, bot_user_id: int, settings: TriggerSettings, *, bot_message: bool = False
+    message: TriggerMessage,
+    bot_user_id: int,
+    settings: TriggerSettings,
+    *,
+    bot_message: bool = False,
 ) -> TriggerKind | None:
     """Why this message calls for an answer, or None. ``bot_message``: it replies to the bot
     (known from the cache when the payload did not carry the referenced message)."""
@@ -42,7 +61,7 @@ def trigger_kind(
     return None
 
 
-def permitted(message: Any, settings: PermissionSettings) -> bool:
+def permitted(message: TriggerMessage, settings: PermissionSettings) -> bool:
     """Whether the author may use the bot in this channel."""
     author_id = message.author.id
     channel_ids = {message.channel.id}

@@ -63,7 +63,7 @@ def test_the_rest_base_is_one_class_attribute_for_the_process() -> None:
     assert bot_compat.rest_base() == previous
 
 
-def test_a_client_keeps_its_connection_state_where_we_read_it() -> None:
+async def test_a_client_keeps_its_connection_state_where_we_read_it() -> None:
     client = nextcord.Client(intents=nextcord.Intents.none())
     assert isinstance(client._connection, ConnectionState), "nextcord Client._connection changed"
 

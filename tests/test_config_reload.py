@@ -103,7 +103,7 @@ async def wait_for_log(caplog: pytest.LogCaptureFixture, words: str) -> str:
     async with asyncio.timeout(5):
         while True:
             for record in caplog.records:
-                if record.name == "threadwise.config" and words in record.getMessage():
+                if record.name == config_reload.log.name and words in record.getMessage():
                     return record.getMessage()
             await asyncio.sleep(0.02)
 
@@ -117,7 +117,7 @@ def system_prompt(body: dict) -> str:
 async def test_an_edited_system_prompt_reaches_the_next_answer_and_a_broken_edit_is_refused(
     tmp_path, caplog, monkeypatch
 ):
-    caplog.set_level(logging.INFO, logger="threadwise.config")
+    caplog.set_level(logging.INFO, logger=config_reload.log.name)
     monkeypatch.setattr(config_reload, "POLL_SECONDS", 0.05)
     path = tmp_path / "config.toml"
     async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as model:
@@ -166,7 +166,7 @@ async def test_an_edited_system_prompt_reaches_the_next_answer_and_a_broken_edit
 async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
     tmp_path, caplog, monkeypatch
 ):
-    caplog.set_level(logging.INFO, logger="threadwise.config")
+    caplog.set_level(logging.INFO, logger=config_reload.log.name)
     monkeypatch.setattr(config_reload, "POLL_SECONDS", 0.05)
     path = tmp_path / "config.toml"
     async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as model:
@@ -271,7 +271,7 @@ def write(path: Path, text: str) -> None:
 
 
 def test_the_watcher_names_what_changed_without_showing_secrets(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="threadwise.config")
+    caplog.set_level(logging.INFO, logger=config_reload.log.name)
     path = tmp_path / "config.toml"
     write(path, '[discord]\ntoken = "old-secret-token"\n')
     applied: list[tuple[Config, Config]] = []
@@ -301,7 +301,7 @@ def test_the_watcher_names_what_changed_without_showing_secrets(tmp_path, caplog
 
 
 def test_a_deleted_config_file_is_refused_and_the_running_one_kept(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="threadwise.config")
+    caplog.set_level(logging.INFO, logger=config_reload.log.name)
     path = tmp_path / "config.toml"
     write(path, "[context]\nmax_total = 20\n")
     applied: list[Config] = []
