@@ -1,4 +1,4 @@
-"""What the article pipeline costs, against the seed's way of doing it, in the same run.
+"""What the article pipeline costs, against the original design's way of doing it, in the same run.
 
 1. Ten article links served by a local aiohttp server that holds each page 200 ms: the
    sequential, on-loop way (download, then goose3 on the event loop, one link after the other)
@@ -61,7 +61,7 @@ def make_app(hits: list[str]) -> web.Application:
 
 
 async def sequential_on_loop(urls: list[str]) -> int:
-    """The seed's way: one link after the other, goose3 called right on the event loop."""
+    """The original design's way: one link after another, goose3 right on the event loop."""
     extracted = 0
     async with aiohttp.ClientSession() as session:
         for url in urls:

@@ -1,7 +1,7 @@
 """The selectors our builder is measured against, over the same channel reader.
 
-``seed_literal`` is the design document's algorithm read literally (bench/README figures call it
-"seed tik/tok"): every neighbour within the threshold is linked, linear messages seed the
+``original_literal`` is the design document's algorithm read literally (bench/README figures call it
+"original tik/tok"): every neighbour within the threshold is linked, linear messages seed the
 exploration, and a step adds everything it found before the cap is checked.
 """
 
@@ -34,7 +34,7 @@ async def reply_chain(trigger: MessageLike, reader: ChannelReader, limit: int = 
     return chain
 
 
-async def seed_literal(
+async def original_literal(
     trigger: MessageLike, reader: ChannelReader, settings: ContextSettings
 ) -> list[MessageLike]:
     threshold = timedelta(minutes=settings.time_threshold_minutes)

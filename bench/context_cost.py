@@ -1,6 +1,7 @@
 """REST calls and build time per trigger on a seeded synthetic busy channel.
 
-Three situations, for our builder and for the seed's algorithm read literally, in one run:
+Three situations, for our builder and for the original design's algorithm read literally, in
+one run:
 
 * cold: the bot knows nothing of the channel (a fresh cache per trigger);
 * warm: the bot has been connected since a fifth of the log; gateway MESSAGE_CREATE events
@@ -78,13 +79,13 @@ async def main_async(args: argparse.Namespace) -> None:
     selectors: dict[str, Build] = {
         "threadwise builder": builder.build,
         "rules only, min_linear 10 (before the score)": ContextBuilder(before).build,
-        "seed tik/tok, literal": lambda t, r: baselines.seed_literal(t, r, before),
+        "original tik/tok, literal": lambda t, r: baselines.original_literal(t, r, before),
     }
     print(
         f"synthetic busy channel: {len(source.messages)} messages, seed {args.seed}, "
         f"{len(triggers)} triggers; REST calls per trigger"
     )
-    print("| selector | cache | REST calls per trigger | build time (median) | calls vs seed |")
+    print("| selector | cache | REST calls per trigger | build time (median) | calls vs original |")
     print("|---|---|---|---|---|")
     means: dict[tuple[str, str], float] = {}
     rows = []
@@ -94,8 +95,8 @@ async def main_async(args: argparse.Namespace) -> None:
             means[(name, mode)] = statistics.mean(calls)
             rows.append((name, mode, summary(calls, seconds)))
     for name, mode, text in rows:
-        seed = means[("seed tik/tok, literal", mode)]
-        ratio = means[(name, mode)] / seed if seed else float("nan")
+        original = means[("original tik/tok, literal", mode)]
+        ratio = means[(name, mode)] / original if original else float("nan")
         print(f"| {name} | {mode} | {text} | {ratio:.2f}x |")
 
 

@@ -3,7 +3,7 @@
 For every trigger T (an annotated message with an earlier message in its gold conversation) the
 gold context G is the earlier messages of that conversation and C the selected context (T
 excluded). Prints micro precision, recall, F1 and parent recall for our builder and, in the same
-run, for the baselines: last 30, last 10, reply chain only, and the seed's algorithm read
+run, for the baselines: last 30, last 10, reply chain only, and the original design's algorithm read
 literally.
 
     python -m bench.context_quality [DATA_DIR] [--set key=value ...] [--by-domain]
@@ -46,8 +46,8 @@ def _selector(settings: ContextSettings) -> Selector:
 
 
 def selectors(settings: ContextSettings) -> dict[str, Selector]:
-    # The seed and the rules-only builder as they were before the learned score: 10 recent
-    # messages always in.
+    # The original design and the rules-only builder as they were before the learned score:
+    # 10 recent messages always in.
     before = settings.model_copy(update={"min_linear": 10, "learned_relevance": False})
     ablation = settings.model_copy(update={"learned_relevance": False})
     return {
@@ -57,7 +57,7 @@ def selectors(settings: ContextSettings) -> dict[str, Selector]:
         "last 30 messages": lambda t, r: baselines.last_n(t, r, 30),
         "last 10 messages": lambda t, r: baselines.last_n(t, r, 10),
         "reply chain only": baselines.reply_chain,
-        "seed tik/tok, literal": lambda t, r: baselines.seed_literal(t, r, before),
+        "original tik/tok, literal": lambda t, r: baselines.original_literal(t, r, before),
     }
 
 
@@ -109,7 +109,7 @@ async def score_all(
 
 
 def print_table(scores: dict[str, Score], settings: ContextSettings) -> None:
-    baseline = scores.get("seed tik/tok, literal")
+    baseline = scores.get("original tik/tok, literal")
     first = next(iter(scores.values()))
     print(
         f"context quality, min_linear={settings.min_linear} max_total={settings.max_total} "
@@ -117,14 +117,15 @@ def print_table(scores: dict[str, Score], settings: ContextSettings) -> None:
         f"{first.triggers} triggers"
     )
     print(
-        "| selector | precision | recall | F1 | parent recall | F1 vs seed | REST/trigger (cold) |"
+        "| selector | precision | recall | F1 | parent recall | F1 vs original "
+        "| REST/trigger (cold) |"
     )
     print("|---|---|---|---|---|---|---|")
     for name, s in scores.items():
-        seed = baseline
+        original = baseline
         if name.endswith("]"):
-            seed = scores.get("seed tik/tok, literal " + name[name.rindex("[") :])
-        ratio = f"{s.f1 / seed.f1:.2f}x" if seed and seed.f1 else "-"
+            original = scores.get("original tik/tok, literal " + name[name.rindex("[") :])
+        ratio = f"{s.f1 / original.f1:.2f}x" if original and original.f1 else "-"
         print(
             f"| {name} | {s.precision:.3f} | {s.recall:.3f} | {s.f1:.3f} | "
             f"{s.parent_recall:.3f} | {ratio} | {s.rest_calls / max(s.triggers, 1):.2f} |"

@@ -1,4 +1,4 @@
-"""Cost of MessageGraph operations against the seed's deep-copy sketch, in the same run.
+"""Cost of MessageGraph operations against the original design's deep-copy sketch, in the same run.
 
 For each size (1e3 .. 1e6 messages; ``--quick``: 1e3, 1e4) it prints the time per operation and
 the memory each edit leaves behind (tracemalloc, everything still reachable: the new node, the
@@ -14,10 +14,11 @@ new path in the vectors, the branch a prefix break records), for:
 * gc.collect    one full garbage collection with everything above still alive (thousands of
   kept versions): the history must not make the collector walk it again for every version
 
-The seed's sketch (``SeedGraph`` below, as written there) keeps history by deep-copying the whole
-graph, previous copies included, into ``prev_graph`` on every edit before an assistant turn, and
-has no snapshot: a deep copy of the messages is the only way to keep what a model saw. It runs up
-to the size where it stays bearable (1e5; 1e4 with ``--quick``), with few repetitions.
+The original design's sketch (``OriginalGraph`` below, as written there) keeps history by
+deep-copying the whole graph, previous copies included, into ``prev_graph`` on every edit before
+an assistant turn, and has no snapshot: a deep copy of the messages is the only way to keep what a
+model saw. It runs up to the size where it stays bearable (1e5; 1e4 with ``--quick``), with few
+repetitions.
 
 Run: ``python bench/graph_ops.py [--quick]``
 """
@@ -40,12 +41,12 @@ from conversation.graph import MessageGraph
 from conversation.node import MessageNode
 
 
-class SeedGraph:
-    """The seed's sketch, verbatim apart from names and formatting (the baseline)."""
+class OriginalGraph:
+    """The original design's sketch, verbatim apart from names and formatting (the baseline)."""
 
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
-        self.prev_graph: SeedGraph | None = None
+        self.prev_graph: OriginalGraph | None = None
 
     def append(self, message: dict[str, Any]) -> None:
         self.messages.append(message)
@@ -90,8 +91,8 @@ def build_ours(size: int) -> MessageGraph:
     return MessageGraph(nodes)
 
 
-def build_seed(size: int) -> SeedGraph:
-    graph = SeedGraph()
+def build_original(size: int) -> OriginalGraph:
+    graph = OriginalGraph()
     for message in conversation(size):
         graph.append(message)
     return graph
@@ -153,7 +154,7 @@ def measure_ours(size: int, reps: int) -> Result:
     positions = [(k * 7919) % size for k in range(reps)]
     out["get"] = (per_op(lambda k: graph[positions[k]]["content"], reps), None)
 
-    def edit(k: int) -> None:  # the seed's interface: a nested assignment
+    def edit(k: int) -> None:  # the original design's interface: a nested assignment
         graph[user_pos]["content"] = f"edited {k}"
 
     out["edit"] = (per_op(edit, reps), retained_per_op(edit, reps))
@@ -178,8 +179,8 @@ def measure_ours(size: int, reps: int) -> Result:
     return out
 
 
-def seed_edit_cost(size: int, position: int, role: str, reps: int) -> tuple[float, float]:
-    timed, traced = build_seed(size), build_seed(size)
+def original_edit_cost(size: int, position: int, role: str, reps: int) -> tuple[float, float]:
+    timed, traced = build_original(size), build_original(size)
     return (
         per_op(lambda k: timed.__setitem__(position, {"role": role, "content": f"{k}"}), reps),
         retained_per_op(
@@ -188,12 +189,12 @@ def seed_edit_cost(size: int, position: int, role: str, reps: int) -> tuple[floa
     )
 
 
-def measure_seed(size: int, reps: int) -> Result:
+def measure_original(size: int, reps: int) -> Result:
     """The sketch on a fresh graph per operation, so its prev_graph chain starts empty each time."""
     user_pos = middle_user(size)
     bot_pos = user_pos + 1
     out: Result = {}
-    graph = build_seed(size)
+    graph = build_original(size)
 
     def append(k: int) -> None:
         graph.append({"role": "user", "content": f"more {k}"})
@@ -202,8 +203,8 @@ def measure_seed(size: int, reps: int) -> Result:
     positions = [(k * 7919) % size for k in range(2000)]
     out["get"] = (per_op(lambda k: graph[positions[k]]["content"], 2000), None)
     # The sketch loses nested assignments, so it needs a whole message to record anything.
-    out["edit"] = seed_edit_cost(size, user_pos, "user", reps)
-    out["edit+branch"] = seed_edit_cost(size, bot_pos, "assistant", reps)
+    out["edit"] = original_edit_cost(size, user_pos, "user", reps)
+    out["edit+branch"] = original_edit_cost(size, bot_pos, "assistant", reps)
     out["snapshot"] = (
         per_op(lambda k: copy.deepcopy(graph.messages), reps),
         retained_per_op(lambda k: copy.deepcopy(graph.messages), reps),
@@ -234,18 +235,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="sizes 1e3 and 1e4 only")
     args = parser.parse_args()
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
-    seed_limit = 10_000 if args.quick else 100_000
+    original_limit = 10_000 if args.quick else 100_000
     reps = 500 if args.quick else 2_000
     started = time.perf_counter()
-    header = ("messages", "op", "graph/op", "graph mem/op", "seed/op", "seed mem/op", "seed/graph")
+    header = ("messages", "op", "graph/op", "graph mem/op", "orig/op", "orig mem/op", "orig/graph")
     print("{:>9} {:<12} {:>11} {:>12} {:>11} {:>12} {:>10}".format(*header))
     for size in sizes:
         ours = measure_ours(size, reps)
         gc.collect()
-        seed = measure_seed(size, 3 if size <= 10_000 else 2) if size <= seed_limit else {}
+        reps_original = 3 if size <= 10_000 else 2
+        original = measure_original(size, reps_original) if size <= original_limit else {}
         gc.collect()
         for op, (t, m) in ours.items():
-            st, sm = seed.get(op, (None, None))
+            st, sm = original.get(op, (None, None))
             ratio = "-" if not st else f"{st / t:,.0f}x" if st >= 10 * t else f"{st / t:.2f}x"
             print(
                 f"{size:>9,} {op:<12} {fmt_time(t):>11} {fmt_bytes(m):>12} "
@@ -254,8 +256,8 @@ def main() -> None:
         sys.stdout.flush()
     print(f"total {time.perf_counter() - started:.1f} s (python {sys.version.split()[0]})")
     print(
-        "seed: edits deep-copy the graph and every earlier copy (prev_graph chain), so its cost "
-        "grows with each edit; it has no snapshot, a deep copy of the messages stands in."
+        "original: edits deep-copy the graph and every earlier copy (prev_graph chain), so its "
+        "cost grows with each edit; it has no snapshot, a deep copy of the messages stands in."
     )
 
 

@@ -1,7 +1,7 @@
-"""Materializing a 30-message context with 10 article links, against the seed's way.
+"""Materializing a 30-message context with 10 article links, against the original design's way.
 
-A local aiohttp server holds each page 200 ms. The seed's way fetches each link after the other
-and runs goose3 on the event loop; ours materializes the whole context at once (all links
+A local aiohttp server holds each page 200 ms. The original design's way fetches each link after
+the other and runs goose3 on the event loop; ours materializes the whole context at once (all links
 concurrently, goose3 in worker processes). Then a second pass, served from the cache (0
 requests), and the event loop's worst stall during each. For the stall on a 1 MB page in a
 thread, a process or on the loop, see ``bench/articles.py``.
@@ -56,7 +56,7 @@ async def main() -> None:
     base = f"http://127.0.0.1:{port}"
     selection, urls = context_with_links(base)
     try:
-        seed_time, seed_stall = await worst_stall(lambda: sequential_on_loop(urls))
+        original_time, original_stall = await worst_stall(lambda: sequential_on_loop(urls))
         settings = ArticleSettings(allow_private_networks=True)
         async with ArticleService(settings) as articles:
             await articles.fetch(f"{base}/article/warm-up")  # workers up, as in a running bot
@@ -77,12 +77,12 @@ async def main() -> None:
     print("| way | time | page delays | worst loop stall | requests |")
     print("|---|---|---|---|---|")
     print(
-        f"| seed: sequential, goose3 on the loop | {seed_time * 1000:.0f} ms | "
-        f"{seed_time / PAGE_DELAY:.1f} | {seed_stall * 1000:.0f} ms | {LINKS} |"
+        f"| original: sequential, goose3 on the loop | {original_time * 1000:.0f} ms | "
+        f"{original_time / PAGE_DELAY:.1f} | {original_stall * 1000:.0f} ms | {LINKS} |"
     )
     print(
         f"| threadwise: concurrent, goose3 in processes ({read}/{LINKS} read) | "
-        f"{ours_time * 1000:.0f} ms ({seed_time / ours_time:.1f}x faster) | "
+        f"{ours_time * 1000:.0f} ms ({original_time / ours_time:.1f}x faster) | "
         f"{ours_time / PAGE_DELAY:.1f} | {ours_stall * 1000:.0f} ms | {first_requests} |"
     )
     print(

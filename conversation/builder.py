@@ -9,13 +9,13 @@ It starts from the ``min_linear`` most recent messages, then alternates two step
   past the trigger. A neighbour is linked when it is closer in time than the threshold; a longer
   silence seals that direction.
 
-Beyond the seed design, TOK only links neighbours written by people taking part in the
+Beyond the original tik/tok design, TOK only links neighbours written by people taking part in the
 conversation (the trigger's author, whoever it mentions or replies to, and so on as links are
 added). In a busy channel several conversations interleave, and the message right before another
 is as likely to belong to a different conversation as to the same one; the people speaking are
 the signal that tells them apart. In a quiet channel everyone nearby takes part, so nothing is
-lost there. On the IRC disentanglement logs this lifts F1 well above the literal seed (see
-``bench/context_quality.py`` and README.md for the figures).
+lost there. On the IRC disentanglement logs this lifts F1 well above the original design read
+literally (see ``bench/context_quality.py`` and README.md for the figures).
 
 ``max_total`` is a hard cap. Within a step, candidates are taken in a fixed order (reason
 priority, then the newest first), so the same input always gives the same context.

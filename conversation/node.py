@@ -43,7 +43,7 @@ class FrozenMap(Mapping[str, Any]):
 
     Unlike a persistent map, it has no methods that *return* a changed copy (``update``, ``set``),
     so code written for dicts fails loudly (``TypeError``/``AttributeError``) instead of changing
-    a copy that nobody keeps, the very slip the seed's sketch made.
+    a copy that nobody keeps, the very slip the original design's sketch made.
     """
 
     __slots__ = ("_data", "_hash")

@@ -1,0 +1,21 @@
+"""README's "How it works" names files that exist, so the call chain it draws can be followed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text.split("## How it works", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_file_named_in_how_it_works_exists() -> None:
+    named = set(re.findall(r"`([\w/]+(?:\.py|/))`", _section()))
+    assert len(named) > 20
+    bases = [ROOT, ROOT / "bot", ROOT / "conversation", ROOT / "bot" / "storage"]
+    missing = sorted(name for name in named if not any((base / name).exists() for base in bases))
+    assert not missing, f"README's How it works names files that are not there: {missing}"
