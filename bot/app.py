@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import sys
 from collections import defaultdict
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import aiohttp
 import nextcord
 
 from bot.answer import Answerer, Recorder
 from bot.compat import message_from_payload, set_rest_base
-from bot.config import Config, ConfigError, locate_config, require_token
+from bot.config import Config, ConfigError
 from bot.discord_limits import DISCORD_MESSAGE_LIMIT
 from bot.mentions import allowed_mentions
 from bot.model_client import ModelClient
@@ -276,93 +272,4 @@ class ThreadwiseClient(nextcord.Client):
             await self.answerer.answer(message)
 
 
-async def serve(
-    config: Config,
-    token: str,
-    *,
-    recorder: Recorder | None = None,
-    store: Store | None = None,
-    config_path: Path | None = None,
-) -> None:
-    """Run until cancelled, with one article service and one model session for all answers.
-
-    Edits to the file at ``config_path``, if given, apply while running.
-    """
-    from bot.config_reload import watching_config
-    from bot.sharding import client_class
-
-    async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
-        client = client_class(config)(
-            config, articles=articles, model=model, recorder=recorder, store=store
-        )
-        from bot.health import start_beating
-
-        health = start_beating(client)
-        try:
-            async with watching_config(client, config_path):
-                await client.start(token)
-        finally:
-            if not client.is_closed():
-                await client.close()
-            if health is not None:
-                health.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await health
-
-
-def run_bot(config: Config, *, config_path: Path | None = None) -> int:
-    """``python -m bot run``: exit codes 0 (stopped), 2 (config), 3 (Discord refused us)."""
-    from bot.startup import configure_logging, log_configuration
-
-    token = require_token(config, config_path)
-    configure_logging(config)
-    source = locate_config(config_path)
-    log_configuration(config, source)
-    watched = source.path if source.exists else None  # edits to it apply while running
-    try:
-        if asyncio.run(_serve_until_terminated(config, token, watched)):
-            log.info("stopped")
-    except nextcord.PrivilegedIntentsRequired:
-        print(f"error: {INTENT_HELP}", file=sys.stderr)
-        return 3
-    except nextcord.LoginFailure:
-        print("error: Discord rejected the token ([discord] token, DISCORD_TOKEN)", file=sys.stderr)
-        return 3
-    except (
-        aiohttp.ClientError,
-        OSError,
-        nextcord.HTTPException,
-        nextcord.GatewayNotFound,
-    ) as error:
-        print(
-            f"error: cannot reach Discord at {config.discord.api_base} ([discord] api_base): "
-            f"{type(error).__name__}: {str(error)[:200]}",
-            file=sys.stderr,
-        )
-        return 3
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-async def _serve_until_terminated(config: Config, token: str, config_path: Path | None) -> bool:
-    from bot.shutdown import run_until_terminated
-
-    return await run_until_terminated(_serve_with_store(config, token, config_path))
-
-
-async def _serve_with_store(config: Config, token: str, config_path: Path | None) -> None:
-    from bot.recording import open_recorder
-    from bot.startup import start_model_probe
-
-    probe = start_model_probe(config.model)
-    try:
-        async with open_recorder(config) as recorder:
-            await serve(
-                config, token, recorder=recorder, store=recorder.store, config_path=config_path
-            )
-    finally:
-        probe.cancel()
-
-
-__all__ = ["ConfigError", "ThreadwiseClient", "run_bot", "serve"]
+__all__ = ["ConfigError", "ThreadwiseClient"]

@@ -227,7 +227,7 @@ def _replay(args: argparse.Namespace, config: Config) -> int:
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    from bot.app import run_bot
+    from bot.run import run_bot
 
     return run_bot(config, config_path=args.config)
 

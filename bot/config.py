@@ -20,6 +20,7 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
     [replies]      ReplySettings       bot/config.py
     [mentions]     MentionSettings     bot/mentions.py
     [attachments]  AttachmentSettings  bot/config.py
+    [cache]        CacheSettings       conversation/settings.py
     [storage]      StorageSettings     bot/config.py
     [logging]      LoggingSettings     bot/config.py
 """

@@ -14,10 +14,11 @@ from typing import Any
 import nextcord
 import pytest
 
-from bot.app import ThreadwiseClient, run_bot
+from bot.app import ThreadwiseClient
 from bot.config import Config
 from bot.model_client import ModelClient
 from bot.recording import InteractionRecorder
+from bot.run import run_bot
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Answer, Fail, FakeOpenAI
 

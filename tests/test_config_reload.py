@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from bot import config_reload
-from bot.app import serve
 from bot.compat import set_rest_base
 from bot.config import Config, load_config
 from bot.config_reload import ConfigWatcher, effective_config, is_live
+from bot.run import serve
 from conversation.articles.service import ArticleService
 from conversation.settings import ContextSettings
 from tests.fakes.discord_server import FakeDiscord

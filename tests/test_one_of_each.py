@@ -29,7 +29,10 @@ def test_discords_message_length_is_said_once() -> None:
     offenders = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in SOURCES
-        if path.parts[len(ROOT.parts)] == "bot" and path.name != "discord_limits.py"
+        # storage never speaks to Discord (its 2000s are batch sizes)
+        if path.parts[len(ROOT.parts)] == "bot"
+        and "storage" not in path.parts
+        and path.name != "discord_limits.py"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Constant) and type(node.value) is int and node.value == 2000
     ]
