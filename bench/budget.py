@@ -20,7 +20,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import busy_channel
 from conversation.articles.models import ArticleResult, ArticleStatus
 from conversation.articles.render import render_embeddings
 from conversation.budget import Budget, fit_prompt
@@ -32,6 +31,7 @@ from conversation.node import MessageNode
 from conversation.selection import ContextSelection, Reason
 from conversation.tokens import TokenCounter
 from tests.fakes.openai_server import count_tokens
+from tests.fakes.synthetic import busy_channel
 
 MESSAGES, ARTICLES, ARTICLE_CHARS, RESERVE = 30, 10, 20_000, 1024
 WINDOWS = (4096, 8192, 32768)

@@ -23,7 +23,6 @@ import time
 from collections.abc import Awaitable, Callable
 
 from bench import baselines
-from bench.synthetic import busy_channel
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.dce import parse_export
@@ -31,6 +30,7 @@ from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
 from conversation.source import MessageLike
+from tests.fakes.synthetic import busy_channel
 
 MODES = {"cold": "cold", "warm": "warm", "warm, no events": "shared"}
 Build = Callable[[MessageLike, ChannelReader], Awaitable[object]]

@@ -34,7 +34,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import busy_channel
 from bot.answer import AnswerResult
 from bot.app import ThreadwiseClient
 from bot.config import Config
@@ -42,6 +41,7 @@ from bot.model_client import ModelClient
 from conversation.dce import parse_export
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Answer, FakeOpenAI
+from tests.fakes.synthetic import busy_channel
 
 BASE_CHANNEL = 710_000_000_000_000_000
 

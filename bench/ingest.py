@@ -27,12 +27,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import busy_channel
 from bot.app import ThreadwiseClient
 from bot.config import Config
 from bot.model_client import ModelClient
 from conversation.dce import parse_export, time_snowflake
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.synthetic import busy_channel
 
 BASE_CHANNEL = 720_000_000_000_000_000
 BATCH = 1000

@@ -20,13 +20,13 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.articles import PAGE_DELAY, make_app, sequential_on_loop, worst_stall
-from bench.synthetic import busy_channel
 from conversation.articles import ArticleService
 from conversation.dce import parse_export
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
 from conversation.selection import ContextSelection, Reason
 from conversation.settings import ArticleSettings
+from tests.fakes.synthetic import busy_channel
 
 MESSAGES, LINKS = 30, 10
 

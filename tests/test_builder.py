@@ -9,7 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.synthetic import busy_channel
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.dce import parse_export
@@ -17,6 +16,7 @@ from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
 from conversation.selection import ContextSelection
 from conversation.settings import ContextSettings
+from tests.fakes.synthetic import busy_channel
 
 LOGS = Path(__file__).parent / "logs"
 

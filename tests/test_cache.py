@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bench.synthetic import busy_channel
 from conversation.cache import LIVE, UNKNOWN, CacheRegistry, ChannelCache
 from conversation.dce import parse_export
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
+from tests.fakes.synthetic import busy_channel
 
 
 def source(messages: int = 400) -> LogSource:

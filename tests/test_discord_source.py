@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.synthetic import busy_channel
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.dce import parse_export
@@ -15,6 +14,7 @@ from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
 from conversation.source import SourceError
+from tests.fakes.synthetic import busy_channel
 
 CHANNEL = 700_000_000_000_000_001
 

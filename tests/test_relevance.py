@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.synthetic import busy_channel
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.dce import parse_export
@@ -15,6 +14,7 @@ from conversation.reader import ChannelReader
 from conversation.relevance import FEATURES, RELATIVE_FEATURES, Clue, load_model, words_of
 from conversation.relevance import clue_of as clue_of_message
 from conversation.settings import ContextSettings
+from tests.fakes.synthetic import busy_channel
 from tests.test_replay_tools import EXAMPLE, run_cli
 
 MINUTE = 60_000
