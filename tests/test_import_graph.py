@@ -138,3 +138,17 @@ def test_conversation_never_imports_bot() -> None:
 
 def test_the_errors_module_is_a_leaf() -> None:
     assert import_graph()["bot.errors"] == set()
+
+
+def test_tests_never_import_bench() -> None:
+    """Shared test support lives under tests/ (bench imports it there), never the other way."""
+    tests = Path(__file__).resolve().parent
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in sorted(tests.rglob("*.py"))
+        if any(
+            t == "bench" or t.startswith("bench.")
+            for t in _imported(ast.parse(path.read_text(encoding="utf-8")), "tests", False)
+        )
+    ]
+    assert not offenders, f"tests import bench (move the shared part to tests/fakes/): {offenders}"
