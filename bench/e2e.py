@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.answer import AnswerResult
+from bot.answering import AnswerResult
 from bot.app import ThreadwiseClient
 from bot.config import Config
 from bot.model_client import ModelClient

@@ -16,7 +16,7 @@ from typing import Any
 
 import nextcord
 
-from bot.answer import Answerer, Recorder
+from bot.answering import Answerer, Recorder
 from bot.compat import message_from_payload, set_rest_base
 from bot.config import Config, ConfigError
 from bot.discord_limits import DISCORD_MESSAGE_LIMIT

@@ -186,8 +186,8 @@ def _check_config(args: argparse.Namespace, config: Config) -> int:
 
 
 def _contexts(args: argparse.Namespace, config: Config) -> int:
+    from conversation.log_contexts import select_contexts
     from conversation.log_source import LogSource
-    from conversation.replay import select_contexts
 
     source = LogSource.from_file(args.log)
     triggers = _read_ids(args.triggers) if args.triggers else None

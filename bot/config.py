@@ -12,7 +12,7 @@ Which class holds which ``config.toml`` section (``Config`` below puts them toge
 lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot/``)::
 
     [discord]      DiscordSettings     bot/config.py
-    [model]        ModelSettings       bot/settings_model.py
+    [model]        ModelSettings       bot/model/settings.py
     [context]      ContextSettings     conversation/settings.py
     [articles]     ArticleSettings     conversation/settings.py
     [triggers]     TriggerSettings     bot/config.py
@@ -39,7 +39,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from bot.config_errors import describe_errors
 from bot.mentions import MentionSettings
-from bot.settings_model import ModelSettings
+from bot.model.settings import ModelSettings
 from bot.validators import HttpUrl, OptionalSecret, PostgresUrl
 from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 

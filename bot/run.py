@@ -15,7 +15,7 @@ from pathlib import Path
 import aiohttp
 import nextcord
 
-from bot.answer import Recorder
+from bot.answering import Recorder
 from bot.app import INTENT_HELP
 from bot.config import Config, locate_config, require_token
 from bot.model_client import ModelClient

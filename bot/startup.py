@@ -15,7 +15,7 @@ import aiohttp
 import nextcord
 
 from bot.config import Config, ConfigSource
-from bot.settings_model import ModelSettings
+from bot.model.settings import ModelSettings
 
 log = logging.getLogger(__name__)
 

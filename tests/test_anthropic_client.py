@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from bot.model.settings import ModelSettings
 from bot.model_client import (
     ModelAuthError,
     ModelClient,
@@ -18,7 +19,6 @@ from bot.model_client import (
     ModelServerError,
     ModelStalledError,
 )
-from bot.settings_model import ModelSettings
 from tests.fakes.anthropic_server import (
     Answer,
     BrokenStream,

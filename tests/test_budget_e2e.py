@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from bot.model.settings import ModelSettings
 from bot.model_client import ModelContextTooLongError
 from bot.prompt_budget import PromptBudgeter
-from bot.settings_model import ModelSettings
 from bot.storage import Store, render_text
 from conversation.budget import Budget, FittedPrompt
 from conversation.node import MessageNode

@@ -14,6 +14,7 @@ import httpx2
 import pytest
 from pydantic import SecretStr, ValidationError
 
+from bot.model.settings import ModelSettings
 from bot.model_client import (
     ModelAuthError,
     ModelClient,
@@ -27,7 +28,6 @@ from bot.model_client import (
     ModelStalledError,
     ModelTimeoutError,
 )
-from bot.settings_model import ModelSettings
 from tests.fakes.openai_server import (
     Answer,
     BrokenStream,

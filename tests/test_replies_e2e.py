@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.replier import CUT_NOTE
+from bot.posting import CUT_NOTE
 from bot.storage import Store
 from tests.fakes.openai_server import Answer
 from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, running_bot

@@ -226,7 +226,7 @@ async def health_check(path: Path) -> int:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_the_start_up_probe_sends_the_key_the_way_the_provider_expects(provider):
-    from bot.settings_model import ModelSettings
+    from bot.model.settings import ModelSettings
     from bot.startup import model_problem
     from tests.fakes.anthropic_server import FakeAnthropic
 

@@ -15,14 +15,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.settings_model import ModelSettings
+from bot.model.settings import ModelSettings
 from bot.storage import ContextEntry, InteractionRecord, Store, WorkLogEntry
 from bot.studio.channel import ChannelStudio
 from bot.studio.command import running
 from bot.studio.server import make_app
 from conversation.gold import Score, load_gold
+from conversation.log_contexts import select_contexts
 from conversation.log_source import LogSource
-from conversation.replay import select_contexts
 from conversation.settings import ContextSettings
 
 ROOT = Path(__file__).resolve().parents[1]

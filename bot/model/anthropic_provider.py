@@ -19,7 +19,7 @@ from anthropic import AsyncStream
 
 from bot.model.call import Call, Usage
 from bot.model.errors import ModelProtocolError
-from bot.settings_model import ModelSettings
+from bot.model.settings import ModelSettings
 from conversation.graph import MessageGraph
 
 _BREAKPOINT = {"type": "ephemeral"}

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from bot.model.errors import ModelStalledError
-from bot.settings_model import ModelSettings
+from bot.model.settings import ModelSettings
 
 DeltaCallback = Callable[[str], Awaitable[None]]
 """Receives each piece of answer text as it streams in (never an empty string)."""

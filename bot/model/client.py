@@ -34,7 +34,7 @@ from bot.model.errors import (
     ModelTimeoutError,
     sdk_error,
 )
-from bot.settings_model import ModelSettings
+from bot.model.settings import ModelSettings
 
 __all__ = ["Attempt", "Completion", "DeltaCallback", "ModelClient", "Usage"]
 

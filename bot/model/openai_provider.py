@@ -17,7 +17,7 @@ from openai import AsyncStream
 
 from bot.model.call import Call, Usage
 from bot.model.errors import ModelError, ModelProtocolError, ModelRejectedError, reported_error
-from bot.settings_model import ModelSettings
+from bot.model.settings import ModelSettings
 
 SAMPLING = ("temperature", "max_tokens", "top_p", "top_k", "presence_penalty",
             "frequency_penalty", "seed", "stop")  # fmt: skip

@@ -21,7 +21,7 @@ from typing import Any
 
 from bot.storage import explain as explain_mod
 from bot.storage import limits as limits_mod
-from bot.storage import reads, writes
+from bot.storage import mutations, reads
 from bot.storage.dialect import Db, connect_sqlite
 from bot.storage.errors import StoreError
 from bot.storage.models import (
@@ -33,7 +33,7 @@ from bot.storage.models import (
     PruneResult,
 )
 from bot.storage.schema import migrate
-from bot.storage.writer import Writer, rollback
+from bot.storage.writer_thread import Writer, rollback
 
 
 def _setup_sqlite(conn: Db) -> None:
@@ -134,7 +134,8 @@ class Store:
     async def record(self, interaction: InteractionRecord) -> str:
         """Store one interaction atomically; returns its id once it is committed."""
         await self._do(
-            lambda conn, cache: writes.insert_interaction(conn, cache, interaction), groupable=True
+            lambda conn, cache: mutations.insert_interaction(conn, cache, interaction),
+            groupable=True,
         )
         return interaction.id
 
@@ -149,7 +150,7 @@ class Store:
         """A Discord edit: a new version, the previous one superseded. Returns the version."""
         return int(
             await self._do(
-                lambda conn, _cache: writes.record_edit(
+                lambda conn, _cache: mutations.record_edit(
                     conn, message_id, channel_id, author_id, new_content, edited_at
                 )
             )
@@ -157,13 +158,13 @@ class Store:
 
     async def record_delete(self, message_id: int) -> bool:
         """A Discord deletion: the current version is invalidated. True if it was known."""
-        return bool(await self._do(lambda conn, _cache: writes.record_delete(conn, message_id)))
+        return bool(await self._do(lambda conn, _cache: mutations.record_delete(conn, message_id)))
 
     async def forget_user(self, user_id: int) -> ForgetResult:
         """Remove a person's text from every table, then from the disk itself (VACUUM)."""
 
-        def job(conn: Db, cache: writes.NodeCache) -> ForgetResult:
-            result = _exclusive(conn, cache, lambda: writes.forget_user(conn, cache, user_id))
+        def job(conn: Db, cache: mutations.NodeCache) -> ForgetResult:
+            result = _exclusive(conn, cache, lambda: mutations.forget_user(conn, cache, user_id))
             conn.dialect.scrub(conn)
             return result
 
@@ -177,7 +178,7 @@ class Store:
         """Drop interactions older than N days and the nodes only they used."""
         return await self._do(  # type: ignore[no-any-return]
             lambda conn, cache: _exclusive(
-                conn, cache, lambda: writes.prune(conn, cache, older_than_days)
+                conn, cache, lambda: mutations.prune(conn, cache, older_than_days)
             ),
             transactional=False,
         )
@@ -253,7 +254,7 @@ class Store:
             return reads.table_counts(conn)
 
 
-def _exclusive(conn: Db, cache: writes.NodeCache, work: Callable[[], Any]) -> Any:
+def _exclusive(conn: Db, cache: mutations.NodeCache, work: Callable[[], Any]) -> Any:
     """Run ``work`` in a transaction that excludes every other writer (it deletes nodes)."""
     conn.dialect.begin_exclusive(conn)
     try:

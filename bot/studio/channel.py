@@ -16,8 +16,8 @@ from pydantic import BaseModel, ValidationError
 
 from bot.config import Config
 from bot.config_errors import describe_errors
+from bot.model.settings import ModelSettings
 from bot.prompt_budget import PromptBudgeter
-from bot.settings_model import ModelSettings
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold

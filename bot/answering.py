@@ -25,8 +25,8 @@ from bot.model_client import (
     ModelContextTooLongError,
     ModelError,
 )
+from bot.posting import ReplyStreamer
 from bot.prompt_budget import PromptBudgeter
-from bot.replier import ReplyStreamer
 from bot.triggers import TriggerMessage
 from conversation.builder import ContextBuilder
 from conversation.cache import CacheRegistry

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.storage.dialect import Db, connect_sqlite
-from bot.storage.writes import NodeCache
+from bot.storage.mutations import NodeCache
 
 Job = Callable[[Any, NodeCache], Any]
 MAX_GROUP = 64
