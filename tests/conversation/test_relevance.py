@@ -14,8 +14,8 @@ from conversation.reader import ChannelReader
 from conversation.relevance import FEATURES, RELATIVE_FEATURES, Clue, load_model, words_of
 from conversation.relevance import clue_of as clue_of_message
 from conversation.settings import ContextSettings
+from tests.conversation.test_replay_tools import EXAMPLE, run_cli
 from tests.fakes.synthetic import busy_channel
-from tests.test_replay_tools import EXAMPLE, run_cli
 
 MINUTE = 60_000
 ASKER, HELPER, OTHER_A, OTHER_B = 1, 2, 3, 4
@@ -129,7 +129,7 @@ def test_replay_explains_each_message_with_its_score():
 
 
 def test_the_weights_file_is_package_data():
-    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert '"relevance_weights.json"' in pyproject
 
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from bot.storage import Store
 from conversation.dce import load_export
-from tests.fakes.discord_gateway import INTENT_GUILDS
-from tests.test_bot_e2e import (
+from tests.bot.test_bot_e2e import (
     ALICE,
     BEN,
     BOT_ID,
@@ -20,7 +19,8 @@ from tests.test_bot_e2e import (
     Harness,
     running_bot,
 )
-from tests.test_bot_e2e import _settled as settled
+from tests.bot.test_bot_e2e import _settled as settled
+from tests.fakes.discord_gateway import INTENT_GUILDS
 
 GUILD = "1300000000000000000"
 STAFF_ONLY = 1300000000000000050

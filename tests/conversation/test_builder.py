@@ -18,7 +18,7 @@ from conversation.selection import ContextSelection
 from conversation.settings import ContextSettings
 from tests.fakes.synthetic import busy_channel
 
-LOGS = Path(__file__).parent / "logs"
+LOGS = Path(__file__).resolve().parents[1] / "logs"
 
 
 async def build(

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conversation.text import clean_text
-from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, running_bot
-from tests.test_bot_e2e import _settled as settled
-from tests.test_replay_tools import EXAMPLE, run_cli
+from tests.bot.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, running_bot
+from tests.bot.test_bot_e2e import _settled as settled
+from tests.conversation.test_replay_tools import EXAMPLE, run_cli
 
 LONE = "\ud83d"
 

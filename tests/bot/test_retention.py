@@ -9,7 +9,7 @@ import bot.recording
 from bot.config import Config
 from bot.recording import open_recorder
 from bot.storage import Store, StoreError
-from tests.test_storage import make_record
+from tests.bot.test_storage import make_record
 
 DAY = timedelta(days=1)
 

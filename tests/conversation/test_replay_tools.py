@@ -12,7 +12,7 @@ import pytest
 from conversation.dce import ExportError, load_export, parse_export
 from conversation.log_source import LogSource
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "logs"
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 

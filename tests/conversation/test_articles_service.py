@@ -27,7 +27,7 @@ from conversation.articles import (
 )
 from conversation.settings import ArticleSettings
 
-PAGES = Path(__file__).parent / "pages"
+PAGES = Path(__file__).resolve().parents[1] / "pages"
 HUGE_BYTES = 50 * 1024 * 1024
 CHUNK = b"<p>" + b"filler text of a very long page " * 2040 + b"</p>\n"  # ~64 KiB
 

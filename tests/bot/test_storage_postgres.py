@@ -18,16 +18,16 @@ from bot.cli import main as cli_main
 from bot.storage import MIGRATIONS, Store, StoreError
 from bot.storage.postgres import connect_postgres
 from bot.storage.schema import migrate, schema_version
-from tests.test_storage import make_record
+from tests.bot.test_storage import make_record
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # A process recording interactions whose histories overlap with the other process's (the same
 # new nodes inserted from both sides at once), printing each id once it is committed.
 WRITER = r"""
 import asyncio, sys
 from bot.storage import Store
-from tests.test_storage import make_record
+from tests.bot.test_storage import make_record
 
 async def main(url, who, total):
     async with Store.open_url(url) as store:

@@ -11,9 +11,9 @@ from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
 from conversation.selection import ContextSelection, Reason
 from conversation.slim import CachedMessage, Slimmer
-from tests.test_materialize import ALICE, BOB, CHANNEL, ROLE, export, message, user
+from tests.conversation.test_materialize import ALICE, BOB, CHANNEL, ROLE, export, message, user
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOGS = [ROOT / "examples" / "support-channel.json", *sorted((ROOT / "tests" / "logs").glob("*"))]
 
 

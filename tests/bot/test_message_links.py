@@ -20,11 +20,11 @@ from conversation.log_source import LogSource
 from conversation.message_links import MessageLink, message_links
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
+from tests.bot.test_bot_e2e import make_config, sent_contents
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
-from tests.test_bot_e2e import make_config, sent_contents
 
-LOGS = Path(__file__).parent / "logs"
+LOGS = Path(__file__).resolve().parents[1] / "logs"
 GUILD, GENERAL, RANDOM = 400000000000000001, 500000000000000001, 500000000000000002
 BOT_ID, ALICE, BOB = 1100000000000000001, 200000000000000001, 200000000000000002
 SPACES = 1213065949347840000  # carol: "spaces", in #random

@@ -14,7 +14,7 @@ from conversation.materialize import MaterializeOptions, Materializer, render_sy
 from conversation.selection import ContextSelection, Reason
 from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOT, ALICE, BOB, OTHER_BOB = 42, 100, 101, 102
 GUILD, CHANNEL, ROLE, OTHER_CHANNEL = 900, 901, 902, 903
 T0 = datetime(2024, 5, 6, 9, 0, tzinfo=UTC)

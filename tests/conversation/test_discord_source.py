@@ -81,7 +81,7 @@ async def test_cold_build_costs_what_the_fake_saw(fake_discord, channel):
 
 
 def test_module_does_not_touch_bot():
-    text = Path(__file__).resolve().parents[1].joinpath("conversation").rglob("*.py")
+    text = Path(__file__).resolve().parents[2].joinpath("conversation").rglob("*.py")
     offenders = [
         p.name for p in text if "from bot" in p.read_text() or "import bot" in p.read_text()
     ]

@@ -10,8 +10,8 @@ from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store, render_text
 from conversation.budget import Budget, FittedPrompt
 from conversation.node import MessageNode
+from tests.bot.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, DEV, ELI, _settled, running_bot
 from tests.fakes.openai_server import count_tokens
-from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, DEV, ELI, _settled, running_bot
 
 WORDS = [
     "replication",

@@ -19,6 +19,7 @@ from bot.model_client import (
     ModelServerError,
     ModelStalledError,
 )
+from tests.bot.test_model_client import Collector
 from tests.fakes.anthropic_server import (
     Answer,
     BrokenStream,
@@ -27,7 +28,6 @@ from tests.fakes.anthropic_server import (
     Overloaded,
     RateLimited,
 )
-from tests.test_model_client import Collector
 
 PIXEL = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAE"

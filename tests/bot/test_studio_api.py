@@ -25,7 +25,7 @@ from conversation.log_contexts import select_contexts
 from conversation.log_source import LogSource
 from conversation.settings import ContextSettings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 GOLD = ROOT / "examples" / "support-channel.gold.json"
 

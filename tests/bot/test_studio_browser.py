@@ -22,9 +22,9 @@ from bot.studio.channel import ChannelStudio
 from bot.studio.command import running
 from bot.studio.server import make_app
 from conversation.settings import ContextSettings
-from tests.test_studio_api import make_record
+from tests.bot.test_studio_api import make_record
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -22,7 +22,7 @@ from bot.run import run_bot
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Answer, Fail, FakeOpenAI
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DM_CHANNEL, ALICE = 500000000000000099, 200000000000000001
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 CHANNEL = 1300000000000000001

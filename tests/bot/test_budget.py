@@ -250,8 +250,8 @@ async def test_real_attachment_is_found_and_shortened(tmp_path):
 
     from conversation.materialize import MaterializeOptions, Materializer
     from conversation.selection import ContextSelection
+    from tests.conversation.test_materialize import ALICE, BOT, CHANNEL, export, message, user
     from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
-    from tests.test_materialize import ALICE, BOT, CHANNEL, export, message, user
 
     async def notes(request: web.Request) -> web.Response:
         return web.Response(text="a line of the log <embedding>\n" * 200, content_type="text/plain")

@@ -7,8 +7,7 @@ import json
 
 from bot.cli import main
 from bot.storage import Store
-from tests.fakes.discord_gateway import INTENT_GUILD_MESSAGES
-from tests.test_bot_e2e import (
+from tests.bot.test_bot_e2e import (
     ALICE,
     BEN,
     BOT_ID,
@@ -19,6 +18,7 @@ from tests.test_bot_e2e import (
     _settled,
     running_bot,
 )
+from tests.fakes.discord_gateway import INTENT_GUILD_MESSAGES
 
 
 async def ask(bot, author: int, text: str, **kwargs) -> dict:

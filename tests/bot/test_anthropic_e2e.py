@@ -14,9 +14,9 @@ from bot.model_client import ModelClient
 from bot.recording import InteractionRecorder
 from bot.storage import Store
 from conversation.graph import MessageGraph
+from tests.bot.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, _settled
 from tests.fakes.anthropic_server import Fail, FakeAnthropic, Overloaded
 from tests.fakes.discord_server import FakeDiscord
-from tests.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, _settled
 
 PERSONA = "You are {bot_name}, answering in #{channel}."  # no {now}: the same prefix every minute
 
