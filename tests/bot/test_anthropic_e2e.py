@@ -14,9 +14,9 @@ from bot.model_client import ModelClient
 from bot.recording import InteractionRecorder
 from bot.storage import Store
 from conversation.graph import MessageGraph
-from tests.bot.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, _settled
 from tests.fakes.anthropic_server import Fail, FakeAnthropic, Overloaded
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, settled
 
 PERSONA = "You are {bot_name}, answering in #{channel}."  # no {now}: the same prefix every minute
 
@@ -75,9 +75,9 @@ async def test_answers_through_the_messages_api_and_records_what_it_was_built_fr
             reply = await bot.answer_to(
                 CHANNEL, CHLOE, f"<@{BOT_ID}> how long does the link mode take?"
             )
-            await _settled(bot)
+            await settled(bot)
             second = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> and the copy mode?")
-            await _settled(bot)
+            await settled(bot)
             first_request, second_request = bot.model.message_requests
             shown = bot.discord.message(CHANNEL, int(reply["id"]))["content"]
         exported = list(store.export())
@@ -107,7 +107,7 @@ async def test_overloaded_claude_gets_one_short_line_then_recovers():
         bot.model.queue(Overloaded(), Overloaded())
         reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> are you there?")
         assert reply["content"] == "*The model is overloaded right now, try again in a minute.*"
-        await _settled(bot)
+        await settled(bot)
         reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> and now?")
         assert reply["content"].startswith("echo:")
         assert len(bot.model.message_requests) == 3
@@ -117,7 +117,7 @@ async def test_prompt_too_long_for_claude_is_rebuilt_smaller_and_answered():
     async with claude_bot(context_tokens=200000) as bot:
         bot.model.queue(Fail(400, "prompt is too long: 1500 tokens > 600 maximum"))
         reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> summarise the thread please")
-        await _settled(bot)
+        await settled(bot)
         refused, accepted = bot.model.message_requests
     assert reply["content"].startswith("echo:")
     assert len(json.dumps(accepted.body["messages"])) < len(json.dumps(refused.body["messages"]))

@@ -3,96 +3,37 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import nextcord
 import pytest
 
-from bot.app import ThreadwiseClient
-from bot.config import Config
-from bot.model_client import ModelClient
-from bot.recording import InteractionRecorder
 from bot.run import run_bot
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.harness import (
+    ALICE,
+    BEN,
+    BOT_ID,
+    CHANNEL,
+    CHLOE,
+    DEV,
+    DM_CHANNEL,
+    ELI,
+    ROOT,
+    Harness,
+    make_config,
+    running_bot,
+    sent_contents,
+    settled,
+)
 from tests.fakes.openai_server import Answer, Fail, FakeOpenAI
-
-ROOT = Path(__file__).resolve().parents[2]
-DM_CHANNEL, ALICE = 500000000000000099, 200000000000000001
-EXAMPLE = ROOT / "examples" / "support-channel.json"
-CHANNEL = 1300000000000000001
-BOT_ID = 1300000000000000100
-CHLOE, DEV, ELI, BEN = (1300000000000000103, 1300000000000000104, 1300000000000000105,
-                        1300000000000000102)  # fmt: skip
-
-
-@dataclass
-class Harness:
-    discord: FakeDiscord
-    model: FakeOpenAI
-    client: ThreadwiseClient
-
-    async def answer_to(self, *args: Any, **kwargs: Any) -> dict:
-        """A user speaks; returns the bot's first message after it."""
-        said = await self.discord.user_says(*args, **kwargs)
-        return await self.discord.wait_for_bot_message(
-            int(said["channel_id"]), after=int(said["id"]), timeout=10
-        )
-
-    def example_ids(self) -> dict[str, int]:
-        export = json.loads(EXAMPLE.read_text())
-        return {m["content"][:24]: int(m["id"]) for m in export["messages"]}
-
-
-def make_config(discord: FakeDiscord, fake_model: FakeOpenAI, **sections: dict) -> Config:
-    data: dict[str, dict] = {
-        "discord": {"token": discord.token, "api_base": discord.api_base,
-                    "guild_ready_timeout": 0.1},
-        "model": {"base_url": fake_model.url, "name": "fake-model", "max_retries": 1,
-                  "retry_base_seconds": 0.01, "idle_timeout_seconds": 5, "timeout_seconds": 20},
-        "articles": {"enabled": False},
-        "triggers": {"burst_window_seconds": 0.05},
-        "replies": {"edit_interval_seconds": 0.2},
-    }  # fmt: skip
-    for section, values in sections.items():
-        data.setdefault(section, {}).update(values)
-    return Config.model_validate(data)
-
-
-@contextlib.asynccontextmanager
-async def running_bot(
-    store: Any = None, fake_model: dict | None = None, **sections: dict
-) -> AsyncIterator[Harness]:
-    async with (
-        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord,
-        FakeOpenAI(**(fake_model or {})) as fake,
-    ):
-        await discord.load_log(EXAMPLE)
-        config = make_config(discord, fake, **sections)
-        async with ModelClient(config.model) as model_client:
-            recorder = InteractionRecorder(store, config) if store is not None else None
-            client = ThreadwiseClient(
-                config, articles=None, model=model_client, recorder=recorder, store=store
-            )
-            with discord.nextcord_pointed_here():
-                async with discord.running(client) as ready:
-                    yield Harness(discord=discord, model=fake, client=ready)
-        assert not discord.server_errors, discord.server_errors
 
 
 @pytest.fixture
 async def bot() -> AsyncIterator[Harness]:
     async with running_bot() as harness:
         yield harness
-
-
-def sent_contents(request_messages: list[dict]) -> str:
-    return "\n".join(str(m["content"]) for m in request_messages)
 
 
 async def test_mention_in_busy_channel_sends_the_right_context(bot: Harness):
@@ -167,7 +108,7 @@ async def test_everyone_in_the_answer_pings_no_one(bot: Harness):
     reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> announce it")
     post = bot.discord.requests_to("POST", f"/channels/{CHANNEL}/messages")[-1]
     assert post.body["allowed_mentions"] == {"parse": []}  # replied_user unset: not pinged
-    await _settled(bot)
+    await settled(bot)
     final = bot.discord.message(CHANNEL, int(reply["id"]))
     assert "@\u200beveryone look at this" in final["content"]
     assert final["mention_everyone"] is False and final["mention_roles"] == []
@@ -182,7 +123,7 @@ async def test_long_answer_arrives_split_at_boundaries(bot: Harness):
     bot.model.queue(Answer(text=text, chunk_chars=400))
     said = await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> write a lot")
     await bot.discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=10)
-    await _settled(bot)
+    await settled(bot)
     posted = [m["content"] for m in bot.discord.bot_messages(CHANNEL, after=int(said["id"]))]
     assert len(posted) >= 3
     assert all(len(content) <= 2000 for content in posted)
@@ -195,7 +136,7 @@ async def test_model_failure_then_recovery(bot: Harness):
     bot.model.queue(Fail(status=503), Fail(status=503))
     reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> are you there?")
     assert reply["content"] == "*The model server had a problem, try again in a minute.*"
-    await _settled(bot)
+    await settled(bot)
     reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> and now?")
     assert reply["content"].startswith("echo:")
 
@@ -204,7 +145,7 @@ async def test_history_forbidden_still_answers_with_a_note(bot: Harness):
     bot.discord.forbid_history(CHANNEL)
     bot.client.caches._caches.clear()  # a cold cache: history must be read over REST
     reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> what did I miss?")
-    await _settled(bot)
+    await settled(bot)
     final = bot.discord.message(CHANNEL, int(reply["id"]))
     assert "can't read this channel's history" in final["content"]
     assert final["content"].startswith("echo:")
@@ -226,7 +167,7 @@ async def test_gateway_reconnect_mid_conversation(bot: Harness):
         await asyncio.sleep(0.05)
     assert bot.discord.gateway.resume_count == 1
     reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> second, after the reconnect")
-    await _settled(bot)
+    await settled(bot)
     final = bot.discord.message(CHANNEL, int(reply["id"]))
     assert "second, after the reconnect" in final["content"]
 
@@ -244,17 +185,9 @@ async def test_a_burst_gets_one_answer():
         for text in ("hey", "one more thing", "actually, a question"):
             last = await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> {text}")
         await bot.discord.wait_for_bot_message(CHANNEL, after=int(last["id"]), timeout=10)
-        await _settled(bot)
+        await settled(bot)
         assert len(bot.model.chat_requests) == 1
         assert "actually, a question" in sent_contents(bot.model.chat_requests[0].messages)
-
-
-async def _settled(bot: Harness) -> None:
-    """Wait until the bot has no answer in progress."""
-    for _ in range(100):
-        if not bot.client._tasks:
-            return
-        await asyncio.sleep(0.05)
 
 
 async def test_refused_message_content_intent_is_explained(tmp_path, capsys):
@@ -278,7 +211,7 @@ async def test_secrets_never_reach_the_logs(caplog):
         await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> hello")
         bot.model.queue(Fail(status=401))
         await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> again")
-        await _settled(bot)
+        await settled(bot)
         token = bot.discord.token
         assert bot.model.chat_requests[0].headers["Authorization"] == f"Bearer {secret_key}"
     ours = "\n".join(
@@ -294,7 +227,7 @@ async def test_an_answer_full_of_mass_mentions_loses_no_text(bot: Harness):
     bot.model.queue(Answer(text=text))
     said = await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> ping them all")
     await bot.discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=10)
-    await _settled(bot)
+    await settled(bot)
     posted = [m["content"] for m in bot.discord.bot_messages(CHANNEL, after=int(said["id"]))]
     assert all(len(content) <= 2000 for content in posted)
     joined = " ".join(posted)

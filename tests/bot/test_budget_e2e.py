@@ -10,7 +10,7 @@ from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store, render_text
 from conversation.budget import Budget, FittedPrompt
 from conversation.node import MessageNode
-from tests.bot.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, DEV, ELI, _settled, running_bot
+from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, DEV, ELI, running_bot, settled
 from tests.fakes.openai_server import count_tokens
 
 WORDS = [
@@ -69,7 +69,7 @@ async def test_long_conversation_is_cut_to_the_window(tmp_path):
             reply = await bot.answer_to(
                 CHANNEL, CHLOE, f"<@{BOT_ID}> is this still true?", reply_to=int(target["id"])
             )
-            await _settled(bot)
+            await settled(bot)
             requests = bot.model.chat_requests
             explanation = await store.explain_async(int(reply["id"]))
             command = await bot.discord.invoke_command(CHANNEL, CHLOE, "context")
@@ -113,7 +113,7 @@ async def test_context_too_long_is_recovered_and_the_window_remembered(tmp_path,
             reply = await bot.answer_to(
                 CHANNEL, CHLOE, f"<@{BOT_ID}> summarise please", reply_to=int(said[5]["id"])
             )
-            await _settled(bot)
+            await settled(bot)
             requests = bot.model.chat_requests
             config = bot.client.config
         exported = list(store.export())

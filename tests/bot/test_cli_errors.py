@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conversation.test_replay_tools import EXAMPLE, run_cli
+from tests.fakes.harness import EXAMPLE, run_cli
 
 TOO_BIG = str(2**70)
 

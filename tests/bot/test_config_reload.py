@@ -19,8 +19,8 @@ from bot.config_reload import ConfigWatcher, effective_config, is_live
 from bot.run import serve
 from conversation.articles.service import ArticleService
 from conversation.settings import ContextSettings
-from tests.bot.test_bot_e2e import BEN, BOT_ID, CHANNEL, EXAMPLE
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.harness import BEN, BOT_ID, CHANNEL, EXAMPLE
 from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from bot.storage import Store
 from conversation.dce import load_export
-from tests.bot.test_bot_e2e import (
+from tests.fakes.discord_gateway import INTENT_GUILDS
+from tests.fakes.harness import (
     ALICE,
     BEN,
     BOT_ID,
@@ -18,9 +19,8 @@ from tests.bot.test_bot_e2e import (
     ROOT,
     Harness,
     running_bot,
+    settled,
 )
-from tests.bot.test_bot_e2e import _settled as settled
-from tests.fakes.discord_gateway import INTENT_GUILDS
 
 GUILD = "1300000000000000000"
 STAFF_ONLY = 1300000000000000050

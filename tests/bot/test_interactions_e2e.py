@@ -7,7 +7,8 @@ import json
 
 from bot.cli import main
 from bot.storage import Store
-from tests.bot.test_bot_e2e import (
+from tests.fakes.discord_gateway import INTENT_GUILD_MESSAGES
+from tests.fakes.harness import (
     ALICE,
     BEN,
     BOT_ID,
@@ -15,15 +16,14 @@ from tests.bot.test_bot_e2e import (
     CHLOE,
     DM_CHANNEL,
     ROOT,
-    _settled,
     running_bot,
+    settled,
 )
-from tests.fakes.discord_gateway import INTENT_GUILD_MESSAGES
 
 
 async def ask(bot, author: int, text: str, **kwargs) -> dict:
     reply = await bot.answer_to(CHANNEL, author, f"<@{BOT_ID}> {text}", **kwargs)
-    await _settled(bot)
+    await settled(bot)
     return bot.discord.message(CHANNEL, int(reply["id"]))  # as it stands after streaming
 
 
@@ -101,10 +101,10 @@ async def test_bulk_delete_invalidates_like_a_single_delete(tmp_path):
     with Store.open(tmp_path / "store.sqlite3") as store:
         async with running_bot(store=store) as bot:
             single = int((await bot.discord.user_says(CHANNEL, CHLOE, f"<@{BOT_ID}> one"))["id"])
-            await _settled(bot)
+            await settled(bot)
             bulk = int((await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> two"))["id"])
             await bot.discord.wait_for_bot_message(CHANNEL, after=bulk, timeout=10)
-            await _settled(bot)
+            await settled(bot)
             await bot.discord.delete_message(CHANNEL, single)
             guild_id = bot.discord.message(CHANNEL, bulk)["guild_id"]
             bot.discord.state.delete_message(CHANNEL, bulk)
@@ -128,7 +128,7 @@ async def test_an_edit_in_a_dm_reaches_the_cache_and_the_store(tmp_path):
             await bot.discord.load_log(ROOT / "tests" / "logs" / "dm_with_threadwise.json")
             said = await bot.discord.user_says(DM_CHANNEL, ALICE, "the port is 5432?")
             await bot.discord.wait_for_bot_message(DM_CHANNEL, after=int(said["id"]), timeout=10)
-            await _settled(bot)
+            await settled(bot)
             trigger = int(said["id"])
             await bot.discord.edit_message(DM_CHANNEL, trigger, "the port is 6543?")
             for _ in range(50):

@@ -20,8 +20,8 @@ from conversation.log_source import LogSource
 from conversation.message_links import MessageLink, message_links
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
-from tests.bot.test_bot_e2e import make_config, sent_contents
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.harness import make_config, sent_contents
 from tests.fakes.openai_server import FakeOpenAI
 
 LOGS = Path(__file__).resolve().parents[1] / "logs"
@@ -110,7 +110,7 @@ async def linked_guild(
         assert not discord.server_errors, discord.server_errors
 
 
-async def _settled(client: ThreadwiseClient) -> None:
+async def settled(client: ThreadwiseClient) -> None:
     """Until the bot has no answer in progress (and so has recorded the last one)."""
     for _ in range(100):
         if not client._tasks:
@@ -141,7 +141,7 @@ async def test_a_channel_the_asker_cannot_view_is_not_read(tmp_path):
         async with linked_guild(hidden, store) as (discord, fake, client):
             link = f"https://discord.com/channels/{GUILD}/{RANDOM}/{SPACES}"
             prompt = await _ask(discord, fake, f"what did they say? {link}")
-            await _settled(client)
+            await settled(client)
             assert "heretic" not in prompt and "\nspaces" not in prompt
             assert not discord.requests_to("GET", f"/channels/{RANDOM}/messages/{SPACES}")
             # The explanation (/context, explain) says what was left out and why.

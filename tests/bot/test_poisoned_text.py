@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from conversation.text import clean_text
-from tests.bot.test_bot_e2e import BEN, BOT_ID, CHANNEL, CHLOE, running_bot
-from tests.bot.test_bot_e2e import _settled as settled
-from tests.conversation.test_replay_tools import EXAMPLE, run_cli
+from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, run_cli, running_bot, settled
 
 LONE = "\ud83d"
 

@@ -6,8 +6,7 @@ import json
 
 from bot.posting import CUT_NOTE
 from bot.storage import Store
-from tests.bot.test_bot_e2e import BEN, BOT_ID, CHANNEL, running_bot
-from tests.bot.test_bot_e2e import _settled as settled
+from tests.fakes.harness import BEN, BOT_ID, CHANNEL, running_bot, settled
 from tests.fakes.openai_server import Answer
 
 

@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from conversation.dce import ExportError, load_export, parse_export
 from conversation.log_source import LogSource
+from tests.fakes.harness import EXAMPLE, ROOT, run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "logs"
-EXAMPLE = ROOT / "examples" / "support-channel.json"
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
 
 
 # ---------------------------------------------------------------------------- broken exports

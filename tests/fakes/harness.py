@@ -1,0 +1,110 @@
+"""The whole bot against the fakes: a running ``ThreadwiseClient`` on the fake Discord and the
+fake model (``running_bot``), and the CLI as an operator runs it (``run_cli``).
+
+Shared by the end-to-end tests of ``tests/bot/`` and ``tests/conversation/``; the ids are those of
+``examples/support-channel.json``, which every running bot starts with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.app import ThreadwiseClient
+from bot.config import Config
+from bot.model_client import ModelClient
+from bot.recording import InteractionRecorder
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openai_server import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[2]
+DM_CHANNEL, ALICE = 500000000000000099, 200000000000000001
+EXAMPLE = ROOT / "examples" / "support-channel.json"
+CHANNEL = 1300000000000000001
+BOT_ID = 1300000000000000100
+CHLOE, DEV, ELI, BEN = (1300000000000000103, 1300000000000000104, 1300000000000000105,
+                        1300000000000000102)  # fmt: skip
+
+
+@dataclass
+class Harness:
+    discord: FakeDiscord
+    model: FakeOpenAI
+    client: ThreadwiseClient
+
+    async def answer_to(self, *args: Any, **kwargs: Any) -> dict:
+        """A user speaks; returns the bot's first message after it."""
+        said = await self.discord.user_says(*args, **kwargs)
+        return await self.discord.wait_for_bot_message(
+            int(said["channel_id"]), after=int(said["id"]), timeout=10
+        )
+
+    def example_ids(self) -> dict[str, int]:
+        export = json.loads(EXAMPLE.read_text())
+        return {m["content"][:24]: int(m["id"]) for m in export["messages"]}
+
+
+def make_config(discord: FakeDiscord, fake_model: FakeOpenAI, **sections: dict) -> Config:
+    data: dict[str, dict] = {
+        "discord": {"token": discord.token, "api_base": discord.api_base,
+                    "guild_ready_timeout": 0.1},
+        "model": {"base_url": fake_model.url, "name": "fake-model", "max_retries": 1,
+                  "retry_base_seconds": 0.01, "idle_timeout_seconds": 5, "timeout_seconds": 20},
+        "articles": {"enabled": False},
+        "triggers": {"burst_window_seconds": 0.05},
+        "replies": {"edit_interval_seconds": 0.2},
+    }  # fmt: skip
+    for section, values in sections.items():
+        data.setdefault(section, {}).update(values)
+    return Config.model_validate(data)
+
+
+@contextlib.asynccontextmanager
+async def running_bot(
+    store: Any = None, fake_model: dict | None = None, **sections: dict
+) -> AsyncIterator[Harness]:
+    async with (
+        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord,
+        FakeOpenAI(**(fake_model or {})) as fake,
+    ):
+        await discord.load_log(EXAMPLE)
+        config = make_config(discord, fake, **sections)
+        async with ModelClient(config.model) as model_client:
+            recorder = InteractionRecorder(store, config) if store is not None else None
+            client = ThreadwiseClient(
+                config, articles=None, model=model_client, recorder=recorder, store=store
+            )
+            with discord.nextcord_pointed_here():
+                async with discord.running(client) as ready:
+                    yield Harness(discord=discord, model=fake, client=ready)
+        assert not discord.server_errors, discord.server_errors
+
+
+def sent_contents(request_messages: list[dict]) -> str:
+    return "\n".join(str(m["content"]) for m in request_messages)
+
+
+async def settled(bot: Harness) -> None:
+    """Wait until the bot has no answer in progress."""
+    for _ in range(100):
+        if not bot.client._tasks:
+            return
+        await asyncio.sleep(0.05)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m bot ARGS`` from the repository root, as an operator types it."""
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
