@@ -347,8 +347,8 @@ class Snapshot(Sequence[MessageView]):
     """The messages of one moment, exactly as a model saw them: O(1) to take, never changes.
 
     Indexing gives read-only ``MessageView``s; contiguous slices are snapshots too (O(1)).
-    Equality follows the graph's (role and content, as in the seed); the hash agrees with it and
-    is computed once.
+    Equality follows the graph's (role and content, as in the original design); the hash agrees
+    with it and is computed once.
     """
 
     __slots__ = ("_digest", "_hash", "_ids", "_nodes", "_start", "_stop")
