@@ -219,21 +219,36 @@ def record_edit(
             (message_id,),
         ).fetchone()
         author_id = int(known[0]) if known else None
-    row = conn.execute(
-        "SELECT MAX(version) FROM message_versions WHERE message_id = ?", (message_id,)
-    ).fetchone()
-    latest = int(row[0] or 0)
-    new_version = latest + 1
+    # Another process may be adding this message's first version right now (recording a
+    # context that holds it): its row is invisible until it commits, so the number read here
+    # can be taken. The insert then does nothing, and the next number is read again.
+    for _ in range(5):
+        row = conn.execute(
+            "SELECT MAX(version) FROM message_versions WHERE message_id = ?", (message_id,)
+        ).fetchone()
+        new_version = int(row[0] or 0) + 1
+        cursor = conn.execute(
+            "INSERT INTO message_versions (message_id, version, channel_id, author_id, node_id, "
+            "content, state, superseded_by, edited_at, recorded_at) "
+            "VALUES (?, ?, ?, ?, NULL, ?, 'active', NULL, ?, ?) ON CONFLICT DO NOTHING",
+            (
+                message_id,
+                new_version,
+                channel_id,
+                author_id,
+                new_content,
+                to_db(edited_at),
+                now_db(),
+            ),
+        )
+        if cursor.rowcount:
+            break
+    else:
+        raise StoreError(f"message {message_id}: could not number its new version")
     conn.execute(
         "UPDATE message_versions SET state = 'superseded', superseded_by = ? "
-        "WHERE message_id = ? AND state = 'active'",
-        (new_version, message_id),
-    )
-    conn.execute(
-        "INSERT INTO message_versions (message_id, version, channel_id, author_id, node_id, "
-        "content, state, superseded_by, edited_at, recorded_at) "
-        "VALUES (?, ?, ?, ?, NULL, ?, 'active', NULL, ?, ?)",
-        (message_id, new_version, channel_id, author_id, new_content, to_db(edited_at), now_db()),
+        "WHERE message_id = ? AND state = 'active' AND version < ?",
+        (new_version, message_id, new_version),
     )
     return new_version
 

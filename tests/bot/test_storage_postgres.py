@@ -18,7 +18,7 @@ from bot.cli import main as cli_main
 from bot.storage import MIGRATIONS, Store, StoreError
 from bot.storage.postgres import connect_postgres
 from bot.storage.schema import migrate, schema_version
-from tests.bot.test_storage import make_record
+from tests.bot.test_storage import NOW, make_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,3 +165,27 @@ async def test_the_writer_reconnects_after_the_server_dropped_it(postgres_url: s
         await store.record(make_record(3, [(3, 1, "after")]))
         texts = "\n".join(store.export_lines())
     assert "before" in texts and "after" in texts and "lost with" not in texts
+
+
+async def test_an_edit_racing_a_first_sighting_takes_the_next_version(postgres_url: str) -> None:
+    """Another process records the message's first version while an edit of it comes in: the
+    edit waits for it and becomes version 2 instead of failing on a taken number."""
+    import psycopg
+
+    async with Store.open_url(postgres_url) as store:
+        other = psycopg.connect(postgres_url)  # a transaction, as another process's writer
+        try:
+            other.execute(
+                "INSERT INTO message_versions (message_id, version, channel_id, author_id, "
+                "node_id, content, state, superseded_by, edited_at, recorded_at) "
+                "VALUES (77, 1, 10, 1, NULL, NULL, 'active', NULL, NULL, '2025-01-01')"
+            )
+            edit = asyncio.create_task(store.record_edit(77, 10, 1, "edited", NOW))
+            await asyncio.sleep(0.5)
+            assert not edit.done()  # waiting on the uncommitted first version
+            other.commit()
+            assert await asyncio.wait_for(edit, 10) == 2
+        finally:
+            other.close()
+        states = [(v.version, v.state) for v in store.message_versions(77)]
+    assert states == [(1, "superseded"), (2, "active")]
