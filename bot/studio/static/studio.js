@@ -322,7 +322,7 @@ function timelineRow(message) {
 
 function reasonLabel(reason) {
   const score = reason.score === null || reason.score === undefined ? "" : ` · ${reason.score.toFixed(2)}`;
-  if (reason.via === null) return (reason.kind === "linear" ? "recent" : reason.kind) + score;
+  if (reason.via === null) return reason.kind + score;
   const via = state.byId.get(reason.via);
   return (via ? `${reason.kind} via ${via.author} ${hhmm(via.time)}` : `${reason.kind} via ${reason.via}`) + score;
 }
