@@ -43,8 +43,11 @@ class PromptBudgeter:
     def budget(self, model: str | None = None) -> Budget:
         """Configured window (or the smaller one a server stated), minus the answer's reserve."""
         window = self.settings.context_tokens
-        learned = self.limits(model).window
-        if learned is not None:
+        limits = self.limits(model)
+        # A window learned under another context_tokens is the operator's to overrule (a
+        # server restarted with a larger window); windows stored without it are kept.
+        learned = limits.window
+        if learned is not None and limits.window_for in (None, window):
             window = min(window, learned)
         reserve = self.settings.answer_reserve
         if reserve >= window:  # a learned window smaller than the configured reserve
@@ -69,7 +72,9 @@ class PromptBudgeter:
         model = self.settings.name
         limits = self.limits(model)
         if error.window is not None and error.window < self.budget(model).window:
-            limits = limits.model_copy(update={"window": error.window})
+            limits = limits.model_copy(
+                update={"window": error.window, "window_for": self.settings.context_tokens}
+            )
             self._limits[model] = limits
             log.warning(
                 "model %s has a context window of %d tokens, smaller than [model] "

@@ -22,23 +22,28 @@ class ModelLimits(BaseModel):
     ratio: float = Field(1.0, gt=0)
     samples: int = Field(0, ge=0)
     window: int | None = Field(None, gt=0)
+    window_for: int | None = Field(
+        None, gt=0, description="The configured context_tokens when the window was learned."
+    )
 
 
 def load(conn: Db) -> dict[str, ModelLimits]:
     return {
-        model: ModelLimits(model=model, ratio=ratio, samples=samples, window=window)
-        for model, ratio, samples, window in conn.execute(
+        model: ModelLimits(
+            model=model, ratio=ratio, samples=samples, window=window, window_for=window_for
+        )
+        for model, ratio, samples, window, window_for in conn.execute(
             # "window" is quoted: PostgreSQL reserves the word.
-            'SELECT model, ratio, samples, "window" FROM model_limits'
+            'SELECT model, ratio, samples, "window", window_for FROM model_limits'
         )
     }
 
 
 def save(conn: Db, limits: ModelLimits) -> None:
     conn.execute(
-        'INSERT INTO model_limits (model, ratio, samples, "window", updated_at) '
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET ratio = excluded.ratio, "
+        'INSERT INTO model_limits (model, ratio, samples, "window", window_for, updated_at) '
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET ratio = excluded.ratio, "
         'samples = excluded.samples, "window" = excluded."window", '
-        "updated_at = excluded.updated_at",
-        (limits.model, limits.ratio, limits.samples, limits.window, now_db()),
+        "window_for = excluded.window_for, updated_at = excluded.updated_at",
+        (limits.model, limits.ratio, limits.samples, limits.window, limits.window_for, now_db()),
     )

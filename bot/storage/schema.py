@@ -126,6 +126,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID""",
         "CREATE INDEX context_names_user ON context_names (user_id)",
     ),
+    # The [model] context_tokens in force when a window was learned: an operator who changes
+    # it (the server was given a larger window) starts from the configured one again.
+    ("ALTER TABLE model_limits ADD COLUMN window_for INTEGER",),
 )
 
 

@@ -168,6 +168,9 @@ async def test_budgeter_learns_and_remembers(tmp_path):
         small = FittedPrompt(nodes=nodes, tokens=[0, 0], total=1500, budget=smaller)
         bare = await budgeter.after_overflow(ModelContextTooLongError("too long"), small)
         again = PromptBudgeter(settings, store)  # a restart
+        # The operator gave the server a larger window and said so: the learned one is dropped.
+        larger = settings.model_copy(update={"context_tokens": 16384})
+        assert PromptBudgeter(larger, store).budget().window == 16384
     assert smaller == Budget(window=3000, reserve=1024)
     assert bare.limit == 1050  # nothing stated: ask for 30% less than was refused
     assert again.budget().window == 3000
