@@ -530,14 +530,20 @@ async def test_forget_reaches_edits_recorded_without_an_author(store: Store, bac
 async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(
     store: Store, backend: Backend
 ):
+    # The secret is long enough not to turn up by chance in binary pages (ids, timestamps).
     alice, bob = 1, 2
     # Alice asks (trigger 3); the bot's answer (message 600) quotes her.
     await store.record(
-        make_record(3, [(3, alice, "my pin is 4242")], answer="Your pin is 4242", answer_ids=(600,))
+        make_record(
+            3,
+            [(3, alice, "my pin is PIN-4242-QX")],
+            answer="Your pin is PIN-4242-QX",
+            answer_ids=(600,),
+        )
     )
     # Later Bob's interaction has that answer in its context, as the assistant's turn.
     later = make_record(9, [(9, bob, "what did the bot say?")])
-    turn = {"role": "assistant", "content": "Your pin is 4242"}
+    turn = {"role": "assistant", "content": "Your pin is PIN-4242-QX"}
     entry = ContextEntry(message_id=600, author_id=BOT_ID, reasons=["linear"])
     later = later.model_copy(
         update={
@@ -547,8 +553,8 @@ async def test_forget_reaches_the_bots_answers_to_them_in_later_contexts(
     )
     await store.record(later)
     await store.forget_user(alice)
-    assert "4242" not in json.dumps(list(store.export()))
-    assert b"4242" not in backend.raw_bytes()
+    assert "PIN-4242-QX" not in json.dumps(list(store.export()))
+    assert b"PIN-4242-QX" not in backend.raw_bytes()
     assert any("what did the bot say?" in json.dumps(line) for line in store.export())
 
 
