@@ -481,7 +481,7 @@ class StreamingSplitter:
             if visible is not None:
                 self._content_end = visible + 1
                 if self._start is None:
-                    self._start = text.rfind("\n", 0, _first_visible(text, len(old))) + 1
+                    self._start = _first_start(text)  # nothing before ``old`` was visible
         self._text = text
         return _Splitter(
             text,
@@ -532,9 +532,3 @@ def _last_visible(text: str, since: int) -> int | None:
         if not text[index].isspace():
             return index
     return None
-
-
-def _first_visible(text: str, since: int) -> int:
-    match = _VISIBLE.search(text, since)
-    assert match is not None  # only called once _last_visible found one
-    return match.start()

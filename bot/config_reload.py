@@ -177,7 +177,8 @@ class ConfigWatcher:
         changes = changed_keys(self.loaded, new)
         restart = [key for key in changes if not is_live(key)]
         live = [key for key in changes if is_live(key)]
-        newly_restart = [key for key in restart if key in changed_keys(self.running, new)]
+        running_changes = set(changed_keys(self.running, new))
+        newly_restart = [key for key in restart if key in running_changes]
         self.loaded = new
         if live:
             effective = effective_config(self.running, new)

@@ -39,22 +39,28 @@ _PHRASES = re.compile(
     r"reduce the length of the (?:messages|input|prompt)",
     re.IGNORECASE,
 )
-_WINDOW = (
-    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
-    re.compile(r"context (?:window|length|size) (?:of|is)(?: only)? (\d+)", re.IGNORECASE),
-    re.compile(r"(\d+) maximum context length", re.IGNORECASE),
-    re.compile(r"tokens? > (\d+) maximum", re.IGNORECASE),
-    re.compile(r"must be <= (\d+)", re.IGNORECASE),
-    re.compile(r"context size \((\d+)", re.IGNORECASE),
+_WINDOW = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"maximum context length is (\d+)",
+        r"context (?:window|length|size) (?:of|is)(?: only)? (\d+)",
+        r"(\d+) maximum context length",
+        r"tokens? > (\d+) maximum",
+        r"must be <= (\d+)",
+        r"context size \((\d+)",
+    )
 )
-_PROMPT = (
-    re.compile(r"\((\d+) in the messages", re.IGNORECASE),
-    re.compile(r"your (?:request|prompt) has (\d+) input tokens", re.IGNORECASE),
-    re.compile(r"your messages resulted in (\d+) tokens", re.IGNORECASE),
-    re.compile(r"prompt is too long: (\d+) tokens", re.IGNORECASE),
-    re.compile(r"prompt contains (\d+) tokens", re.IGNORECASE),
-    re.compile(r"given: (\d+) `inputs` tokens", re.IGNORECASE),
-    re.compile(r"keep the first (\d+) tokens", re.IGNORECASE),
+_PROMPT = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"\((\d+) in the messages",
+        r"your (?:request|prompt) has (\d+) input tokens",
+        r"your messages resulted in (\d+) tokens",
+        r"prompt is too long: (\d+) tokens",
+        r"prompt contains (\d+) tokens",
+        r"given: (\d+) `inputs` tokens",
+        r"keep the first (\d+) tokens",
+    )
 )
 
 

@@ -171,8 +171,6 @@ class ReplyStreamer:
         """``channel.send``, tried again on Discord's transient server errors."""
         for attempt in range(SEND_ATTEMPTS):
             try:
-                if reference is None:
-                    return await self.channel.send(text, allowed_mentions=self.allowed)
                 return await self.channel.send(
                     text, reference=reference, allowed_mentions=self.allowed
                 )

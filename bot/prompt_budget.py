@@ -122,7 +122,7 @@ def explain_budget(settings: ModelSettings) -> list[str]:
     reserve_key = (
         "[model] max_tokens" if settings.max_tokens is not None else "[model] reserve_tokens"
     )
-    limit = settings.context_tokens - settings.answer_reserve
+    limit = Budget(window=settings.context_tokens, reserve=settings.answer_reserve).limit
     return [
         f"# token budget: prompts are cut to {limit} tokens = [model] context_tokens "
         f"{settings.context_tokens} (the model's window) - {settings.answer_reserve} kept for "

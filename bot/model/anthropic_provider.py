@@ -53,8 +53,8 @@ class AnthropicProvider:
             turns[-1]["content"][-1]["cache_control"] = _BREAKPOINT
         body["messages"] = turns
         for key in ("temperature", "top_p", "top_k"):
-            if getattr(settings, key) is not None:
-                body[key] = getattr(settings, key)
+            if (value := getattr(settings, key)) is not None:
+                body[key] = value
         if settings.stop:
             body["stop_sequences"] = settings.stop
         return body | {"stream": stream, **settings.extra_body}
