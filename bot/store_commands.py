@@ -85,12 +85,13 @@ def explain_command(args: argparse.Namespace, config: Config) -> int:
 def forget_user_command(args: argparse.Namespace, config: Config) -> int:
     with open_existing(config) as store:
         result = asyncio.run(store.forget_user(args.user_id))
+        where = store.location  # the file, or the server's URL without its password
     if not (result.context_messages or result.versions or result.interactions_emptied):
-        print(f"user {args.user_id}: nothing of theirs left in {config.storage.path}; unchanged")
+        print(f"user {args.user_id}: nothing of theirs left in {where}; unchanged")
         return 0
     print(
         f"user {args.user_id}: {result.context_messages} context messages and "
         f"{result.versions} message versions redacted, {result.interactions_emptied} "
-        f"interactions emptied; {config.storage.path} rewritten without them"
+        f"interactions emptied; {where} rewritten without them"
     )
     return 0

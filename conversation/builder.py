@@ -220,7 +220,6 @@ class ContextBuilder:
         reaches the threshold, until ``max_total``.
         """
         settings = self.settings
-        calls_before, log_start = reader.rest_calls, len(reader.log)
         problems: list[str] = []
         limit = min(settings.min_linear, max_total)
         recent = await reader.recent(trigger, limit, keep=is_conversational)
@@ -367,8 +366,6 @@ class ContextBuilder:
             trigger=trigger,
             messages=sorted((by_id[i] for i in reasons), key=lambda m: m.id),
             reasons=reasons,
-            rest_calls=reader.rest_calls - calls_before,
-            work_log=reader.log[log_start:],
             problems=problems,
         )
 
@@ -412,7 +409,6 @@ class ContextBuilder:
         settings = self.settings
         state = _Exploration(trigger=trigger, max_total=max_total)
         state.join(trigger)
-        calls_before, log_start = reader.rest_calls, len(reader.log)
 
         recent = await reader.recent(
             trigger, min(settings.min_linear, max_total), keep=is_conversational
@@ -448,8 +444,6 @@ class ContextBuilder:
             trigger=trigger,
             messages=chosen,
             reasons=state.reasons,
-            rest_calls=reader.rest_calls - calls_before,
-            work_log=reader.log[log_start:],
             problems=state.problems,
         )
 

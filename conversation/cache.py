@@ -10,7 +10,6 @@ falls outside coverage, which makes a warm busy channel cost no requests at all.
 from __future__ import annotations
 
 import bisect
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -59,7 +58,6 @@ class ChannelCache:
         self._covered: list[list[int]] = []  # sorted, disjoint, non-adjacent [lo, hi] pairs
         self._deleted: set[int] = set()
         self._floor = 0  # ids below it may have been evicted
-        self.last_used = time.monotonic()
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -306,7 +304,6 @@ class CacheRegistry:
             )
         else:
             self._caches.move_to_end(channel_id)
-        cache.last_used = time.monotonic()
         return cache
 
     def make_room(self, count: int, *, growing: ChannelCache) -> None:

@@ -9,10 +9,11 @@ message of one person the same author object for as long as that person's names 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-DISCORD_EPOCH_MS = 1_420_070_400_000
+from conversation.dce import snowflake_time
+
 _EMPTY: tuple[Any, ...] = ()
 
 
@@ -66,7 +67,7 @@ class CachedMessage:
     @property
     def created_at(self) -> datetime:
         """From the id, as Discord defines it (no need to keep a datetime per message)."""
-        return datetime.fromtimestamp(((self.id >> 22) + DISCORD_EPOCH_MS) / 1000, UTC)
+        return snowflake_time(self.id)
 
     def __repr__(self) -> str:
         return f"<CachedMessage id={self.id} author={getattr(self.author, 'id', None)}>"

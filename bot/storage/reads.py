@@ -49,11 +49,16 @@ def seq_of(conn: Db, interaction_id: str) -> int:
 
 
 def interaction_row(conn: Db, seq: int) -> dict[str, Any]:
-    cursor = conn.execute(f"SELECT {_COLUMNS} FROM interactions WHERE seq = ?", (seq,))
-    row = cursor.fetchone()
-    if row is None:
+    rows = _dicts(conn.execute(f"SELECT {_COLUMNS} FROM interactions WHERE seq = ?", (seq,)))
+    if not rows:
         raise StoreError(f"no interaction #{seq}")
-    return dict(zip((column[0] for column in cursor.description), row, strict=True))
+    return rows[0]
+
+
+def _dicts(cursor: Any) -> list[dict[str, Any]]:
+    """Rows as dicts by column name, on any DB-API cursor (no row factory needed)."""
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
 
 def context_rows(conn: Db, seq: int) -> list[tuple[dict, ContextEntry | None]]:
@@ -240,12 +245,12 @@ def _line(parts: list[str], answer: str) -> str:
 
 def recent(conn: Db, limit: int, before_seq: int | None) -> list[InteractionSummary]:
     """The latest interactions first, one row each (for browsing, not for full records)."""
-    cursor = conn.execute(
-        f"SELECT {_COLUMNS} FROM interactions WHERE seq < ? ORDER BY seq DESC LIMIT ?",
-        (before_seq if before_seq is not None else 2**63 - 1, limit),
+    rows = _dicts(
+        conn.execute(
+            f"SELECT {_COLUMNS} FROM interactions WHERE seq < ? ORDER BY seq DESC LIMIT ?",
+            (before_seq if before_seq is not None else 2**63 - 1, limit),
+        )
     )
-    names = [column[0] for column in cursor.description]
-    rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     return [
         InteractionSummary(
             seq=row["seq"],

@@ -14,10 +14,9 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from bot.storage.dialect import Db, connect_sqlite
+from bot.storage.dialect import Db
 from bot.storage.mutations import NodeCache
 
 Job = Callable[[Any, NodeCache], Any]
@@ -34,11 +33,6 @@ class _Task:
         self.transactional = transactional
         self.groupable = groupable
         self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-
-def connect(path: Path) -> Db:
-    """A SQLite connection in autocommit mode (transactions are explicit) with our pragmas."""
-    return connect_sqlite(path)
 
 
 def rollback(conn: Db) -> None:

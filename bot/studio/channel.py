@@ -199,8 +199,7 @@ class ChannelStudio:
         self.settings = settings
         self.model = model or ModelSettings()
         self._budgeter = PromptBudgeter(self.model)  # the conservative count: no store here
-        user = self.source.state.user
-        self._bot_name = user.display_name if user is not None else "assistant"
+        self._bot_name = self.source.bot_name  # as replay names it, on nextcord 2 and 3
         gold_path = gold_path_for(log_path)
         self.gold: dict[int, GoldTrigger] = load_gold(gold_path) if gold_path.exists() else {}
         self._materializer = Materializer(MaterializeOptions(bot_user_id=self.source.bot_user_id))
@@ -255,6 +254,7 @@ class ChannelStudio:
             persona_for(self.model.system_prompt, self._bot_name, self.source.channel),
             budget=self._budgeter.budget(),
             counter=self._budgeter.counter(),
+            now=trigger.created_at,  # the prompt replay prints for this trigger
         )
         selection, fitted = prepared.selection, prepared.fitted
         assert fitted is not None  # a budget was given
