@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.answering import AnswerResult
 from bot.app import ThreadwiseClient
 from bot.config import Config
-from bot.model_client import ModelClient
+from bot.model.client import ModelClient
 from conversation.dce import parse_export
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Answer, FakeOpenAI

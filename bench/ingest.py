@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.app import ThreadwiseClient
 from bot.config import Config
-from bot.model_client import ModelClient
+from bot.model.client import ModelClient
 from conversation.dce import parse_export, time_snowflake
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.synthetic import busy_channel

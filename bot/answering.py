@@ -18,13 +18,9 @@ from typing import Any, Literal
 
 from bot.config import Config
 from bot.message_links import DiscordLinkResolver
-from bot.model_client import (
-    Completion,
-    DeltaCallback,
-    ModelClient,
-    ModelContextTooLongError,
-    ModelError,
-)
+from bot.model.call import Completion, DeltaCallback
+from bot.model.client import ModelClient
+from bot.model.errors import ModelContextTooLongError, ModelError
 from bot.posting import ReplyStreamer
 from bot.prompt_budget import PromptBudgeter
 from bot.triggers import TriggerMessage

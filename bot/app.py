@@ -21,7 +21,7 @@ from bot.compat import message_from_payload, set_rest_base
 from bot.config import Config, ConfigError
 from bot.discord_limits import DISCORD_MESSAGE_LIMIT
 from bot.mentions import allowed_mentions
-from bot.model_client import ModelClient
+from bot.model.client import ModelClient
 from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store
 from bot.triggers import permitted, trigger_kind

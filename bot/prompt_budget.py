@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import math
 
+from bot.model.errors import ModelContextTooLongError
 from bot.model.settings import ModelSettings
-from bot.model_client import ModelContextTooLongError
 from bot.storage import Store
 from bot.storage.limits import ModelLimits
 from conversation.budget import Budget, FittedPrompt

@@ -18,7 +18,8 @@ from typing import Any
 
 from bot.config import Config
 from bot.errors import CommandError
-from bot.model_client import ModelClient, ModelError
+from bot.model.client import ModelClient
+from bot.model.errors import ModelError
 from bot.prompt_budget import PromptBudgeter
 from conversation.articles.service import ArticleService
 from conversation.budget import SHORTENED

@@ -18,7 +18,7 @@ import nextcord
 from bot.answering import Recorder
 from bot.app import INTENT_HELP
 from bot.config import Config, locate_config, require_token
-from bot.model_client import ModelClient
+from bot.model.client import ModelClient
 from bot.sharding import client_class
 from bot.storage import Store
 from conversation.articles.service import ArticleService

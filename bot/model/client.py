@@ -1,10 +1,11 @@
 """One answer from the model: retries, deadlines and delivery, whichever provider speaks.
 
-The SDKs do the HTTP with their own retries off, so that the policy lives here and every attempt
-is logged: connection errors, stalls, 408, 429 and 5xx are retried with exponential backoff and
-jitter (a usable ``Retry-After`` wins, capped by ``retry_max_seconds``); once streamed text
-reached ``on_delta`` nothing is retried (it would repeat; :class:`ModelPartialError` keeps it);
-a total deadline, a connect timeout and an idle timeout between streamed events bound every wait.
+The SDKs do the HTTP with their own retries off, so that one policy holds for both and every
+attempt is logged: connection errors, stalls, 408, 429 and 5xx are retried with exponential
+backoff and jitter (a usable ``Retry-After`` wins, capped by ``retry_max_seconds``: an SDK would
+wait whatever the server says); once streamed text reached ``on_delta`` nothing is retried (it
+would repeat; :class:`ModelPartialError` keeps it). A total deadline, a connect timeout and an
+idle timeout between reads bound every wait.
 """
 
 from __future__ import annotations
@@ -14,19 +15,11 @@ import json
 import random
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import httpx2
 
-from bot.model.call import (
-    Attempt,
-    Call,
-    CallbackFailed,
-    Completion,
-    DeltaCallback,
-    Usage,
-)
+from bot.model.call import Attempt, Call, CallbackFailed, Completion, DeltaCallback
 from bot.model.errors import (
     ModelConnectionError,
     ModelError,
@@ -34,22 +27,8 @@ from bot.model.errors import (
     ModelTimeoutError,
     sdk_error,
 )
+from bot.model.provider import Provider
 from bot.model.settings import ModelSettings
-
-__all__ = ["Attempt", "Completion", "DeltaCallback", "ModelClient", "Usage"]
-
-
-class Provider(Protocol):
-    """One API behind its SDK: builds the exact body and reads one answer into a ``Call``."""
-
-    sdk: Any  # the SDK module, whose exception classes sdk_error() maps
-    url: str
-    settings: ModelSettings  # read for every request's body
-
-    def build(self, messages: Sequence[Mapping[str, Any]], stream: bool) -> dict[str, Any]: ...
-    async def send(self, body: dict[str, Any], call: Call) -> int: ...  # the HTTP status
-    def retry_at_once(self, error: ModelError) -> bool: ...  # fixed by a changed request
-
 
 # Settings the client reads once, when it opens its connection to the server.
 CONNECTION_KEYS = ("provider", "base_url", "api_key", "extra_headers", "connect_timeout_seconds")
@@ -69,25 +48,21 @@ class ModelClient:
         rng: random.Random | None = None,
     ) -> None:
         self.settings, self._rng = settings, rng or random.Random()
-        self._owns_http = http_client is None
-        self._http = http_client or httpx2.AsyncClient(
-            timeout=httpx2.Timeout(None, connect=settings.connect_timeout_seconds)
-        )
-        if settings.provider == "anthropic":
+        self._owns_http, self._http = http_client is None, http_client or httpx2.AsyncClient()
+        if settings.provider == "anthropic":  # imported only when used: it is a large SDK
             from bot.model.anthropic_provider import AnthropicProvider as Chosen
         else:
             from bot.model.openai_provider import OpenAIProvider as Chosen  # type: ignore[assignment]
         self.provider: Provider = Chosen(settings, self._http)
         self.url = self.provider.url
-        secrets = [settings.api_key] if settings.api_key else []
-        self._secrets = [s.get_secret_value() for s in [*secrets, *settings.extra_headers.values()]]
+        secrets = [settings.api_key, *settings.extra_headers.values()]
+        self._secrets = [s.get_secret_value() for s in secrets if s is not None]
 
     def apply_settings(self, settings: ModelSettings) -> None:
-        """Take a reloaded config's settings from the next request on (sampling, name, timeouts,
-        retries...); the connection keeps what it was opened with (``CONNECTION_KEYS``)."""
+        """Take a reloaded config's settings from the next request on; the connection keeps
+        what it was opened with (``CONNECTION_KEYS``)."""
         kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
-        self.settings = settings.model_copy(update=kept)
-        self.provider.settings = self.settings
+        self.settings = self.provider.settings = settings.model_copy(update=kept)
 
     def __repr__(self) -> str:
         key = "set" if self.settings.api_key else "none"
@@ -132,72 +107,55 @@ class ModelClient:
         """
         stream = self.settings.stream if stream is None else stream
         self.build_request(messages, stream=stream)  # fail fast on unserializable input
-        call = Call(self.settings, on_delta)
-        deadline = asyncio.timeout(self.settings.timeout_seconds)
+        call, limit = Call(on_delta), self.settings.timeout_seconds
         try:
-            async with deadline:
-                return await self._run(messages, stream, call)
+            async with asyncio.timeout(limit) as deadline:
+                return await self._attempts(messages, stream, call)
         except CallbackFailed as failed:
-            raise failed.original from None
+            raise failed.__cause__ from None  # type: ignore[misc]
         except TimeoutError:
             if not deadline.expired():
                 raise
+            tries = len(call.attempts) + call.in_flight
             error: ModelError = ModelTimeoutError(
-                f"no complete answer within timeout_seconds={self.settings.timeout_seconds:g} "
-                f"({len(call.attempts) + bool(call.began)} attempt(s), "
+                f"no complete answer within timeout_seconds={limit:g} ({tries} attempt(s), "
                 f"{len(call.text)} characters received)"
             )
-            if call.began is not None:  # else it struck in a backoff wait, already logged
-                self._log(call, stream, None, "failed", error)
+            if call.in_flight:  # else it struck in a backoff wait, already logged
+                self._log(call, stream, "failed", error)
             final = ModelPartialError(error, call.text) if call.delivered else error
             raise self._finish(final, call) from None
 
-    async def _run(
+    async def _attempts(
         self, messages: Sequence[Mapping[str, Any]], stream: bool, call: Call
     ) -> Completion:
-        retries = 0
+        sdk, retries = self.provider.sdk, 0
         while True:
             body = call.request = self.build_request(messages, stream=stream)
             call.fresh()
-            call.began = (time.monotonic(), datetime.now(UTC))
             try:
-                status = await self.provider.send(body, call)
+                await self.provider.send(body, call)
                 if stream and call.finish_reason is None:
                     raise ModelConnectionError(
                         f"the stream from {self.url} ended before the answer was finished "
                         f"({len(call.text)} characters received)"
                     )
-            except (ModelError, self.provider.sdk.APIError, httpx2.TransportError, ValueError) as e:
-                sdk = self.provider.sdk
+            except (ModelError, sdk.APIError, httpx2.TransportError, ValueError) as e:
                 error = (
-                    e
-                    if isinstance(e, ModelError)
-                    else sdk_error(e, sdk, self.url, self.settings, stream)
+                    e if isinstance(e, ModelError) else sdk_error(e, self.provider, call, stream)
                 )
                 if call.delivered:
-                    self._log(call, stream, error.status, "failed", error)
+                    self._log(call, stream, "failed", error)
                     raise self._finish(ModelPartialError(error, call.text), call) from error
-                if self.provider.retry_at_once(error):
-                    self._log(call, stream, error.status, "retried", error, 0.0)
-                    continue
-                delay = self._retry_delay(retries, error) if error.retryable else None
-                if delay is not None and retries >= self.settings.max_retries:
-                    error.detail += f" (gave up after {retries + 1} attempt(s))"
-                    delay = None
-                left = call.started + self.settings.timeout_seconds - time.monotonic()
-                if delay is not None and delay >= left:
-                    error.detail += (
-                        f" (not retried: waiting {delay:.3g}s would pass timeout_seconds)"
-                    )
-                    delay = None
-                outcome = "failed" if delay is None else "retried"
-                self._log(call, stream, error.status, outcome, error, delay)
+                at_once = self.provider.retry_at_once(error)  # a changed request may pass
+                delay = 0.0 if at_once else self._delay(retries, error, call)
+                self._log(call, stream, "failed" if delay is None else "retried", error, delay)
                 if delay is None:
                     raise self._finish(error, call) from None
-                retries += 1
+                retries += not at_once
                 await asyncio.sleep(delay)
                 continue
-            self._log(call, stream, status, "ok", None)
+            self._log(call, stream, "ok")
             first = call.first_token_at
             return Completion(
                 text=call.text,
@@ -209,27 +167,44 @@ class ModelClient:
                 time_to_first_token=None if first is None else first - call.started,
                 attempts=tuple(call.attempts),
                 request=body,
-                warnings=tuple(call.warnings),
             )
+
+    def _delay(self, retries: int, error: ModelError, call: Call) -> float | None:
+        """The wait before the next attempt; None (and why, in the detail) when there is none."""
+        settings = self.settings
+        if not error.retryable:
+            return None
+        if retries >= settings.max_retries:
+            error.detail += f" (gave up after {retries + 1} attempt(s))"
+            return None
+        # "Equal jitter": never less than half the backoff, so retries really do slow down,
+        # yet spread out so several bots behind one server do not retry in lockstep.
+        ceiling = settings.retry_base_seconds * 2**retries
+        wait = ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+        delay = min(
+            wait if error.retry_after is None else error.retry_after, settings.retry_max_seconds
+        )
+        if delay >= call.started + settings.timeout_seconds - time.monotonic():
+            error.detail += f" (not retried: waiting {delay:.3g}s would pass timeout_seconds)"
+            return None
+        return delay
 
     def _log(
         self,
         call: Call,
         stream: bool,
-        status: int | None,
         outcome: Literal["ok", "retried", "failed"],
-        error: ModelError | None,
+        error: ModelError | None = None,
         delay: float | None = None,
     ) -> None:
-        assert call.began is not None
-        (began, at), call.began = call.began, None
+        call.in_flight = False
         call.attempts.append(
             Attempt(
                 number=len(call.attempts) + 1,
-                started_at=at,
-                duration_seconds=time.monotonic() - began,
+                started_at=call.began_at,
+                duration_seconds=time.monotonic() - call.began,
                 stream=stream,
-                status=status,
+                status=error.status if error else call.status,
                 outcome=outcome,
                 error=self._redact(f"{type(error).__name__}: {error.detail}") if error else None,
                 retry_after_seconds=error.retry_after if error else None,
@@ -244,15 +219,10 @@ class ModelClient:
 
     def _finish(self, error: ModelError, call: Call) -> ModelError:
         error.detail = self._redact(error.detail)
-        error.args, error.attempts = (error.detail,), tuple(call.attempts)
-        error.request, error.partial_text = call.request, error.partial_text or call.text
+        error.args, error.attempts, error.request = (
+            (error.detail,),
+            tuple(call.attempts),
+            call.request,
+        )
+        error.partial_text = error.partial_text or call.text
         return error
-
-    def _retry_delay(self, retries_done: int, error: ModelError) -> float:
-        cap = self.settings.retry_max_seconds
-        if error.retry_after is not None:
-            return min(error.retry_after, cap)
-        ceiling = self.settings.retry_base_seconds * (2**retries_done)
-        # "Equal jitter": never less than half the backoff, so retries really do slow down,
-        # yet spread out so several bots behind one server do not retry in lockstep.
-        return min(ceiling / 2 + self._rng.uniform(0, ceiling / 2), cap)

@@ -1,45 +1,39 @@
 """Every way a model call fails, and the one place an SDK's failure becomes one of ours.
 
-Each error has a short ``user_message`` fit for Discord and a ``detail`` (also ``str(error)``)
-for the log; ``retryable`` says whether another attempt may succeed.
+An error's ``str()`` is the detail for the log, ``user_message`` the short line members see, and
+``retryable`` whether another attempt may succeed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 
 from bot.context_overflow import recognize_overflow
 
 if TYPE_CHECKING:
-    from bot.model.call import Attempt
+    from bot.model.call import Attempt, Call
+    from bot.model.provider import Provider
 
 
 class ModelError(Exception):
-    """Any failure to get an answer; ``attempts``, ``request`` and ``partial_text`` say how far."""
+    """No (whole) answer; ``attempts``, ``request`` and ``partial_text`` say how far it got."""
 
-    default_user_message: ClassVar[str] = (
-        "The model is not answering right now, try again in a minute."
-    )
-    retryable: ClassVar[bool] = False
+    user_message = "The model is not answering right now, try again in a minute."
+    retryable = False
 
     def __init__(
-        self,
-        detail: str,
-        *,
-        status: int | None = None,
-        retry_after: float | None = None,
-        user_message: str | None = None,
+        self, detail: str, *, status: int | None = None, retry_after: float | None = None
     ) -> None:
         super().__init__(detail)
         self.detail, self.status, self.retry_after = detail, status, retry_after
-        self.user_message = user_message or self.default_user_message
         self.attempts: tuple[Attempt, ...] = ()
         self.request: dict[str, Any] | None = None
         self.partial_text = ""
@@ -47,70 +41,53 @@ class ModelError(Exception):
     def __str__(self) -> str:
         return self.detail
 
-    def __repr__(self) -> str:
-        status = f", status={self.status}" if self.status is not None else ""
-        return f"{type(self).__name__}({self.detail!r}{status})"
-
 
 class ModelConnectionError(ModelError):
-    """The server could not be reached, or the connection broke before the answer ended."""
+    """Unreachable, or the connection broke before the answer ended."""
 
     retryable = True
 
 
 class ModelStalledError(ModelError):
-    """The server went silent for longer than the idle timeout."""
+    """The stream went silent for longer than ``idle_timeout_seconds``."""
 
-    default_user_message = "The model stopped responding, try again in a minute."
-    retryable = True
+    user_message, retryable = "The model stopped responding, try again in a minute.", True
 
 
 class ModelTimeoutError(ModelError):
-    """The whole call (retries included) took longer than ``timeout_seconds``."""
+    """The whole call, retries included, took longer than ``timeout_seconds``."""
 
-    default_user_message = "The model took too long to answer, try again later."
+    user_message = "The model took too long to answer, try again later."
 
 
 class ModelRateLimitedError(ModelError):
-    """HTTP 429: the server or provider asks us to slow down."""
+    """HTTP 429: slow down."""
 
-    default_user_message = "The model is busy right now, try again in a minute."
-    retryable = True
+    user_message, retryable = "The model is busy right now, try again in a minute.", True
 
 
 class ModelServerError(ModelError):
     """HTTP 5xx or 408, or an error the server reported inside a 200 answer."""
 
-    default_user_message = "The model server had a problem, try again in a minute."
-    retryable = True
+    user_message, retryable = "The model server had a problem, try again in a minute.", True
 
 
 class ModelRejectedError(ModelError):
-    """A 4xx the server will answer the same way next time (bad request, too long, ...)."""
+    """A 4xx the server will answer the same way next time."""
 
-    default_user_message = (
-        "The model refused this request; the operator can see why in the bot's log."
-    )
+    user_message = "The model refused this request; the operator can see why in the bot's log."
 
 
 class ModelContextTooLongError(ModelRejectedError):
-    """The prompt (with the answer's reserve) is longer than the model's context window.
+    """The prompt does not fit the window; the answer flow rebuilds it smaller. ``window`` and
+    ``prompt_tokens`` are what the server said (None when it did not)."""
 
-    ``window`` is the window the server stated, ``prompt_tokens`` what it counted in the
-    prompt; either is None when the message did not say. The answer flow rebuilds a smaller
-    prompt and retries, so members rarely see ``user_message``.
-    """
-
-    default_user_message = "This conversation is too long for the model; try a shorter question."
+    user_message = "This conversation is too long for the model; try a shorter question."
 
     def __init__(
-        self,
-        detail: str,
-        *,
-        status: int | None = None,
-        window: int | None = None,
+        self, detail: str, *, status: int | None = None, window: int | None = None,
         prompt_tokens: int | None = None,
-    ) -> None:
+    ) -> None:  # fmt: skip
         super().__init__(detail, status=status)
         self.window, self.prompt_tokens = window, prompt_tokens
 
@@ -118,29 +95,27 @@ class ModelContextTooLongError(ModelRejectedError):
 class ModelAuthError(ModelRejectedError):
     """HTTP 401/403: the API key is missing or wrong."""
 
-    default_user_message = (
-        "The bot cannot use its model right now (access denied); the operator needs to fix it."
+    user_message = (
+        "The bot cannot use its model right now (access denied); the operator must fix it."
     )
 
 
 class ModelNotFoundError(ModelRejectedError):
     """HTTP 404: wrong ``base_url`` or unknown model name."""
 
-    default_user_message = (
-        "The bot's model is not available right now; the operator needs to check the setup."
-    )
+    user_message = "The bot's model is not available right now; the operator must check the setup."
 
 
 class ModelProtocolError(ModelError):
     """The server answered something that is not a valid (streamed) answer."""
 
-    default_user_message = "The model sent a garbled answer, try again."
+    user_message = "The model sent a garbled answer, try again."
 
 
 class ModelPartialError(ModelError):
-    """A failure after streamed text reached ``on_delta``: not retried (it would repeat)."""
+    """A failure after streamed text reached ``on_delta``: never retried (it would repeat)."""
 
-    default_user_message = "The model stopped in the middle of its answer."
+    user_message = "The model stopped in the middle of its answer."
 
     def __init__(self, cause: ModelError, partial_text: str) -> None:
         super().__init__(
@@ -151,54 +126,69 @@ class ModelPartialError(ModelError):
         self.cause, self.partial_text = cause, partial_text
 
 
-OVERLOADED = "The model is overloaded right now, try again in a minute."
-
-
-def sdk_error(exc: Exception, sdk: Any, url: str, settings: Any, stream: bool) -> ModelError:
+def sdk_error(exc: Exception, provider: Provider, call: Call, stream: bool) -> ModelError:
     """What an ``openai`` or ``anthropic`` SDK exception (one family of classes) means here."""
+    sdk, settings, url = provider.sdk, provider.settings, provider.url
     if isinstance(exc, sdk.APIStatusError) and exc.status_code >= 300:
         response = exc.response
         return status_error(exc.status_code, response.text, url, settings.name, response.headers)
+    chain = (exc, exc.__cause__)
+    if any(isinstance(e, httpx2.ConnectTimeout) for e in chain):
+        timeout = settings.connect_timeout_seconds
+        return ModelConnectionError(
+            f"could not connect to {url} within connect_timeout_seconds={timeout:g}"
+        )
+    if any(isinstance(e, httpx2.TimeoutException) for e in chain):
+        idle, received = settings.idle_timeout_seconds, len(call.text)
+        return ModelStalledError(
+            f"no data for idle_timeout_seconds={idle:g} ({received} characters received so far)"
+        )
+    if reason := next((e for e in chain if isinstance(e, httpx2.ConnectError | OSError)), None):
+        return ModelConnectionError(
+            f"cannot reach the model at {url}: {type(reason).__name__}: {reason}"
+            " — is the server running? check [model] base_url"
+        )
     if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
-        return connection_error(exc, url, settings.connect_timeout_seconds)
-    if isinstance(exc, sdk.APIError):  # an error reported inside a 200 answer or its stream
+        return ModelConnectionError(
+            f"the connection to {url} broke mid-answer: {exc.__cause__ or exc!r}"
+        )
+    if isinstance(exc, sdk.APIError):  # reported inside a 200 answer or its stream
         return reported_error(exc.body, url, settings.name)
     what = "bad JSON in a stream data line from" if stream else "the answer is not JSON from"
     return ModelProtocolError(f"{what} {url}: {exc}")
 
 
 def status_error(
-    status: int, body: Any, url: str, model: str, headers: Any, where: str = ""
+    status: int, body: Any, url: str, model: str, headers: Mapping[str, str], where: str = ""
 ) -> ModelError:
-    """The one place an error status and the server's answer (text or JSON) become an error."""
+    """An error status and the server's answer (text or JSON) as one of our errors."""
     text = body if isinstance(body, str) else json.dumps(body)
-    where = f"{where or f'HTTP {status} from'} {url}: {server_message(text) or 'no message'}"
-    wait = retry_after(headers)
+    detail = f"{where or f'HTTP {status} from'} {url}: {server_message(text) or 'no message'}"
     if status in (401, 403):
         hint = "check [model] api_key (or the MODEL_API_KEY environment variable)"
-        return ModelAuthError(f"{where} — {hint}", status=status)
+        return ModelAuthError(f"{detail} — {hint}", status=status)
     if status == 404:
         hint = f"check [model] base_url and that the model {model!r} exists there"
-        return ModelNotFoundError(f"{where} — {hint}", status=status)
+        return ModelNotFoundError(f"{detail} — {hint}", status=status)
     if status == 429:
-        return ModelRateLimitedError(where, status=status, retry_after=wait)
+        return ModelRateLimitedError(detail, status=status, retry_after=retry_after(headers))
     if status >= 500 or status == 408:
-        busy = OVERLOADED if status == 529 else None
-        return ModelServerError(where, status=status, retry_after=wait, user_message=busy)
+        error = ModelServerError(detail, status=status, retry_after=retry_after(headers))
+        if status == 529:  # Anthropic's "overloaded"
+            error.user_message = "The model is overloaded right now, try again in a minute."
+        return error
     if overflow := recognize_overflow(status, body):
+        hint = "the prompt does not fit the model's context window; check [model] context_tokens"
         return ModelContextTooLongError(
-            f"{where} — the prompt does not fit the model's context window; check [model] "
-            "context_tokens",
-            status=status,
-            window=overflow.window,
+            f"{detail} — {hint}", status=status, window=overflow.window,
             prompt_tokens=overflow.prompt_tokens,
-        )
+        )  # fmt: skip
     if 300 <= status < 400:
-        where += f" — redirected to {headers.get('location', '?')}; check [model] base_url"
-    return ModelRejectedError(where, status=status)
+        detail += f" — redirected to {headers.get('location', '?')}; check [model] base_url"
+    return ModelRejectedError(detail, status=status)
 
 
-_STATUS_OF_KIND = {"rate_limit_error": 429, "overloaded_error": 529, "not_found_error": 404,
+_STATUS_OF_TYPE = {"rate_limit_error": 429, "overloaded_error": 529, "not_found_error": 404,
                    "invalid_request_error": 400, "authentication_error": 401}  # fmt: skip
 
 
@@ -208,7 +198,7 @@ def reported_error(body: object, url: str, model: str) -> ModelError:
     details = error if isinstance(error, dict) else {}
     code = details.get("code")
     status = code if isinstance(code, int) and 400 <= code < 600 else None
-    status = status or _STATUS_OF_KIND.get(str(details.get("type")), 500)
+    status = status or _STATUS_OF_TYPE.get(str(details.get("type")), 500)
     return status_error(status, {"error": error}, url, model, {}, where="reported by")
 
 
@@ -228,38 +218,14 @@ def server_message(text: str) -> str:
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date), if usable.
-
-    ``nan`` and infinities are no advice (they would hold the channel until the total timeout);
-    a negative wait is none.
-    """
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date), if usable:
+    ``nan`` and infinities are no advice (they would hold the channel until the total timeout)."""
     for name, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
-        try:
-            seconds = float(headers.get(name) or "x") / scale
-        except ValueError:
-            continue
-        if math.isfinite(seconds):
-            return max(seconds, 0.0)
-    try:
+        with contextlib.suppress(ValueError):
+            if math.isfinite(seconds := float(headers.get(name) or "x") / scale):
+                return max(seconds, 0.0)
+    with contextlib.suppress(TypeError, ValueError):
         when = email.utils.parsedate_to_datetime(headers.get("retry-after") or "")
-    except (TypeError, ValueError):
-        return None
-    when = when if when.tzinfo else when.replace(tzinfo=UTC)
-    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
-
-
-def connection_error(exc: BaseException, url: str, connect_timeout: float) -> ModelError:
-    """A transport failure, told apart by when it happened (connecting or mid-answer)."""
-    chain = (exc, exc.__cause__)
-    if any(isinstance(e, httpx2.ConnectTimeout) for e in chain):
-        return ModelConnectionError(
-            f"could not connect to {url} within connect_timeout_seconds={connect_timeout:g}"
-        )
-    if reason := next((e for e in chain if isinstance(e, httpx2.ConnectError | OSError)), None):
-        return ModelConnectionError(
-            f"cannot reach the model at {url}: {type(reason).__name__}: {reason}"
-            " — is the server running? check [model] base_url"
-        )
-    return ModelConnectionError(
-        f"the connection to {url} broke mid-answer: {exc.__cause__ or exc!r}"
-    )
+        wait = when.replace(tzinfo=when.tzinfo or UTC) - datetime.now(UTC)
+        return max(wait.total_seconds(), 0.0)
+    return None

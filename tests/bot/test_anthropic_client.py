@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.model.settings import ModelSettings
-from bot.model_client import (
+from bot.model.client import ModelClient
+from bot.model.errors import (
     ModelAuthError,
-    ModelClient,
     ModelConnectionError,
     ModelContextTooLongError,
     ModelPartialError,
@@ -19,6 +18,7 @@ from bot.model_client import (
     ModelServerError,
     ModelStalledError,
 )
+from bot.model.settings import ModelSettings
 from tests.bot.test_model_client import Collector
 from tests.fakes.anthropic_server import (
     Answer,
@@ -111,6 +111,18 @@ async def test_images_become_image_blocks(fake) -> None:
         "source": {"type": "base64", "media_type": "image/png", "data": PIXEL},
     }
     assert blocks[1]["text"] == "alice: look"
+
+
+async def test_a_context_that_opens_with_the_bots_answer_gets_a_user_turn_first(fake) -> None:
+    # The builder may keep the bot's answer but not the question before it.
+    messages = [MESSAGES[0], *MESSAGES[2:]]
+    async with ModelClient(make_settings(fake)) as client:
+        completion = await client.complete(messages)
+    assert completion.text == "echo: bob: and a functor?"
+    turns = fake.message_requests[0].body["messages"]
+    assert [turn["role"] for turn in turns] == ["user", "assistant", "user"]
+    assert turns[0]["content"] == [{"type": "text", "text": "(earlier messages not shown)"}]
+    assert completion.request == fake.message_requests[0].body
 
 
 async def test_the_next_answer_reads_the_prompt_cache(fake) -> None:

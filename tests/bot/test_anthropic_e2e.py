@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.app import ThreadwiseClient
 from bot.config import Config
-from bot.model_client import ModelClient
+from bot.model.client import ModelClient
 from bot.recording import InteractionRecorder
 from bot.storage import Store
 from conversation.graph import MessageGraph

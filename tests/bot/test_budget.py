@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.context_overflow import recognize_overflow
+from bot.model.client import ModelClient
+from bot.model.errors import ModelContextTooLongError
 from bot.model.settings import ModelSettings
-from bot.model_client import ModelClient, ModelContextTooLongError
 from conversation.articles.models import ArticleResult, ArticleStatus
 from conversation.articles.render import render_embeddings
 from conversation.budget import Budget, fit_prompt

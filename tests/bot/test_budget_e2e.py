@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.model.errors import ModelContextTooLongError
 from bot.model.settings import ModelSettings
-from bot.model_client import ModelContextTooLongError
 from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store, render_text
 from conversation.budget import Budget, FittedPrompt

@@ -334,7 +334,7 @@ async def test_article_limits_apply_to_the_running_service():
 async def test_a_reload_keeps_links_to_other_channels_readable():
     """The rebuilt context builder keeps the running bot's resolver of Discord message links."""
     from bot.app import ThreadwiseClient
-    from bot.model_client import ModelClient
+    from bot.model.client import ModelClient
 
     config = make_config()
     async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import ThreadwiseClient
-from bot.model_client import ModelClient
+from bot.model.client import ModelClient
 from bot.recording import InteractionRecorder
 from bot.storage import Store
 from conversation.builder import ContextBuilder

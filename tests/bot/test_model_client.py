@@ -14,10 +14,9 @@ import httpx2
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from bot.model.settings import ModelSettings
-from bot.model_client import (
+from bot.model.client import ModelClient
+from bot.model.errors import (
     ModelAuthError,
-    ModelClient,
     ModelConnectionError,
     ModelError,
     ModelPartialError,
@@ -28,6 +27,7 @@ from bot.model_client import (
     ModelStalledError,
     ModelTimeoutError,
 )
+from bot.model.settings import ModelSettings
 from tests.fakes.openai_server import (
     Answer,
     BrokenStream,

@@ -25,12 +25,13 @@ The prompt cache is simulated: every prefix of content blocks ending at a ``cach
 breakpoint is written; a later request whose blocks start with a written prefix reports its
 tokens (words + 3 per block) as ``cache_read_input_tokens``. ``api_key`` makes requests
 without it (as ``x-api-key`` or ``Authorization: Bearer``) get a 401; every request must carry
-``anthropic-version``.
+``anthropic-version``, and its ``messages`` must start with a user turn and alternate.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -158,6 +159,12 @@ class FakeAnthropic:
             return _error(400, "invalid_request_error", "messages: Field required")
         if not isinstance(body.get("max_tokens"), int):
             return _error(400, "invalid_request_error", "max_tokens: Field required")
+        roles = [m.get("role") if isinstance(m, dict) else None for m in body["messages"]]
+        if roles[:1] != ["user"] or any(a == b for a, b in itertools.pairwise(roles)):
+            # The Messages API's own rule: user first, then user and assistant in turn.
+            return _error(
+                400, "invalid_request_error", "messages: roles must alternate, user first"
+            )
         behaviour = self._queue.pop(0) if self._queue else self.default
         match behaviour:
             case RateLimited(retry_after=wait):

@@ -19,7 +19,7 @@ from typing import Any
 
 from bot.app import ThreadwiseClient
 from bot.config import Config
-from bot.model_client import ModelClient
+from bot.model.client import ModelClient
 from bot.recording import InteractionRecorder
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
