@@ -18,7 +18,7 @@ import httpx2
 
 from bot.model.call import Call, Usage
 from bot.model.errors import ModelProtocolError
-from bot.model.provider import Provider
+from bot.model.provider import Provider, as_dict
 from bot.model.settings import ModelSettings
 from conversation.graph import MessageGraph
 
@@ -67,13 +67,13 @@ class AnthropicProvider(Provider):
             raise ModelProtocolError(f"no message from {self.url}: {answer!r:.200}")
         call.model, call.finish_reason = answer.get("model"), answer.get("stop_reason")
         call.usage = _usage(answer.get("usage"), with_output=True)
-        for block in answer["content"]:
+        for block in answer["content"]:  # the same blocks a stream sends as deltas
             await self.event({"type": "content_block_delta", "delta": block}, call)
 
     async def event(self, event: dict[str, Any], call: Call) -> None:
-        kind, delta = event.get("type"), event.get("delta") or {}
+        kind, delta = event.get("type"), as_dict(event.get("delta"))
         if kind == "message_start":
-            message = event.get("message") or {}
+            message = as_dict(event.get("message"))
             call.model, call.usage = message.get("model"), _usage(message.get("usage"))
         elif kind == "content_block_delta" and delta.get("type") in ("text", "text_delta"):
             await call.deliver(delta.get("text", ""))
@@ -81,7 +81,7 @@ class AnthropicProvider(Provider):
             call.reasoning.append(delta.get("thinking", ""))
         elif kind == "message_delta":
             call.finish_reason = delta.get("stop_reason") or "end_turn"
-            output = (event.get("usage") or {}).get("output_tokens")
+            output = as_dict(event.get("usage")).get("output_tokens")
             if call.usage is not None and isinstance(output, int):
                 total = (call.usage.prompt_tokens or 0) + output
                 update = {"completion_tokens": output, "total_tokens": total}
@@ -93,9 +93,8 @@ def _usage(usage: object, with_output: bool = False) -> Usage | None:
     if not isinstance(usage, dict):
         return None
     cached = usage.get("cache_read_input_tokens") or 0
-    prompt = (
-        (usage.get("input_tokens") or 0) + cached + (usage.get("cache_creation_input_tokens") or 0)
-    )
+    written = usage.get("cache_creation_input_tokens") or 0
+    prompt = (usage.get("input_tokens") or 0) + cached + written
     output = usage.get("output_tokens") if with_output else None
     total = None if output is None else prompt + output
     return Usage(

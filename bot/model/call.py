@@ -84,8 +84,8 @@ class Call:
     def text(self) -> str:
         return "".join(self.parts)
 
-    async def deliver(self, text: str) -> None:
-        if not text:
+    async def deliver(self, text: object) -> None:
+        if not isinstance(text, str) or not text:  # a garbled part of an answer is no text
             return
         self.parts.append(text)
         self.first_token_at = self.first_token_at or time.monotonic()

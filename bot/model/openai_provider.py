@@ -10,7 +10,7 @@ import openai
 
 from bot.model.call import Call, Usage
 from bot.model.errors import ModelError, ModelRejectedError, reported_error
-from bot.model.provider import Provider
+from bot.model.provider import Provider, as_dict
 from bot.model.settings import ModelSettings
 
 SAMPLING = ("temperature", "max_tokens", "top_p", "top_k", "presence_penalty",
@@ -62,7 +62,7 @@ class OpenAIProvider(Provider):
         call.usage = _usage(event.get("usage")) or call.usage
         for choice in event.get("choices") or ():
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                await _read(choice.get("delta") or {}, call)
+                await _read(as_dict(choice.get("delta")), call)
                 call.finish_reason = choice.get("finish_reason") or call.finish_reason
 
 

@@ -88,3 +88,8 @@ class Provider:
                 f"the answer from {self.url} is not a JSON object: {value!r:.200}"
             )
         return value
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """A part of an answer that should be an object; anything else reads as empty."""
+    return value if isinstance(value, dict) else {}

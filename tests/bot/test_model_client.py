@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import random
@@ -491,6 +492,41 @@ async def test_mid_stream_error_object_is_a_server_error() -> None:
             with pytest.raises(ModelServerError, match="Provider returned error") as caught:
                 await client.complete(MESSAGES)
         assert caught.value.status == 502
+    finally:
+        await runner.cleanup()
+
+
+async def test_garbled_parts_of_a_stream_are_passed_over() -> None:
+    # A proxy that mangles some events must not crash the answer.
+    from aiohttp import web
+
+    events = [
+        {"choices": [{"index": 0, "delta": "not an object"}]},
+        {"choices": [{"index": 0, "delta": {"content": 42}}]},
+        {"choices": [{"index": 0, "delta": {"content": "fine"}, "finish_reason": "stop"}]},
+    ]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for event in events:
+            await response.write(f"data: {json.dumps(event)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        settings = make_settings(None, base_url=f"http://127.0.0.1:{port}/v1")
+        async with ModelClient(settings) as client:
+            completion = await client.complete(MESSAGES)
+        assert (completion.text, completion.finish_reason) == ("fine", "stop")
     finally:
         await runner.cleanup()
 
