@@ -21,6 +21,8 @@ from pydantic import (
     model_validator,
 )
 
+from conversation.text import clean_json
+
 Outcome = Literal["success", "failure", "partial"]
 VersionState = Literal["active", "superseded", "invalidated"]
 
@@ -30,6 +32,13 @@ _STRICT_JSON = json.JSONEncoder(allow_nan=False)
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable_text(cls, data: Any) -> Any:
+        """Text either database can hold: a NUL in a server's error message would make
+        PostgreSQL refuse the whole record (messages and answers are cleaned where they enter)."""
+        return clean_json(data) if isinstance(data, dict) else data
 
 
 class ContextEntry(_Frozen):

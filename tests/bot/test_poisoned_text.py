@@ -1,4 +1,5 @@
-"""Text that is not valid Unicode (a lone surrogate) cannot stop answers or crash the tools."""
+"""Text that is not valid Unicode (a lone surrogate), or that a database cannot hold (NUL),
+cannot stop answers or crash the tools."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, run_cli, r
 LONE = "\ud83d"
 
 
-async def test_a_poisoned_message_does_not_stop_later_answers(tmp_path):
+@pytest.mark.parametrize("poison", [LONE, "\x00"], ids=["lone-surrogate", "nul"])
+async def test_a_poisoned_message_does_not_stop_later_answers(tmp_path, poison):
     from bot.storage import Store
 
     with Store.open(tmp_path / "store.sqlite3") as store:
         async with running_bot(store=store) as bot:
-            await bot.discord.user_says(CHANNEL, CHLOE, f"look {LONE} at this")
+            await bot.discord.user_says(CHANNEL, CHLOE, f"look {poison} at this")
             await settled(bot)
             for question in ("first question?", "second question?"):
                 reply = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> {question}")
@@ -61,3 +63,8 @@ def test_clean_text_keeps_pairs_and_replaces_halves():
     assert clean_text("\ud83d\ude00") == "\U0001f600"
     assert clean_text("a\ud83db\udc00") == "a\ufffdb\ufffd"
     assert clean_text("a\ud83db").encode() == "a\ufffdb".encode()
+
+
+def test_clean_text_replaces_nul():
+    assert clean_text("a\x00b\x00") == "a\ufffdb\ufffd"
+    assert clean_text("\x00\ud83d\ude00\udc00") == "\ufffd\U0001f600\ufffd"

@@ -124,6 +124,24 @@ async def test_round_trip_keeps_every_field(store: Store) -> None:
     assert store.get_interaction(rec.id) == rec
 
 
+async def test_nul_characters_are_stored_alike_on_both_databases(store: Store) -> None:
+    # PostgreSQL text cannot hold NUL; a record carrying one must not be lost there.
+    rec = make_record(103, [(101, 1, "a\x00b"), (103, 2, "c")], answer="an\x00swer")
+    rec = rec.model_copy(
+        update={
+            "error": "HTTP 500: bad\x00byte",
+            "work_log": [WorkLogEntry(action="model_attempt", detail="x\x00y")],
+        }
+    )
+    rec = InteractionRecord.model_validate(rec.model_dump())
+    assert await store.record(rec) == rec.id
+    stored = store.get_interaction(rec.id)
+    assert stored.answer == "an\ufffdswer"
+    assert "a\ufffdb" in stored.request_messages[1]["content"]
+    assert stored.error == "HTTP 500: bad\ufffdbyte"
+    assert stored.work_log[0].detail == "x\ufffdy"
+
+
 async def test_export_is_exactly_the_request_plus_answer(store: Store) -> None:
     rec = make_record(103, [(101, 1, "a"), (103, 2, "b")], answer="Réponse « exacte »")
     image = {
