@@ -59,11 +59,11 @@ def invite_url(application_id: int) -> str:
 
 
 async def model_problem(settings: ModelSettings) -> str | None:
-    """Why the model endpoint does not answer, or None when it does.
+    """Why the model endpoint will not answer as configured, or None when it looks right.
 
-    Asks ``GET /models`` (Anthropic: ``/v1/models``), which costs no tokens; a
-    server without it (404) still answered, so only no answer, a refused key or a server error
-    count as problems.
+    Asks ``GET /models`` (Anthropic: ``/v1/models``), which costs no tokens: no answer, a
+    refused key, a server error, a 404 (most often a ``base_url`` without its ``/v1``) or a
+    list that lacks ``[model] name`` are worth a line before the first member asks.
     """
     url, headers = _models_request(settings)
     timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT_SECONDS)
@@ -74,13 +74,28 @@ async def model_problem(settings: ModelSettings) -> str | None:
         ):
             if response.status in (401, 403):
                 return f"it refused the API key (HTTP {response.status}; [model] api_key)"
-            if response.status >= 500:
+            if response.status == 404 and settings.provider == "openai":
+                return f"HTTP 404 at {url}; does [model] base_url end in /v1?"
+            if response.status >= 400:
                 return f"it answered HTTP {response.status}"
-            return None
+            listed = _model_ids(await response.json(content_type=None))
     except TimeoutError:
         return f"no answer within {PROBE_TIMEOUT_SECONDS:.0f} s"
     except aiohttp.ClientError as error:
         return f"{type(error).__name__}: {str(error)[:160]}"
+    except ValueError:  # not JSON: a server without a model list, which is allowed
+        return None
+    if listed and settings.name not in listed:
+        shown = ", ".join(repr(name) for name in listed[:5]) + (", ..." if len(listed) > 5 else "")
+        return f"it does not list the model {settings.name!r} ([model] name; it lists {shown})"
+    return None
+
+
+def _model_ids(payload: object) -> list[str]:
+    """The ids of an OpenAI or Anthropic model list (``{"data": [{"id": ...}]}``); [] if none."""
+    data = payload.get("data") if isinstance(payload, dict) else None
+    items = data if isinstance(data, list) else []
+    return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
 
 
 def _models_request(settings: ModelSettings) -> tuple[str, dict[str, str]]:
@@ -101,8 +116,8 @@ async def warn_if_model_silent(settings: ModelSettings) -> None:
     problem = await model_problem(settings)
     if problem is not None:
         log.warning(
-            "model %s at %s does not answer (%s); starting anyway, answers fail until it does "
-            "([model] base_url, name)",
+            "model %s at %s does not answer as configured (%s); starting anyway, answers may "
+            "fail until it does ([model] base_url, name)",
             settings.name,
             settings.base_url,
             problem,

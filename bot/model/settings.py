@@ -135,6 +135,13 @@ class ModelSettings(StrictSection):
 
     @model_validator(mode="after")
     def _check_provider_keys(self) -> ModelSettings:
+        if self.provider == "anthropic" and self.base_url.endswith("/v1"):
+            # The SDK adds /v1/messages itself: the shipped config's Ollama address with only
+            # the provider switched would post to .../v1/v1/messages.
+            raise ValueError(
+                'base_url: with provider = "anthropic" it is the API root, without /v1 '
+                "(leave base_url out for https://api.anthropic.com)"
+            )
         if self.provider == "anthropic":
             for key in ("presence_penalty", "frequency_penalty", "seed"):
                 if getattr(self, key) is not None:

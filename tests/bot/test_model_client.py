@@ -648,6 +648,8 @@ def test_provider_settings_are_checked() -> None:
     assert ModelSettings(provider="anthropic", base_url="http://proxy:8080").base_url == (
         "http://proxy:8080"
     )
+    with pytest.raises(ValidationError, match=r"base_url: .* without /v1"):
+        ModelSettings(provider="anthropic", base_url="http://127.0.0.1:11434/v1")
     with pytest.raises(ValidationError, match='seed: not supported with provider = "anthropic"'):
         ModelSettings(provider="anthropic", seed=1)
     with pytest.raises(ValidationError, match="extra_body: 'messages' is set by the bot"):

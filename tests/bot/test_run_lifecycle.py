@@ -231,11 +231,27 @@ async def test_the_start_up_probe_sends_the_key_the_way_the_provider_expects(pro
     from tests.fakes.anthropic_server import FakeAnthropic
 
     fake_server = FakeAnthropic if provider == "anthropic" else FakeOpenAI
+    listed = "claude-fake" if provider == "anthropic" else "fake-model"
     async with fake_server(api_key="right-key") as fake:
 
-        def settings(key: str) -> ModelSettings:
-            return ModelSettings(provider=provider, base_url=fake.url, name="m", api_key=key)
+        def settings(key: str, name: str = listed) -> ModelSettings:
+            return ModelSettings(provider=provider, base_url=fake.url, name=name, api_key=key)
 
         assert await model_problem(settings("right-key")) is None
         refused = await model_problem(settings("wrong-key"))
+        unlisted = await model_problem(settings("right-key", name="llama3.1"))
     assert refused is not None and "refused the API key (HTTP 401" in refused
+    assert unlisted == (
+        f"it does not list the model 'llama3.1' ([model] name; it lists {listed!r})"
+    )
+
+
+async def test_the_start_up_probe_asks_for_the_v1_a_base_url_lacks():
+    from bot.model.settings import ModelSettings
+    from bot.startup import model_problem
+
+    async with FakeOpenAI() as fake:
+        bare = fake.url.removesuffix("/v1")
+        problem = await model_problem(ModelSettings(base_url=bare, name="fake-model"))
+        assert await model_problem(ModelSettings(base_url=fake.url, name="fake-model")) is None
+    assert problem == f"HTTP 404 at {bare}/models; does [model] base_url end in /v1?"
