@@ -167,7 +167,7 @@ def choose_defaults(
         gold, parents = log.triggers[trigger_id]
         index = log.index[trigger_id]
         walk, chain = propose(log, index, settings)
-        scores = np.array([r.score for r in model.score_all(log.clues[index], walk, chain)])
+        scores = np.array([r.score for r in model.score_threads(log.clues[index], walk, chain)])
         in_gold = np.array([clue.id in gold for clue in walk], dtype=int)
         is_parent = np.array([clue.id in parents for clue in walk], dtype=int)
         gold_total += len(gold)

@@ -301,7 +301,7 @@ class ContextBuilder:
 
         trigger_clue = self._clue(trigger)
         clues = [self._clue(m) for m in walk]
-        results = model.score_all(trigger_clue, clues, set(chain))
+        results = model.score_threads(trigger_clue, clues, set(chain))
         threshold = (
             model.threshold
             if settings.relevance_threshold is None

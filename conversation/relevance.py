@@ -108,6 +108,9 @@ FEATURES: tuple[str, ...] = (
 )
 
 
+_CHAIN = FEATURES.index("in the trigger's reply chain")
+
+
 # Features relative to the conversation as the first look found it (the candidates it scored
 # at least ``anchor``, with the trigger): who is in it, who it addresses, what it is about.
 RELATIVE_FEATURES: tuple[str, ...] = (
@@ -412,6 +415,56 @@ class TreeStage(BaseModel):
 class Scored:
     score: float
     row: tuple[float, ...]
+    # The message of the same reply thread whose score this one took (see ``thread_scores``).
+    thread: int | None = None
+
+
+def reply_threads(trigger: Clue, candidates: Sequence[Clue]) -> list[int]:
+    """For each candidate, a label shared by the candidates its reply references connect it to.
+
+    The trigger's own thread is labelled with the trigger's id.
+    """
+    root = {clue.id: clue.id for clue in (trigger, *candidates)}
+
+    def find(message_id: int) -> int:
+        while root[message_id] != message_id:
+            root[message_id] = root[root[message_id]]
+            message_id = root[message_id]
+        return message_id
+
+    for clue in (trigger, *candidates):
+        if clue.reference is not None and clue.reference in root:
+            a, b = find(clue.id), find(clue.reference)
+            if a != b:
+                root[a] = b
+    trigger_root = find(trigger.id)
+    return [trigger.id if find(clue.id) == trigger_root else find(clue.id) for clue in candidates]
+
+
+def thread_scores(
+    trigger: Clue, candidates: Sequence[Clue], scored: Sequence[Scored]
+) -> list[Scored]:
+    """Scores lifted along reply references: a reply and what it answers share a conversation.
+
+    A message connected to the trigger by replies (its parent, the parent's parent, a reply to
+    either...) belongs for sure (score 1); any other reply thread takes the score of its likeliest
+    message, since whether one of them belongs decides it for all. A reply reference is the one
+    clue that means the same in every community, which is why it is trusted over the score.
+    """
+    threads = reply_threads(trigger, candidates)
+    best: dict[int, tuple[float, int]] = {}
+    for clue, result, thread in zip(candidates, scored, threads, strict=True):
+        if thread not in best or result.score > best[thread][0]:
+            best[thread] = (result.score, clue.id)
+    lifted = []
+    for result, thread in zip(scored, threads, strict=True):
+        if thread == trigger.id:
+            lifted.append(Scored(1.0, result.row, trigger.id))
+        elif best[thread][0] > result.score:
+            lifted.append(Scored(best[thread][0], result.row, best[thread][1]))
+        else:
+            lifted.append(result)
+    return lifted
 
 
 class RelevanceModel(BaseModel):
@@ -452,6 +505,12 @@ class RelevanceModel(BaseModel):
             scored.append(Scored(self.second.probability(full), full))
         return scored
 
+    def score_threads(
+        self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]
+    ) -> list[Scored]:
+        """The scores that decide: ``score_all`` lifted along reply threads."""
+        return thread_scores(trigger, candidates, self.score_all(trigger, candidates, chain))
+
     def evidence(self, scored: Scored, count: int = 3) -> tuple[str, ...]:
         """What raised the score most, in words, for explanations (asked only of the chosen).
 
@@ -462,6 +521,12 @@ class RelevanceModel(BaseModel):
         row = scored.row
         parts = stage.contributions(row)
         words: list[str] = []
+        if scored.thread is not None and not row[_CHAIN]:  # a chain link says so itself
+            words.append(
+                "in the trigger's reply thread"
+                if scored.score >= 1.0
+                else f"in a reply thread with {scored.thread}"
+            )
         for i in sorted(range(len(parts)), key=lambda i: -parts[i]):
             if parts[i] <= 0.05 or len(words) >= count:
                 break

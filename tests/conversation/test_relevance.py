@@ -175,3 +175,54 @@ def test_the_budget_drops_the_lowest_scores_first():
         metadata={"trigger": True},
     )
     assert _drop_order([*nodes, trigger], protected=[4]) == [3, 1, 2, 0]
+
+
+def test_a_reply_thread_shares_its_best_score_and_the_triggers_thread_is_in():
+    """A reply and what it answers belong together, whatever the score thought of either."""
+    from conversation.relevance import Scored, thread_scores
+
+    history = [
+        clue(10, OTHER_A, "the old question that started it"),
+        clue(11, HELPER, "an answer to it", reference=10),
+        clue(12, OTHER_B, "unrelated chatter"),
+        clue(13, OTHER_A, "a thread elsewhere"),
+        clue(14, OTHER_B, "its reply", reference=13),
+        clue(15, HELPER, "a reply to the old answer", reference=11),
+    ]
+    trigger = clue(16, ASKER, "and then?", reference=11)
+    candidates = list(reversed(history))
+    raw = {15: 0.2, 14: 0.6, 13: 0.1, 12: 0.3, 11: 0.05, 10: 0.02}
+    model = load_model()
+    scored = [
+        Scored(raw[c.id], s.row)
+        for c, s in zip(candidates, model.score_all(trigger, candidates, {11, 10}), strict=True)
+    ]
+    lifted = {
+        c.id: s for c, s in zip(candidates, thread_scores(trigger, candidates, scored), strict=True)
+    }
+    # The trigger's thread: its parent, the parent's parent, and another reply to the parent.
+    assert [lifted[i].score for i in (10, 11, 15)] == [1.0, 1.0, 1.0]
+    assert lifted[10].thread == trigger.id
+    # Another thread: the question takes its reply's better score, and says whose it is.
+    assert lifted[13].score == 0.6 and lifted[13].thread == 14
+    assert lifted[14] == scored[candidates.index(history[4])]
+    assert lifted[12].score == 0.3 and lifted[12].thread is None
+    assert "in a reply thread with 14" in model.evidence(lifted[13])
+    assert "in the trigger's reply thread" in model.evidence(lifted[15])
+
+
+async def test_the_whole_reply_chain_is_in_however_strict_the_threshold():
+    """Replies are followed one level per step, always: every ancestor of the trigger is in."""
+    export = busy_channel(seed=5, messages=300, reply_rate=0.0, old_reply_rate=0.0)
+    messages = export["messages"]
+    chain = [messages[i] for i in (40, 90, 150, 220)]  # oldest first, far apart
+    for child, parent in zip([*chain[1:], messages[-1]], chain, strict=True):
+        child["type"] = "Reply"
+        child["reference"] = {"messageId": parent["id"], "channelId": export["channel"]["id"]}
+    aside = messages[230]  # someone else answering a link of the chain
+    aside["reference"] = {"messageId": chain[1]["id"], "channelId": export["channel"]["id"]}
+    source = LogSource(parse_export(export))
+    selection = await build_with(source, len(messages) - 1, relevance_threshold=1.0)
+    wanted = {int(m["id"]) for m in (*chain, aside)}
+    assert wanted <= set(selection.ids)
+    assert selection.reasons[int(chain[0]["id"])][0].kind == "reference"
