@@ -415,56 +415,47 @@ class TreeStage(BaseModel):
 class Scored:
     score: float
     row: tuple[float, ...]
-    # The message of the same reply thread whose score this one took (see ``thread_scores``).
-    thread: int | None = None
+    # Joined to the trigger by reply references: in whatever its score (see ``thread_scores``).
+    in_thread: bool = False
 
 
-def reply_threads(trigger: Clue, candidates: Sequence[Clue]) -> list[int]:
-    """For each candidate, a label shared by the candidates its reply references connect it to.
-
-    The trigger's own thread is labelled with the trigger's id.
-    """
-    root = {clue.id: clue.id for clue in (trigger, *candidates)}
-
-    def find(message_id: int) -> int:
-        while root[message_id] != message_id:
-            root[message_id] = root[root[message_id]]
-            message_id = root[message_id]
-        return message_id
-
+def reply_thread(trigger: Clue, candidates: Sequence[Clue]) -> set[int]:
+    """The candidates reply references join to the trigger, in either direction and any depth:
+    its parent, the parent's parent, another reply to either, what that one replies to..."""
+    neighbours: dict[int, set[int]] = {}
+    known = {clue.id for clue in candidates} | {trigger.id}
     for clue in (trigger, *candidates):
-        if clue.reference is not None and clue.reference in root:
-            a, b = find(clue.id), find(clue.reference)
-            if a != b:
-                root[a] = b
-    trigger_root = find(trigger.id)
-    return [trigger.id if find(clue.id) == trigger_root else find(clue.id) for clue in candidates]
+        if clue.reference is not None and clue.reference in known:
+            neighbours.setdefault(clue.id, set()).add(clue.reference)
+            neighbours.setdefault(clue.reference, set()).add(clue.id)
+    joined = {trigger.id}
+    frontier = [trigger.id]
+    while frontier:
+        for other in neighbours.get(frontier.pop(), ()):
+            if other not in joined:
+                joined.add(other)
+                frontier.append(other)
+    joined.discard(trigger.id)
+    return joined
 
 
 def thread_scores(
     trigger: Clue, candidates: Sequence[Clue], scored: Sequence[Scored]
 ) -> list[Scored]:
-    """Scores lifted along reply references: a reply and what it answers share a conversation.
+    """The trigger's reply thread scored 1: it is in, whatever its age or words.
 
-    A message connected to the trigger by replies (its parent, the parent's parent, a reply to
-    either...) belongs for sure (score 1); any other reply thread takes the score of its likeliest
-    message, since whether one of them belongs decides it for all. A reply reference is the one
-    clue that means the same in every community, which is why it is trusted over the score.
+    A reply and what it answers share a conversation, in every community; the score weighs
+    replies little because the training logs hold few, so on a server where people reply a lot
+    the older links of a thread would hang on their score. Other threads keep their own scores:
+    lifting a whole thread to its likeliest message gained a little on the training logs as they
+    are, but lost where every answer is a reply (one stray high score then pulls in a whole
+    other conversation).
     """
-    threads = reply_threads(trigger, candidates)
-    best: dict[int, tuple[float, int]] = {}
-    for clue, result, thread in zip(candidates, scored, threads, strict=True):
-        if thread not in best or result.score > best[thread][0]:
-            best[thread] = (result.score, clue.id)
-    lifted = []
-    for result, thread in zip(scored, threads, strict=True):
-        if thread == trigger.id:
-            lifted.append(Scored(1.0, result.row, trigger.id))
-        elif best[thread][0] > result.score:
-            lifted.append(Scored(best[thread][0], result.row, best[thread][1]))
-        else:
-            lifted.append(result)
-    return lifted
+    joined = reply_thread(trigger, candidates)
+    return [
+        Scored(1.0, result.row, True) if clue.id in joined else result
+        for clue, result in zip(candidates, scored, strict=True)
+    ]
 
 
 class RelevanceModel(BaseModel):
@@ -508,7 +499,7 @@ class RelevanceModel(BaseModel):
     def score_threads(
         self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]
     ) -> list[Scored]:
-        """The scores that decide: ``score_all`` lifted along reply threads."""
+        """The scores that decide: ``score_all``, the trigger's reply thread at 1."""
         return thread_scores(trigger, candidates, self.score_all(trigger, candidates, chain))
 
     def evidence(self, scored: Scored, count: int = 3) -> tuple[str, ...]:
@@ -521,12 +512,8 @@ class RelevanceModel(BaseModel):
         row = scored.row
         parts = stage.contributions(row)
         words: list[str] = []
-        if scored.thread is not None and not row[_CHAIN]:  # a chain link says so itself
-            words.append(
-                "in the trigger's reply thread"
-                if scored.score >= 1.0
-                else f"in a reply thread with {scored.thread}"
-            )
+        if scored.in_thread and not row[_CHAIN]:  # a link of the chain says so itself
+            words.append("in the trigger's reply thread")
         for i in sorted(range(len(parts)), key=lambda i: -parts[i]):
             if parts[i] <= 0.05 or len(words) >= count:
                 break

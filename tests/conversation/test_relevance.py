@@ -177,8 +177,8 @@ def test_the_budget_drops_the_lowest_scores_first():
     assert _drop_order([*nodes, trigger], protected=[4]) == [3, 1, 2, 0]
 
 
-def test_a_reply_thread_shares_its_best_score_and_the_triggers_thread_is_in():
-    """A reply and what it answers belong together, whatever the score thought of either."""
+def test_the_triggers_reply_thread_is_in_and_other_threads_keep_their_scores():
+    """A reply and what it answers belong together; another thread is not lifted wholesale."""
     from conversation.relevance import Scored, thread_scores
 
     history = [
@@ -202,12 +202,10 @@ def test_a_reply_thread_shares_its_best_score_and_the_triggers_thread_is_in():
     }
     # The trigger's thread: its parent, the parent's parent, and another reply to the parent.
     assert [lifted[i].score for i in (10, 11, 15)] == [1.0, 1.0, 1.0]
-    assert lifted[10].thread == trigger.id
-    # Another thread: the question takes its reply's better score, and says whose it is.
-    assert lifted[13].score == 0.6 and lifted[13].thread == 14
-    assert lifted[14] == scored[candidates.index(history[4])]
-    assert lifted[12].score == 0.3 and lifted[12].thread is None
-    assert "in a reply thread with 14" in model.evidence(lifted[13])
+    assert all(lifted[i].in_thread for i in (10, 11, 15))
+    # Another thread and the chatter keep what the score said.
+    assert [lifted[i].score for i in (12, 13, 14)] == [0.3, 0.1, 0.6]
+    assert not any(lifted[i].in_thread for i in (12, 13, 14))
     assert "in the trigger's reply thread" in model.evidence(lifted[15])
 
 
