@@ -512,12 +512,14 @@ class RelevanceModel(BaseModel):
         row = scored.row
         parts = stage.contributions(row)
         words: list[str] = []
-        if scored.in_thread and not row[_CHAIN]:  # a link of the chain says so itself
-            words.append("in the trigger's reply thread")
+        if scored.in_thread:  # in by that alone: it comes first
+            words.append(FEATURES[_CHAIN] if row[_CHAIN] else "in the trigger's reply thread")
         for i in sorted(range(len(parts)), key=lambda i: -parts[i]):
             if parts[i] <= 0.05 or len(words) >= count:
                 break
             name = stage.features[i]
+            if name in words:
+                continue
             above = row[i] > stage.means[i]
             if name in _ONLY_WHEN_PRESENT and not row[i]:
                 continue
