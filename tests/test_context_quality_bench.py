@@ -3,27 +3,40 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
-from bench.context_quality import with_all_replies
 from tests.fakes.synthetic import busy_channel
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def test_every_annotated_message_replies_to_its_latest_gold_parent(tmp_path):
+
+def reply_chain_row(folder: Path, *flags: str) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.context_quality", str(folder), "--only", "reply chain only",
+         *flags],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| reply chain"))
+    return [cell.strip() for cell in row.strip("|").split("|")]
+
+
+def test_all_replies_makes_every_annotated_message_reply_to_its_gold_parent(tmp_path):
     export = busy_channel(seed=2, messages=12, reply_rate=0.0, old_reply_rate=0.0)
     ids = [message["id"] for message in export["messages"]]
-    export["messages"][5]["reference"] = {"messageId": ids[0]}  # an existing reply stays
     labels = {
         ids[1]: {"annotated": False, "parents": [], "conversation": "c1"},
         ids[3]: {"annotated": True, "parents": [ids[1]], "conversation": "c1"},
         ids[5]: {"annotated": True, "parents": [ids[3]], "conversation": "c1"},
         ids[7]: {"annotated": True, "parents": [ids[1], ids[3]], "conversation": "c1"},
-        ids[9]: {"annotated": True, "parents": [ids[9]], "conversation": "c2"},  # itself
     }
-    log = tmp_path / "log.json"
-    log.write_text(json.dumps(export))
-    log.with_suffix(".gold.json").write_text(json.dumps({"messages": labels}))
-    source = with_all_replies(log)
-    replies = {
-        str(m.id): str(m.reference.message_id) for m in source.messages if m.reference is not None
-    }
-    assert replies == {ids[3]: ids[1], ids[5]: ids[0], ids[7]: ids[3]}
+    (tmp_path / "log.json").write_text(json.dumps(export))
+    (tmp_path / "log.gold.json").write_text(json.dumps({"messages": labels}))
+    # As logged, nobody replies: following replies finds nothing.
+    assert reply_chain_row(tmp_path)[1:5] == ["0.000", "0.000", "0.000", "0.000"]
+    # Every annotated message replying to its latest parent: each chain holds only its gold
+    # context and every parent; ids[7] -> ids[3] -> ids[1] misses ids[5] (recall 5/6).
+    row = reply_chain_row(tmp_path, "--all-replies")
+    assert row[1:5] == ["1.000", "0.833", "0.909", "1.000"]
