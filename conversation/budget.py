@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from conversation.articles.models import ArticleResult
 from conversation.articles.render import ARTICLE_REF_TAG, clip_text, render_embedding, xml_attr
 from conversation.articles.urls import url_key
+from conversation.continuation import indent_continuations, without_indent
 from conversation.node import FrozenMap, MessageNode
 from conversation.tokens import REPLY_PRIMING, TokenCounter, node_tokens, text_tokens
 
@@ -253,15 +254,18 @@ class _Work:
                 if not body or not head.startswith(ATTACHMENT_HEADER) or block not in node.content:
                     continue
                 filename = head[len(ATTACHMENT_HEADER) : -1]
+                # A member's lines are indented (see ``continuation``), the bot's own are not.
+                indented = node.role == "user"
+                text = without_indent(body) if indented else body
                 pieces.append(
                     _Piece(
                         node=index,
                         label=f"text attachment {filename}",
                         current=block,
-                        full_chars=len(body),
-                        render=_attachment_renderer(filename, body),
+                        full_chars=len(text),
+                        render=_attachment_renderer(filename, text, indented=indented),
                         tokens=text_tokens(block),
-                        body_tokens=max(text_tokens(body), 1),
+                        body_tokens=max(text_tokens(text), 1),
                     )
                 )
         return pieces
@@ -434,14 +438,18 @@ def _article_renderer(article: ArticleResult) -> Callable[[int], str]:
     return render
 
 
-def _attachment_renderer(filename: str, body: str) -> Callable[[int], str]:
+def _attachment_renderer(filename: str, body: str, *, indented: bool) -> Callable[[int], str]:
+    """The block shortened to ``chars`` of ``body``; in a member's message its lines indented
+    again like the rest (the cut note too: it belongs to the attachment, not to the bot)."""
+
     def render(chars: int) -> str:
         if chars <= 0:
             return f"{ATTACHMENT_HEADER}{filename}, left out for the token budget]"
-        return (
+        block = (
             f"{ATTACHMENT_HEADER}{filename}]\n{clip_text(body, chars)}\n"
             f"[... cut for the token budget: {chars} of {len(body)} characters shown]"
         )
+        return indent_continuations(block) if indented else block
 
     return render
 

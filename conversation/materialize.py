@@ -21,6 +21,7 @@ from conversation.articles.models import ArticleResult
 from conversation.articles.render import render_embeddings
 from conversation.articles.service import ArticleService
 from conversation.articles.urls import url_key
+from conversation.continuation import continuation_lines
 from conversation.log_source import AttachmentNotInLog
 from conversation.names import neutral_name
 from conversation.node import MessageNode
@@ -96,7 +97,9 @@ class Materializer:
             if not result.ok
         ]
         inlined = {
-            str(message.id): tuple(neutralize_embedding_tags(block) for block in extra[2])
+            str(message.id): tuple(
+                _as_shown(block, is_bot_turn=self._is_bot(message)) for block in extra[2]
+            )
             for message, extra in zip(messages, attachments, strict=True)
             if extra[2]
         }
@@ -122,7 +125,7 @@ class Materializer:
         context: dict[int, Any] | None = None,
     ) -> MessageNode:
         author = message.author
-        is_bot_turn = self.options.bot_user_id is not None and author.id == self.options.bot_user_id
+        is_bot_turn = self._is_bot(message)
         text = readable_content(message)
         parts = [text] if text else []
         parts.extend(_embed_lines(message))
@@ -132,6 +135,8 @@ class Materializer:
         # Only the article suffix may carry embedding tags: a member typing them must not be
         # able to forge an "article" the model would trust.
         body = neutralize_embedding_tags("\n".join(parts))
+        if not is_bot_turn:  # a member's lines must not read as the bot's (see continuation)
+            body = continuation_lines(body)
         suffix = render_embeddings(articles, shown_earlier=shown_earlier)
         if suffix:
             body = f"{body} {suffix}" if body else suffix
@@ -168,6 +173,10 @@ class Materializer:
             images=images if self.options.vision else (),
             metadata=metadata,
         )
+
+    def _is_bot(self, message: Any) -> bool:
+        bot = self.options.bot_user_id
+        return bot is not None and message.author.id == bot
 
     def _links(self, message: Any) -> list[str]:
         if self.articles is None:
@@ -239,6 +248,13 @@ EMBEDDING_TAG = re.compile(r"<(/?)(embeddings?)", re.IGNORECASE)
 def neutralize_embedding_tags(text: str) -> str:
     """``<embedding`` and ``</embeddings`` from outside written as ``&lt;...``."""
     return EMBEDDING_TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
+
+
+def _as_shown(block: str, *, is_bot_turn: bool) -> str:
+    """An inlined attachment as its node's text holds it: the body is rendered line by line,
+    so the block (which starts a line of the body) reads the same alone."""
+    block = neutralize_embedding_tags(block)
+    return block if is_bot_turn else continuation_lines(block)
 
 
 def display_name(user: Any) -> str:

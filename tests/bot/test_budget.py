@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -297,8 +298,14 @@ async def test_real_attachment_is_found_and_shortened(tmp_path):
     assert fitted.fits
     assert [c.what for c in fitted.cuts] == ["text attachment notes.txt"]
     kept = fitted.nodes[1].content
-    assert kept.startswith("Alice: my log\n[text attachment: notes.txt]\na line of the log &lt;")
-    assert "[... cut for the token budget:" in kept
+    assert kept.startswith(
+        "Alice: my log\n  [text attachment: notes.txt]\n  a line of the log &lt;"
+    )
+    # The shortened file is still indented as the member's text; its cut note with it, counting
+    # the file's own characters (not the indent).
+    assert re.search(
+        r"\n  \[\.\.\. cut for the token budget: \d+ of 6600 characters shown\]$", kept
+    )
 
 
 # ---------------------------------------------------------------------------- any context

@@ -104,7 +104,7 @@ def test_text_attachments_come_from_the_exported_files_or_say_they_are_not_there
     result = run_cli("replay", "--no-model", str(log), "--config", no_articles(tmp_path))
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "[text attachment: pg_upgrade-check.txt]\n     Checking cluster versions ... ok" in out
+    assert "[text attachment: pg_upgrade-check.txt]\n       Checking cluster versions ... ok" in out
     assert "[text attachment: notes.txt, not readable: not in the log (export with --media" in out
     assert "[text attachment: sneaky.txt, not readable: outside the export's folder" in out
     assert "AttributeError" not in out

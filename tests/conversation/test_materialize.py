@@ -143,7 +143,7 @@ async def test_images_are_parts_only_for_models_that_see():
     )
     blind = await materialize(raw)
     assert blind[0].images == ()
-    assert blind[0].content == "Alice: look\n[image: cat.png]\n[attachment: logs.zip, 3.0 MB]"
+    assert blind[0].content == "Alice: look\n  [image: cat.png]\n  [attachment: logs.zip, 3.0 MB]"
     seeing = await materialize(raw, vision=True)
     assert seeing[0].images == ("https://cdn.example/cat.png",)
 
@@ -186,8 +186,10 @@ async def test_text_attachments_are_inlined_and_capped(tmp_path: Path):
         await runner.cleanup()
     assert served == ["/notes.txt"]
     content = nodes[0].content
-    assert content.startswith("Alice: my notes\n[text attachment: notes.txt]\nline one\nline two\n")
-    assert content.endswith("[... cut at 100 of 518 characters]")
+    assert content.startswith(
+        "Alice: my notes\n  [text attachment: notes.txt]\n  line one\n  line two\n"
+    )
+    assert content.endswith("\n  [... cut at 100 of 518 characters]")
 
 
 def test_system_prompt_says_who_where_and_when():
