@@ -9,8 +9,6 @@ than the cap in memory (aiohttp decompresses in bounded steps, so the cap holds 
 from __future__ import annotations
 
 import asyncio
-import codecs
-import re
 from dataclasses import dataclass
 
 import aiohttp
@@ -24,16 +22,17 @@ from conversation.settings import ArticleSettings
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 64 * 1024
-_META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.I)
 
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """A downloaded HTML page, decoded."""
+    """A downloaded HTML page, still in bytes: decoding it is left to the extraction worker
+    (``charset.decode_html``), off the event loop."""
 
     url: str
     final_url: str
-    html: str
+    body: bytes
+    charset: str | None  # as the HTTP headers declare it, if they do
 
 
 def create_session(settings: ArticleSettings, resolver: AbstractResolver) -> aiohttp.ClientSession:
@@ -55,22 +54,6 @@ def create_session(settings: ArticleSettings, resolver: AbstractResolver) -> aio
         cookie_jar=aiohttp.DummyCookieJar(),
         trust_env=False,
     )
-
-
-def decode_html(body: bytes, declared: str | None) -> str:
-    """Text of a page: a BOM wins, then the HTTP charset, then a ``<meta>`` charset, then UTF-8.
-    Undecodable bytes become U+FFFD instead of failing the article."""
-    if body.startswith(codecs.BOM_UTF8):
-        return body[len(codecs.BOM_UTF8) :].decode("utf-8", errors="replace")
-    sniffed = _META_CHARSET.search(body[:4096])
-    candidates = [declared, sniffed.group(1).decode("ascii") if sniffed else None, "utf-8"]
-    for charset in candidates:
-        if charset:
-            try:
-                return body.decode(charset, errors="replace")
-            except (LookupError, UnicodeError):  # unknown, or a codec that refuses ("undefined")
-                continue
-    raise AssertionError("utf-8 is always a known codec")
 
 
 class PageFetcher:
@@ -124,9 +107,7 @@ class PageFetcher:
                         f"content type {response.content_type!r} is not HTML",
                     )
                 body = await self._read_capped(response)
-                return Page(
-                    url=url, final_url=str(current), html=decode_html(body, response.charset)
-                )
+                return Page(url=url, final_url=str(current), body=body, charset=response.charset)
         raise ArticleFailure(
             ArticleStatus.TOO_MANY_REDIRECTS, f"more than {settings.max_redirects} redirects"
         )

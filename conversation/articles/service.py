@@ -181,29 +181,21 @@ class ArticleService:
         # Another spelling of the same link (a different #fragment) shares the result.
         return result if result.url == url else result.model_copy(update={"url": url})
 
+    def deadline_seconds(self) -> float:
+        """How long one link may take in all: its download time plus its extraction time.
+        Waiting for a download slot or a free extraction worker counts against it, so pages
+        linked in other channels can slow an answer down by this much at most."""
+        return self._settings.timeout_seconds + self._settings.extract_timeout_seconds
+
     async def _load(self, url: str) -> ArticleResult:
-        assert self._fetcher is not None and self._extractor is not None
+        deadline = self.deadline_seconds()
         try:
-            offline = self._offline.get(url_key(url))
-            if offline is not None:
-                page = Page(url=url, final_url=url, html=await _read_offline(offline))
-            else:
-                async with self._downloads:
-                    page = await self._fetcher.fetch(url)
-            extracted = await self._extractor.extract(page.html)
-            full = normalize_text(extracted.text)
-            if not full:
-                raise ArticleFailure(ArticleStatus.EMPTY, "no article text found on the page")
-            text = clip_text(full, self._settings.max_chars)
-            return ArticleResult(
-                url=url,
-                status=ArticleStatus.OK,
-                final_url=page.final_url,
-                title=normalize_text(extracted.title)[:MAX_TITLE_CHARS],
-                text=text,
-                truncated=len(text) < len(full),
-                original_chars=len(full),
-            )
+            async with asyncio.timeout(deadline):
+                return await self._read(url)
+        except TimeoutError:
+            reason = f"no article within {deadline:g} s (waited behind other links)"
+            log.info("article not used: %s: %s", url, reason)
+            return ArticleResult(url=url, status=ArticleStatus.TIMEOUT, reason=reason)
         except ArticleFailure as failure:
             log.info("article not used: %s: %s", url, failure)
             return ArticleResult.failed(url, failure)
@@ -215,12 +207,37 @@ class ArticleService:
                 reason=f"internal error: {type(exc).__name__}: {exc}",
             )
 
+    async def _read(self, url: str) -> ArticleResult:
+        assert self._fetcher is not None and self._extractor is not None
+        offline = self._offline.get(url_key(url))
+        if offline is not None:
+            # Saved pages come in any charset; undecodable bytes must not cost the article.
+            body = await _read_offline(offline)
+            page = Page(url=url, final_url=url, body=body, charset="utf-8")
+        else:
+            async with self._downloads:
+                page = await self._fetcher.fetch(url)
+        extracted = await self._extractor.extract(page.body, page.charset)
+        full = normalize_text(extracted.text)
+        if not full:
+            raise ArticleFailure(ArticleStatus.EMPTY, "no article text found on the page")
+        text = clip_text(full, self._settings.max_chars)
+        return ArticleResult(
+            url=url,
+            status=ArticleStatus.OK,
+            final_url=page.final_url,
+            title=normalize_text(extracted.title)[:MAX_TITLE_CHARS],
+            text=text,
+            truncated=len(text) < len(full),
+            original_chars=len(full),
+        )
+
 
 def _skipped(url: str, reason: str) -> ArticleResult:
     return ArticleResult(url=url, status=ArticleStatus.SKIPPED, reason=reason)
 
 
-async def _read_offline(path: Path) -> str:
+async def _read_offline(path: Path) -> bytes:
     """A saved page; a missing file is the operator's to fix, so it says which file."""
     try:
         data = await asyncio.to_thread(path.read_bytes)
@@ -228,5 +245,4 @@ async def _read_offline(path: Path) -> str:
         raise ArticleFailure(
             ArticleStatus.CONNECTION_ERROR, f"offline copy {path} not readable: {error.strerror}"
         ) from error
-    # Saved pages come in any charset; undecodable bytes must not cost the whole article.
-    return data.decode("utf-8", errors="replace")
+    return data

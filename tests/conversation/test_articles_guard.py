@@ -188,7 +188,7 @@ def test_a_trailing_dot_does_not_hide_an_address(url):
 
 
 def test_a_hostile_charset_does_not_break_decoding():
-    from conversation.articles.fetch import decode_html
+    from conversation.articles.charset import decode_html
 
     assert decode_html(b"<p>caf\xc3\xa9</p>", "undefined") == "<p>café</p>"
     assert decode_html(b'<meta charset="undefined"><p>ok</p>', None).endswith("<p>ok</p>")
