@@ -187,8 +187,17 @@ class Extractor:
             return
         log.warning("article extraction worker stopped; starting a new one")
         fresh = self._new_worker()
-        fresh.submit(_warm_up)
-        self._idle.put_nowait(fresh)
+        # Offered once started, so the next page's time limit is not spent on spawning it.
+        # (Should it fail to start, the page it is given fails as "worker died" and it is
+        # replaced again.)
+        started = asyncio.wrap_future(fresh.submit(_warm_up))
+        started.add_done_callback(lambda done: self._offer(fresh, done))
+
+    def _offer(self, executor: Executor, started: asyncio.Future[bool]) -> None:
+        if not started.cancelled():
+            started.exception()  # a worker that failed to start fails its first page instead
+        if executor in self._workers:  # not closed meanwhile
+            self._idle.put_nowait(executor)
 
     async def aclose(self) -> None:
         """Stops the workers: idle ones exit at once, busy ones get ``CLOSE_GRACE_SECONDS`` and
