@@ -6,6 +6,9 @@
 2. The same ten links again: served from the cache, so the server must see 0 requests.
 3. The event loop's worst stall while a 1 MB page is extracted: on the loop, in a thread, in a
    process. A ticker coroutine sleeps 1 ms at a time and records the longest gap.
+4. What the defences against hostile pages cost and save: goose3 on the page as served against
+   goose3 on the trimmed page (``trim_for_goose``), for the 1 MB page and for a page of
+   ``<meta>`` tags; a ``punycode`` page decoded as it declares against ``decode_html``.
 
 Run: ``python bench/articles.py`` (from the repository root). Figures vary with the machine;
 the ratios are the point.
@@ -27,7 +30,10 @@ from aiohttp import web
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from goose3 import Goose  # noqa: E402
+
 from conversation.articles import ArticleService  # noqa: E402
+from conversation.articles.charset import decode_html  # noqa: E402
 from conversation.articles.extract import Extractor, WorkerKind, extract_article  # noqa: E402
 from conversation.settings import ArticleSettings  # noqa: E402
 
@@ -164,6 +170,40 @@ async def bench_stalls(rounds: int) -> None:
         )
 
 
+def _goose_as_served(html: str) -> None:
+    with Goose({"enable_image_fetching": False}) as goose:
+        goose.extract(raw_html=html)
+
+
+def _seconds(work: Callable[[], Any], rounds: int = 3) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_hostile() -> None:
+    print("\nHostile pages: goose3 on the page as served vs trimmed first (median of 3):")
+    big = big_page()
+    metas = big_page(20_000).replace("<head>", "<head>" + "<meta name='x' content='y'>" * 2000)
+    for name, html in (("1.0 MB article", big), ("2000 <meta> tags", metas)):
+        served = _seconds(lambda h=html: _goose_as_served(h))
+        trimmed = _seconds(lambda h=html: extract_article(h))
+        print(
+            f"  {name:16}: as served {served * 1000:7.0f} ms, trimmed {trimmed * 1000:6.0f} ms"
+            f" ({served / trimmed:.2f}x)"
+        )
+    body = b'<meta charset="punycode"><p>-' + b"9" * 100_000
+    declared = _seconds(lambda: body.decode("punycode", errors="replace"), rounds=1)
+    guarded = _seconds(lambda: decode_html(body, None))
+    print(
+        f"  100 kB 'punycode' page: decoded as declared {declared * 1000:.0f} ms,"
+        f" decode_html (UTF-8 instead) {guarded * 1000:.2f} ms"
+    )
+
+
 async def main() -> None:
     hits: list[str] = []
     kinds: tuple[WorkerKind, ...] = ("process", "thread")
@@ -205,6 +245,7 @@ async def main() -> None:
     finally:
         await runner.cleanup()
     await bench_stalls(rounds=5)
+    bench_hostile()
 
 
 if __name__ == "__main__":  # required: process workers are spawned and re-import this module
