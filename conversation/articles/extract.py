@@ -199,11 +199,16 @@ class Extractor:
         if executor in self._workers:  # not closed meanwhile
             self._idle.put_nowait(executor)
 
+    def refuse_work(self) -> None:
+        """The first step of closing: pages not yet in a worker fail, and a worker stopped from
+        now on (its caller cancelled) is not replaced."""
+        self._closed = True
+
     async def aclose(self) -> None:
         """Stops the workers: idle ones exit at once, busy ones get ``CLOSE_GRACE_SECONDS`` and
         are then killed, so a page stuck in goose3 does not hold up shutdown. (In a thread:
         joining processes blocks, and the loop must keep turning meanwhile.)"""
-        self._closed = True
+        self.refuse_work()
         workers = list(self._workers)
         self._workers.clear()
         await asyncio.to_thread(_stop_all, workers, self.CLOSE_GRACE_SECONDS)

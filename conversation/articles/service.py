@@ -129,6 +129,8 @@ class ArticleService:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._extractor is not None:
+            self._extractor.refuse_work()  # the loads cancelled next need no fresh workers
         await self._cache.aclose()
         if self._session is not None:
             await self._session.close()
