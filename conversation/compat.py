@@ -9,11 +9,15 @@ the one that changed, when an upgrade moves it (pyproject.toml bounds the versio
 - ``nextcord.state.ConnectionState(http=..., loop=None)``: a connection state with no gateway,
   to build nextcord objects from payloads (a replayed log).
 - ``ConnectionState._add_guild_from_data``: how such a state learns a guild from its payload.
+- ``ProcessPoolExecutor._processes``: the worker processes of a pool, to kill a stuck goose3
+  worker (Python 3.14 adds ``terminate_workers``; before it there is no public handle).
 """
 
 from __future__ import annotations
 
+import multiprocessing.process
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 from pyrsistent import PVector
@@ -52,3 +56,8 @@ def detached_state(http: object) -> ConnectionState:
 def add_guild(state: ConnectionState, payload: dict[str, Any]) -> nextcord.Guild:
     """The guild of ``payload``, built and kept by ``state`` (so its channels resolve)."""
     return state._add_guild_from_data(payload)  # type: ignore[arg-type]
+
+
+def pool_processes(executor: Executor) -> list[multiprocessing.process.BaseProcess]:
+    """The worker processes of a process pool (none for a thread pool)."""
+    return list((getattr(executor, "_processes", None) or {}).values())

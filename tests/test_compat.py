@@ -68,6 +68,21 @@ async def test_a_client_keeps_its_connection_state_where_we_read_it() -> None:
     assert isinstance(client._connection, ConnectionState), "nextcord Client._connection changed"
 
 
+def test_a_process_pool_shows_its_worker_processes() -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    from conversation.compat import pool_processes
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        assert pool.submit(abs, -1).result(timeout=60) == 1
+        (process,) = pool_processes(pool)
+        assert process.is_alive()
+    with ThreadPoolExecutor(max_workers=1) as threads:
+        assert pool_processes(threads) == []
+
+
 def test_the_tested_versions_are_bounded_in_pyproject() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     requirements = {Requirement(text).name: Requirement(text) for text in project["dependencies"]}

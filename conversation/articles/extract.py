@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from conversation.articles.charset import decode_html
 from conversation.articles.models import ArticleFailure, ArticleStatus
 from conversation.articles.trim import trim_for_goose
+from conversation.compat import pool_processes
 
 log = logging.getLogger(__name__)
 
@@ -88,16 +89,10 @@ def make_executor(kind: WorkerKind) -> Executor:
     return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
 
 
-def _processes(executor: Executor) -> list[multiprocessing.process.BaseProcess]:
-    """The worker processes of a process pool. ``_processes`` is private, but it is the only
-    handle on them before Python 3.14 (``terminate_workers``); a thread has none."""
-    return list((getattr(executor, "_processes", None) or {}).values())
-
-
 def _kill(executor: Executor) -> None:
     """End a worker now, whatever it is doing. A thread cannot be ended: it is left to finish
     in the background, and no new work goes to it."""
-    for process in _processes(executor):
+    for process in pool_processes(executor):
         if process.is_alive():
             process.kill()
     executor.shutdown(wait=False, cancel_futures=True)
@@ -105,7 +100,7 @@ def _kill(executor: Executor) -> None:
 
 def _stop_all(executors: list[Executor], grace_seconds: float) -> None:
     """Ask every worker to exit, wait at most ``grace_seconds`` in all, then kill the rest."""
-    processes = [process for executor in executors for process in _processes(executor)]
+    processes = [process for executor in executors for process in pool_processes(executor)]
     for executor in executors:
         executor.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + grace_seconds
