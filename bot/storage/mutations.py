@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 from bot.storage.dialect import Db
 from bot.storage.errors import StoreError
 from bot.storage.models import REMOVED, ForgetResult, InteractionRecord, PruneResult
-from bot.storage.nodes import canonical_json, node_hash, redact_message, redact_names_in
+from bot.storage.names import name_spellings, names_pattern, redact_names_in, redact_text
+from bot.storage.nodes import canonical_json, node_hash, redact_message
 from bot.storage.timefmt import now_db, to_db
 
 NODE_CACHE_LIMIT = 50_000
@@ -385,29 +386,41 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
 
 
 def _names_of(conn: Db, user_id: int) -> set[str]:
-    """Every name the person was shown under: on their messages and in others' messages."""
+    """Every name the person was shown under: on their messages, in others' messages, and as
+    the ``name`` field their own messages were sent with (the OpenAI-safe spelling)."""
     rows = conn.execute(
         "SELECT name FROM context WHERE author_id = ? AND name IS NOT NULL "
         "UNION SELECT name FROM context_names WHERE user_id = ?",
         (user_id, user_id),
     )
-    return {name for (name,) in rows if name and name != REMOVED}
+    names = {name for (name,) in rows if name and name != REMOVED}
+    for (text,) in conn.execute(
+        "SELECT json FROM nodes WHERE id IN (SELECT node_id FROM context WHERE author_id = ? "
+        "UNION SELECT node_id FROM message_versions WHERE author_id = ? AND node_id IS NOT NULL)",
+        (user_id, user_id),
+    ):
+        name = json.loads(text).get("name")
+        if isinstance(name, str) and name != REMOVED:
+            names.add(name)
+    return names
 
 
 def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> int:
-    """The person's name out of everyone else's messages; returns the context rows changed.
+    """The person's name out of everything else the store keeps; returns the context rows
+    changed.
 
-    Where others' messages named them (a reply header, a mention) is known by id, from
-    ``context_names``. The bot's answers may address or quote them by name as free text, so
-    those are searched for the names too. Other members' own words are left as they are: a
-    name typed without a mention cannot be told apart from the same word meaning something else.
+    Every stored message (others' messages, triggers, the bot's answers as later context),
+    every recorded edit and every answer is searched. Where a message named them by id (a
+    reply header, a mention: ``context_names``) every recorded name is removed as shown; in
+    free text a name is matched as a whole word, ignoring case and accents ("chloe" for
+    "Chloé"), when it has at least ``FREE_TEXT_MIN_LENGTH`` characters: a shorter one would
+    take common words with it.
     """
     if not names:
         return 0
-    pattern = re.compile(
-        "|".join(rf"(?<!\w){re.escape(n)}(?!\w)" for n in sorted(names, key=len, reverse=True))
-    )
-    targets = {
+    exact = names_pattern(names, free_text=False)
+    loose = names_pattern(names, free_text=True)
+    by_id = {
         int(node_id)
         for (node_id,) in conn.execute(
             "SELECT c.node_id FROM context_names n JOIN context c "
@@ -415,21 +428,23 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
             (user_id,),
         )
     }
-    for name in names:
-        escaped = canonical_json({"n": name})[6:-2]  # the name as it appears in stored JSON
-        targets.update(
+    rough = _rough_pattern(names)
+    candidates = set(by_id)
+    if loose is not None and rough is not None:
+        candidates.update(
             int(node_id)
-            for (node_id,) in conn.execute(
-                f"SELECT id FROM nodes WHERE {conn.dialect.find_function}(json, ?) > 0 "
-                "AND json LIKE ?",
-                (escaped, '{"role":"assistant"%'),
-            )
+            for node_id, text in conn.dialect.stream(conn, "SELECT id, json FROM nodes", ())
+            if rough.search(text)
         )
     changed = 0
-    for old in sorted(targets):
+    for old in sorted(candidates):
         (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
         message = json.loads(text)
-        redacted = redact_names_in(message, pattern)
+        redacted = message
+        if old in by_id:
+            redacted = redact_names_in(redacted, exact)
+        if loose is not None:
+            redacted = redact_names_in(redacted, loose)
         if redacted == message:
             continue
         new = node_id_for(conn, cache, canonical_json(redacted))
@@ -437,17 +452,40 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
             "UPDATE context SET node_id = ? WHERE node_id = ?", (new, old)
         ).rowcount
         conn.execute("UPDATE message_versions SET node_id = ? WHERE node_id = ?", (new, old))
-    for name in names:
-        find = conn.dialect.find_function
+    if loose is not None and rough is not None:
         for seq, answer in conn.execute(
-            f"SELECT seq, answer FROM interactions WHERE {find}(answer, ?) > 0", (name,)
+            "SELECT seq, answer FROM interactions WHERE answer IS NOT NULL"
         ).fetchall():
-            conn.execute(
-                "UPDATE interactions SET answer = ? WHERE seq = ?",
-                (pattern.sub(REMOVED, answer), seq),
-            )
+            if rough.search(answer):
+                redacted_answer = redact_text(answer, loose)
+                if redacted_answer != answer:
+                    conn.execute(
+                        "UPDATE interactions SET answer = ? WHERE seq = ?", (redacted_answer, seq)
+                    )
+        for message_id, version, content in conn.execute(
+            "SELECT message_id, version, content FROM message_versions WHERE content IS NOT NULL"
+        ).fetchall():
+            if rough.search(content):
+                redacted_content = redact_text(content, loose)
+                if redacted_content != content:
+                    conn.execute(
+                        "UPDATE message_versions SET content = ? WHERE message_id = ? "
+                        "AND version = ?",
+                        (redacted_content, message_id, version),
+                    )
     conn.execute("DELETE FROM context_names WHERE user_id = ?", (user_id,))
     return changed
+
+
+def _rough_pattern(names: set[str]) -> re.Pattern[str] | None:
+    """A quick test for stored JSON that might hold a name: no word boundaries (an escape such
+    as a newline's ``n`` may stand right before it) and each spelling also as JSON escapes it;
+    the exact match runs on the parsed text."""
+    spellings = name_spellings(names, free_text=True)
+    if not spellings:
+        return None
+    escaped = {canonical_json({"n": s})[6:-2] for s in spellings}
+    return re.compile("|".join(re.escape(s) for s in {*spellings, *escaped}), re.IGNORECASE)
 
 
 def prune(conn: Db, cache: NodeCache, older_than_days: int) -> PruneResult:

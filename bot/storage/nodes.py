@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any
 
 from bot.storage.models import REMOVED
@@ -30,28 +29,12 @@ def node_hash(text: str) -> bytes:
 
 
 def redact_message(message: dict[str, Any]) -> dict[str, Any]:
-    """The message with its text, images and name replaced: only the role and shape remain."""
-    redacted = dict(message)
+    """The message with its text and images replaced and its name left out: only the role and
+    shape remain. (OpenAI refuses a ``name`` that is not ``^[A-Za-z0-9_-]+$``, so the
+    placeholder cannot stand there, and no name is the honest value.)"""
+    redacted = {key: value for key, value in message.items() if key != "name"}
     if "content" in redacted:
         redacted["content"] = REMOVED
-    if "name" in redacted:
-        redacted["name"] = REMOVED
-    return redacted
-
-
-def redact_names_in(message: dict[str, Any], pattern: re.Pattern[str]) -> dict[str, Any]:
-    """The message with every match of ``pattern`` in its text replaced (names, for forgetting)."""
-    redacted = dict(message)
-    content = redacted.get("content")
-    if isinstance(content, str):
-        redacted["content"] = pattern.sub(REMOVED, content)
-    elif isinstance(content, list):
-        redacted["content"] = [
-            {**part, "text": pattern.sub(REMOVED, part["text"])}
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-            else part
-            for part in content
-        ]
     return redacted
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from bot.storage.dialect import Db
 from bot.storage.errors import StoreError
 from bot.storage.models import (
+    REMOVED,
     ArticleEntry,
     ContextEntry,
     InteractionRecord,
@@ -198,6 +199,12 @@ def states_since(conn: Db, message_ids: list[int], moment: str) -> dict[int, str
     return states
 
 
+# Stores written before forget-user left names out put the placeholder in the ``name`` field,
+# which OpenAI refuses (names are ``^[A-Za-z0-9_-]+$``); the export leaves such a name out. The
+# quotes cannot come from a member's text: inside a JSON string they are escaped.
+LEGACY_REMOVED_NAME = ',"name":' + json.dumps(REMOVED, ensure_ascii=False)
+
+
 def export_lines(conn: Db, since: datetime | None, channel_id: int | None) -> Iterator[str]:
     """One OpenAI fine-tuning JSONL line per successful interaction, in recording order.
 
@@ -230,6 +237,8 @@ def export_lines(conn: Db, since: datetime | None, channel_id: int | None) -> It
                 yield _line(parts, answer)
             current, answer, parts = seq, maybe_answer or "", []
         if text is not None:
+            if LEGACY_REMOVED_NAME in text:
+                text = text.replace(LEGACY_REMOVED_NAME, "")
             parts.append(text)
     if current is not None:
         yield _line(parts, answer)

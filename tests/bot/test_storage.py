@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -662,3 +663,102 @@ async def test_discord_explanations_leave_out_the_text_of_linked_messages(store:
     shown = render_text(without_linked_text(explanation), limit=2000)
     assert "SECRET-MODS-TEXT" not in shown
     assert "public words" in shown and "link via 3" in shown
+
+
+CHLOE, BEN, DEV = 1300000000000000103, 1300000000000000104, 1300000000000000105
+NAME_FIELD = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def _turn(mid: int, author: int, name: str, text: str) -> tuple[dict, ContextEntry]:
+    """A channel message as the bot sends and stores it: the speaker in the text and in an
+    OpenAI-safe ``name``, as the materializer renders it."""
+    message = {"role": "user", "content": f"{text}", "name": name}
+    shown = text.split(":")[0].split(" (")[0]
+    return message, ContextEntry(message_id=mid, author_id=author, name=shown)
+
+
+async def _chloe_conversation(store: Store) -> None:
+    """Chloé speaks; Dev replies to her (the reply target's name in his header, but not
+    recorded by id); Ben asks the bot about her by name; the bot answers with "chloe"."""
+    chloe = _turn(1, CHLOE, "Chloe", "Chloé: Ben, I think the hard link mode is fine")
+    dev = _turn(2, DEV, "Dev", "Dev (replying to Chloé): agreed, Chloé tested it")
+    ben = _turn(
+        3, BEN, "Ben", "Ben: @Testbot Chloé says hard links are fine, do you agree with chloe?"
+    )
+    pairs = [chloe, dev, ben]
+    record = make_record(3, [], author=BEN).model_copy(
+        update={
+            "request_messages": [SYSTEM, *(m for m, _ in pairs)],
+            "context": [None, *(e for _, e in pairs)],
+            "answer": "Yes, chloe is right: hard links are fine here.",
+            "answer_message_ids": [600],
+        }
+    )
+    await store.record(record)
+    # Later, Dev's message is edited, still naming her; the bot's answer is context again.
+    await store.record_edit(2, 10, DEV, "agreed, CHLOÉ tested it twice", NOW)
+    answer_turn = {"role": "assistant", "content": "Yes, chloe is right: hard links are fine here."}
+    later = make_record(9, [(9, DEV, "thanks all")])
+    await store.record(
+        later.model_copy(
+            update={
+                "request_messages": [SYSTEM, answer_turn, *later.request_messages[1:]],
+                "context": [
+                    None,
+                    ContextEntry(message_id=600, author_id=BOT_ID),
+                    *later.context[1:],
+                ],
+            }
+        )
+    )
+
+
+async def test_forget_takes_their_name_out_of_every_message_answer_and_edit(
+    store: Store, backend: Backend
+) -> None:
+    await _chloe_conversation(store)
+    untouched = make_record(20, [(20, BEN, "unrelated words")], channel=77, answer="fine")
+    await store.record(untouched)
+    before = list(store.export_lines(channel_id=77))
+    assert b"Chlo" in backend.raw_bytes()
+    await store.forget_user(CHLOE)
+    exported = "\n".join(store.export_lines())
+    assert not re.search("chlo", exported, re.IGNORECASE), exported
+    assert "hard links are fine" in exported  # Ben's question stays, without her name
+    versions = json.dumps([v.model_dump(mode="json") for v in store.message_versions(2)])
+    assert not re.search("chlo", versions, re.IGNORECASE), versions
+    assert not re.search(rb"chlo", backend.raw_bytes(), re.IGNORECASE)
+    assert list(store.export_lines(channel_id=77)) == before  # byte for byte
+
+
+async def test_forgotten_turns_export_as_valid_openai_messages(store: Store) -> None:
+    await _chloe_conversation(store)
+    await store.forget_user(CHLOE)
+    for line in store.export():
+        for message in line["messages"]:
+            assert "name" not in message or NAME_FIELD.match(message["name"]), message
+    first = next(iter(store.export()))
+    assert first["messages"][1] == {"role": "user", "content": REMOVED}
+
+
+async def test_a_store_forgotten_before_names_were_left_out_still_exports_valid_names(
+    backend: Backend,
+) -> None:
+    """Older versions wrote the placeholder into the ``name`` field; the export leaves it out."""
+    with backend.open() as store:
+        legacy = {"role": "user", "content": REMOVED, "name": REMOVED}
+        record = make_record(3, [(3, BEN, "hi")])
+        await store.record(
+            record.model_copy(
+                update={
+                    "request_messages": [SYSTEM, legacy, *record.request_messages[1:]],
+                    "context": [
+                        None,
+                        ContextEntry(message_id=1, author_id=CHLOE),
+                        *record.context[1:],
+                    ],
+                }
+            )
+        )
+        (line,) = store.export()
+    assert line["messages"][1] == {"role": "user", "content": REMOVED}

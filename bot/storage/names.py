@@ -1,0 +1,77 @@
+"""Finding a forgotten person's names in what others wrote, and taking them out.
+
+A name is matched as a whole word. Where a message is known to name the person (a mention or a
+reply header, recorded by id) every recorded name is taken out exactly as it was shown. In free
+text (a member typing "do you agree with chloe?", the bot answering "Chloé is right") case and
+accents are ignored, so "chloe" goes with "Chloé"; names shorter than ``FREE_TEXT_MIN_LENGTH``
+are left to the by-id match, since ignoring case they would take common words ("Al", "jo") out
+of every message in the store.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from bot.storage.models import REMOVED
+
+FREE_TEXT_MIN_LENGTH = 3
+
+
+def folded(name: str) -> str:
+    """The name without accents ("Chloé" -> "Chloe"); letters of other scripts are kept."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def name_spellings(names: Iterable[str], *, free_text: bool) -> list[str]:
+    """The spellings to look for, longest first (so "Chloé B" wins over "Chloé")."""
+    spellings: set[str] = set()
+    for name in names:
+        name = name.strip()
+        if not name:
+            continue
+        if not free_text:
+            spellings.add(name)
+            continue
+        for base in (name, folded(name)):
+            for spelling in (base, base.replace(" ", "_")):  # the second as OpenAI names go
+                if len(spelling) >= FREE_TEXT_MIN_LENGTH:
+                    spellings.add(spelling)
+    return sorted(spellings, key=lambda s: (-len(s), s))
+
+
+def names_pattern(names: Iterable[str], *, free_text: bool) -> re.Pattern[str] | None:
+    """Whole-word matches of the names (``free_text``: ignoring case), or None if none apply."""
+    spellings = name_spellings(names, free_text=free_text)
+    if not spellings:
+        return None
+    alternatives = "|".join(rf"(?<!\w){re.escape(s)}(?!\w)" for s in spellings)
+    return re.compile(alternatives, re.IGNORECASE if free_text else 0)
+
+
+def redact_text(text: str, pattern: re.Pattern[str] | None) -> str:
+    """``text`` with the names replaced; earlier placeholders are left whole (a person called
+    "request" must not cut into "[removed at the user's request]")."""
+    if pattern is None:
+        return text
+    return REMOVED.join(pattern.sub(REMOVED, piece) for piece in text.split(REMOVED))
+
+
+def redact_names_in(message: dict[str, Any], pattern: re.Pattern[str] | None) -> dict[str, Any]:
+    """The message with the names in its text replaced (its ``name`` field is the author's,
+    not the forgotten person's, and stays)."""
+    redacted = dict(message)
+    content = redacted.get("content")
+    if isinstance(content, str):
+        redacted["content"] = redact_text(content, pattern)
+    elif isinstance(content, list):
+        redacted["content"] = [
+            {**part, "text": redact_text(part["text"], pattern)}
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+    return redacted
