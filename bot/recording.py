@@ -12,6 +12,7 @@ from bot.config import Config
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
 from conversation.budget import SHORTENED
+from conversation.selection import ContextSelection
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,26 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
         error=result.error,
         work_log=work,
         articles=articles,
+        people=people_names(prepared.selection) if prepared is not None else {},
     )
+
+
+def people_names(selection: ContextSelection) -> dict[int, list[str]]:
+    """Every name of each author, mentioned person and reply target in the context: the
+    nickname, global name and username, where the prompt showed only one of them."""
+    people: dict[int, set[str]] = {}
+    for message in [*selection.messages, selection.trigger]:
+        reference = getattr(message, "reference", None)
+        replied_to = getattr(getattr(reference, "resolved", None), "author", None)
+        for user in [message.author, *getattr(message, "mentions", []), replied_to]:
+            if user is None or getattr(user, "id", None) is None:
+                continue
+            names = people.setdefault(int(user.id), set())
+            for attribute in ("nick", "global_name", "name", "display_name"):
+                value = getattr(user, attribute, None)
+                if isinstance(value, str) and value.strip():
+                    names.add(value)
+    return {user_id: sorted(names) for user_id, names in people.items() if names}
 
 
 def budget_log(result: AnswerResult) -> list[WorkLogEntry]:

@@ -98,6 +98,11 @@ class InteractionRecord(_Frozen):
     error: str | None = None
     work_log: list[WorkLogEntry] = Field(default_factory=list)
     articles: list[ArticleEntry] = Field(default_factory=list)
+    people: dict[int, list[str]] = Field(
+        default_factory=dict,
+        description="Every name each person in the context goes by (nickname, global name, "
+        "username), so that forgetting them finds the names they were not shown under.",
+    )
 
     @field_validator("usage", mode="before")
     @classmethod

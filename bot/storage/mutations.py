@@ -162,6 +162,14 @@ def insert_interaction(conn: Db, cache: NodeCache, rec: InteractionRecord) -> in
     ]
     if named_rows:
         conn.executemany("INSERT INTO context_names VALUES (?, ?, ?, ?)", named_rows)
+    people_rows = [
+        (seq, user_id, name)
+        for user_id, names in rec.people.items()
+        for name in sorted(set(names))
+        if name
+    ]
+    if people_rows:
+        conn.executemany("INSERT INTO person_names VALUES (?, ?, ?)", people_rows)
     if rec.answer_message_ids:
         conn.executemany(
             "INSERT INTO answer_messages VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -390,8 +398,9 @@ def _names_of(conn: Db, user_id: int) -> set[str]:
     the ``name`` field their own messages were sent with (the OpenAI-safe spelling)."""
     rows = conn.execute(
         "SELECT name FROM context WHERE author_id = ? AND name IS NOT NULL "
-        "UNION SELECT name FROM context_names WHERE user_id = ?",
-        (user_id, user_id),
+        "UNION SELECT name FROM context_names WHERE user_id = ? "
+        "UNION SELECT name FROM person_names WHERE user_id = ?",
+        (user_id, user_id, user_id),
     )
     names = {name for (name,) in rows if name and name != REMOVED}
     for (text,) in conn.execute(
@@ -474,6 +483,7 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
                         (redacted_content, message_id, version),
                     )
     conn.execute("DELETE FROM context_names WHERE user_id = ?", (user_id,))
+    conn.execute("DELETE FROM person_names WHERE user_id = ?", (user_id,))
     return changed
 
 

@@ -149,7 +149,17 @@ def load_record(conn: Db, seq: int) -> InteractionRecord:
         answer_message_ids=answer_ids(conn, seq),
         work_log=work_log(conn, seq),
         articles=articles(conn, seq),
+        people=people(conn, seq),
     )
+
+
+def people(conn: Db, seq: int) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    for user_id, name in conn.execute(
+        "SELECT user_id, name FROM person_names WHERE seq = ? ORDER BY user_id, name", (seq,)
+    ):
+        found.setdefault(int(user_id), []).append(name)
+    return found
 
 
 def versions(conn: Db, message_id: int) -> list[MessageVersion]:

@@ -129,6 +129,18 @@ MIGRATIONS: tuple[Migration, ...] = (
     # The [model] context_tokens in force when a window was learned: an operator who changes
     # it (the server was given a larger window) starts from the configured one again.
     ("ALTER TABLE model_limits ADD COLUMN window_for INTEGER",),
+    # Every name a person in an interaction goes by (nickname, global name, username), not
+    # only the one shown: forget-user looks for all of them in what others wrote. Kept per
+    # interaction so that retention drops them with it.
+    (
+        """CREATE TABLE person_names (
+            seq INTEGER NOT NULL REFERENCES interactions (seq) ON DELETE CASCADE,
+            user_id INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            PRIMARY KEY (seq, user_id, name)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX person_names_user ON person_names (user_id)",
+    ),
 )
 
 

@@ -14,6 +14,7 @@ from tests.fakes.harness import (
     BOT_ID,
     CHANNEL,
     CHLOE,
+    DEV,
     DM_CHANNEL,
     ROOT,
     running_bot,
@@ -161,3 +162,33 @@ async def test_forget_user_removes_their_name_from_everyone_elses_messages(tmp_p
     with Store.open(path) as store:
         after = json.dumps(list(store.export()), ensure_ascii=False)
     assert "and anyone else?" in after and "Chloé" not in after
+
+
+async def test_forget_user_reaches_every_name_they_go_by_in_free_text(tmp_path, capsys):
+    """Her nickname is shown, but members type her username too, and in any case; the bot's
+    answer repeats what it was asked."""
+    path = tmp_path / "store.sqlite3"
+    mireille = 1300000000000000199
+    with Store.open(path) as store:
+        async with running_bot(store=store) as bot:
+            bot.discord.add_user(mireille, "zoltan_k", nick="Mireillé")
+            await bot.discord.user_says(
+                CHANNEL, mireille, "Ben, I think the hard link mode is fine"
+            )
+            await ask(bot, BEN, "Mireillé says hard links are fine, do you agree with ZOLTAN_K?")
+            await ask(bot, DEV, "and what about mireille's other idea?")
+        exported = json.dumps(list(store.export()), ensure_ascii=False)
+    assert "Mireillé" in exported and "ZOLTAN_K" in exported
+    config = tmp_path / "config.toml"
+    config.write_text(f'[storage]\npath = "{path}"\n')
+    assert (
+        await asyncio.to_thread(main, ["forget-user", str(mireille), "--config", str(config)]) == 0
+    )
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("store.sqlite3*"))
+    for needle in ("mireill", "zoltan"):
+        assert needle.encode() not in raw.lower()
+    assert await asyncio.to_thread(main, ["export", "--config", str(config)]) == 0
+    after = capsys.readouterr().out
+    assert "hard links are fine" in after
+    for needle in ("mireill", "zoltan"):
+        assert needle not in after.lower()
