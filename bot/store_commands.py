@@ -63,7 +63,7 @@ def export_command(args: argparse.Namespace, config: Config) -> int:
             except OSError as error:
                 partial.unlink(missing_ok=True)
                 raise CommandError(f"{out}: cannot write: {error.strerror}") from error
-    print(f"exported {count} interaction{'s' if count != 1 else ''}", file=sys.stderr)
+    print(f"exported {counted(count, 'interaction')}", file=sys.stderr)
     return 0
 
 
@@ -90,8 +90,14 @@ def forget_user_command(args: argparse.Namespace, config: Config) -> int:
         print(f"user {args.user_id}: nothing of theirs left in {where}; unchanged")
         return 0
     print(
-        f"user {args.user_id}: {result.context_messages} context messages and "
-        f"{result.versions} message versions redacted, {result.interactions_emptied} "
-        f"interactions emptied; {where} rewritten without them"
+        f"user {args.user_id}: {counted(result.context_messages, 'context message')} and "
+        f"{counted(result.versions, 'message version')} redacted, "
+        f"{counted(result.interactions_emptied, 'interaction')} emptied; "
+        f"{where} rewritten without them"
     )
     return 0
+
+
+def counted(number: int, thing: str) -> str:
+    """The count with its noun agreeing: 1 interaction, 2 interactions, 0 interactions."""
+    return f"{number} {thing}{'' if number == 1 else 's'}"

@@ -3,6 +3,7 @@ every setting it names exists."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -122,3 +123,16 @@ def test_ci_fails_when_pyenv_has_no_working_python_312(tmp_path):
     (tmp_path / "versions" / "3.12.99" / "bin" / "python3").symlink_to(sys.executable)
     out = ci_shell("find_python312; echo found=$?", path=f"{fake}:/usr/bin:/bin")
     assert "found=0" in out
+
+
+def test_the_contexts_rows_keys_are_the_ones_it_prints():
+    row = next(line for line in README.splitlines() if line.startswith("| `python -m bot contexts"))
+    named = re.search(r"`\{(.*?)\}`", row)
+    assert named, row
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "contexts", "examples/support-channel.json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    printed = set(json.loads(result.stdout.splitlines()[0]))
+    assert set(re.findall(r'"(\w+)"', named[1])) == printed

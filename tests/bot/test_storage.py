@@ -480,7 +480,8 @@ def test_cli_export_explain_forget(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "--since" in capsys.readouterr().err
 
     assert cli_main(["forget-user", "--config", str(config), "2"]) == 0
-    assert "1 interactions emptied" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "1 interaction emptied" in printed and "1 interactions" not in printed
     assert b"ZEBRA-CLI" not in (tmp_path / "data" / "store.sqlite3").read_bytes()
 
 
