@@ -35,11 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
 from bot.config_errors import describe_errors
 from bot.mentions import MentionSettings
 from bot.model.settings import ModelSettings
+from bot.store_url import store_location, userinfo_problem
 from bot.validators import HttpUrl, OptionalSecret, PostgresUrl
 from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
@@ -171,6 +172,14 @@ class StorageSettings(StrictSection):
         description="Drop interactions older than this many days; 0 keeps them forever.",
     )
 
+    @field_validator("url")
+    @classmethod
+    def _readable_userinfo(cls, value: SecretStr | None) -> SecretStr | None:
+        problem = None if value is None else userinfo_problem(value.get_secret_value())
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @model_validator(mode="after")
     def _one_store(self) -> StorageSettings:
         if self.url is not None and "path" in self.model_fields_set:
@@ -180,6 +189,11 @@ class StorageSettings(StrictSection):
     @property
     def url_text(self) -> str | None:
         return None if self.url is None else self.url.get_secret_value()
+
+    @property
+    def location(self) -> str:
+        """The store as messages name it: the URL without its password, else the file."""
+        return store_location(self)
 
 
 class LoggingSettings(StrictSection):

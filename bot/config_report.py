@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from bot.config import Config, ConfigSource
+from bot.store_url import masked_url
 
 MASKED = "**********"
 
@@ -30,7 +31,7 @@ def privacy_facts(config: Config) -> list[str]:
     kept = "forever" if days == 0 else f"for {days} day{'s' if days != 1 else ''}"
     keeps = (
         f"keeps: every answer (the messages sent to the model, the answer, its work log) in "
-        f"{storage.path}, {kept} ([storage] retention_days); forget-user removes one person"
+        f"{storage.location}, {kept} ([storage] retention_days); forget-user removes one person"
     )
     return [reads, keeps]
 
@@ -39,6 +40,8 @@ def render_config(config: Config, source: ConfigSource) -> str:
     lines = [f"# effective configuration from {source.describe()}; secrets masked"]
     lines.extend(f"# {fact}" for fact in privacy_facts(config))
     for section, values in config.masked().items():
+        if section == "storage":
+            values = _storage_values(config, values)
         lines.append("")
         lines.append(f"[{section}]")
         for key, value in values.items():
@@ -48,6 +51,17 @@ def render_config(config: Config, source: ConfigSource) -> str:
 
             lines.extend(explain_budget(config.model))
     return "\n".join(lines) + "\n"
+
+
+def _storage_values(config: Config, values: dict[str, Any]) -> dict[str, Any]:
+    """With a PostgreSQL URL, the URL with only its password masked (so the printout loads as a
+    config again) and no SQLite path: the bot does not use it, and both keys are refused."""
+    url = config.storage.url_text
+    if url is None:
+        return values
+    shown = {key: value for key, value in values.items() if key != "path"}
+    shown["url"] = masked_url(url, MASKED)
+    return shown
 
 
 def _setting(key: str, value: Any) -> str:

@@ -46,7 +46,7 @@ def log_configuration(config: Config, source: ConfigSource) -> None:
     days = storage.retention_days
     kept = "kept forever" if days == 0 else f"kept {days} days"
     log.info("config: %s", source.describe())
-    log.info("store: %s (interactions %s, [storage] retention_days)", storage.path, kept)
+    log.info("store: %s (interactions %s, [storage] retention_days)", storage.location, kept)
     log.info("model: %s at %s", config.model.name, config.model.base_url)
 
 

@@ -23,10 +23,10 @@ import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from bot.storage.dialect import Db, Dialect
 from bot.storage.errors import StoreError
+from bot.store_url import redact_url, userinfo_problem
 
 # Advisory lock keys (Discord message ids, also used as keys, are far above these).
 _WRITE_LOCK = 7_461_001
@@ -202,23 +202,11 @@ class PostgresConnection:
         self._raw.close()
 
 
-def redact_url(url: str) -> str:
-    """The URL without its password or query (libpq also takes ``?password=``), for messages
-    and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://…"
-    host = parts.netloc.rsplit("@", 1)[-1]
-    user = parts.username or ""
-    secret = ":***" if parts.password is not None else ""
-    netloc = f"{user}{secret}@{host}" if user or secret else host
-    query = "?…" if parts.query else ""
-    return f"{parts.scheme}://{netloc}{parts.path}{query}"
-
-
 def connect_postgres(url: str, *, writer: bool = False) -> PostgresConnection:
     """An autocommit connection (transactions are explicit, as on SQLite)."""
+    problem = userinfo_problem(url)
+    if problem:  # libpq would take part of the password for the host, and name it in errors
+        raise StoreError(f"{redact_url(url)}: {problem}")
     psycopg = _psycopg()
     try:
         raw = psycopg.connect(url, autocommit=True, connect_timeout=10)

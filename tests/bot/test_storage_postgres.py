@@ -139,7 +139,7 @@ def test_cli_reads_the_server_named_in_the_config(
     line = json.loads(capsys.readouterr().out)
     assert line["messages"][:-1] == rec.request_messages
     assert cli_main(["forget-user", "--config", str(config), "2"]) == 0
-    assert "1 interactions emptied" in capsys.readouterr().out
+    assert "1 interaction emptied" in capsys.readouterr().out
     assert cli_main(["export", "--config", str(config)]) == 0
     assert capsys.readouterr().out == ""
     config.write_text('[storage]\nurl = "postgresql://bot:hunter2@/x?host=/nonexistent"\n')
