@@ -219,6 +219,24 @@ class Config(StrictSection):
     storage: StorageSettings = StorageSettings()
     logging: LoggingSettings = LoggingSettings()
 
+    @model_validator(mode="after")
+    def _shards_share_a_store(self) -> Config:
+        """A process running only some shards answers only their servers; the others' answers
+        are recorded by other processes, so /context, explain, export and forget-user see all
+        of them only in one shared PostgreSQL store (separate SQLite files would each hold a
+        slice, silently)."""
+        discord = self.discord
+        if discord.shard_count is None or self.storage.url is not None:
+            return self
+        if discord.shard_ids and len(discord.shard_ids) < discord.shard_count:
+            ids = ", ".join(str(i) for i in discord.shard_ids)
+            raise ValueError(
+                f"[storage] url: needed when a process runs only some shards ([discord] "
+                f"shard_ids = [{ids}] of shard_count = {discord.shard_count}): every process "
+                "of a sharded bot must share one PostgreSQL store"
+            )
+        return self
+
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, secrets shown as ``**********``."""
         return json.loads(self.model_dump_json())
@@ -289,4 +307,13 @@ def require_token(config: Config, path: Path | str | None) -> str:
             f"{locate_config(path).path}: [discord] token: missing; set the DISCORD_TOKEN "
             "environment variable or [discord] token"
         )
-    return config.discord.token.get_secret_value()
+    return without_bot_prefix(config.discord.token.get_secret_value())
+
+
+def without_bot_prefix(token: str) -> str:
+    """The token as nextcord sends it (it adds ``Bot `` itself): one copied from an
+    ``Authorization: Bot ...`` header would otherwise be refused. A token has no spaces, so
+    the prefix cannot be part of it."""
+    token = token.strip()
+    prefix, space, rest = token.partition(" ")
+    return rest.strip() if space and prefix.lower() == "bot" else token

@@ -7,6 +7,7 @@ echoed, since a mistyped token is still a token.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,14 @@ def _describe(path: Path, detail: ErrorDetails, schema: type[BaseModel]) -> str:
         named, _, rest = message.partition(": ")
         if not key and rest and named.isidentifier():
             where, message = f"{section} {named}", rest
+        elif not location and rest and SECTION_KEY.fullmatch(named):  # across sections
+            where, message = named, rest
     elif location[-1:] and location[-1] in SECRET_KEYS:
         message = detail["msg"]
     else:
         message = f"{detail['msg']} (got {_shown(detail.get('input'))})"
+        if kind in ("int_type", "int_parsing") and _quoted_number(detail.get("input")):
+            message += " (write ids without quotes)"
     return f"{path}: {where}: {message}"
 
 
@@ -64,6 +69,14 @@ def _unknown_top_level(name: str, value: Any, schema: type[BaseModel]) -> str:
 
 def _sections(schema: type[BaseModel]) -> str:
     return ", ".join(f"[{name}]" for name in schema.model_fields)
+
+
+SECTION_KEY = re.compile(r"\[\w+\] \w+")
+
+
+def _quoted_number(value: Any) -> bool:
+    """A number written as a string: an id copied with quotes, ``"123"``."""
+    return isinstance(value, str) and value.strip().lstrip("-").isdigit()
 
 
 def _shown(value: Any) -> str:

@@ -75,7 +75,11 @@ def run_bot(config: Config, *, config_path: Path | None = None) -> int:
         print(f"error: {INTENT_HELP}", file=sys.stderr)
         return 3
     except nextcord.LoginFailure:
-        print("error: Discord rejected the token ([discord] token, DISCORD_TOKEN)", file=sys.stderr)
+        print(
+            "error: Discord rejected the token ([discord] token, DISCORD_TOKEN): copy it again "
+            'from the Developer Portal\'s Bot page, the token alone (no "Bot " prefix, no quotes)',
+            file=sys.stderr,
+        )
         return 3
     except (
         aiohttp.ClientError,

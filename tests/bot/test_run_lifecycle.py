@@ -255,3 +255,20 @@ async def test_the_start_up_probe_asks_for_the_v1_a_base_url_lacks():
         problem = await model_problem(ModelSettings(base_url=bare, name="fake-model"))
         assert await model_problem(ModelSettings(base_url=fake.url, name="fake-model")) is None
     assert problem == f"HTTP 404 at {bare}/models; does [model] base_url end in /v1?"
+
+
+async def test_a_token_copied_with_its_bot_prefix_still_logs_in(tmp_path):
+    """Operators copy "Bot xxx" from an Authorization header; a wrong token says what to do."""
+    async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord:
+        await discord.load_log(EXAMPLE)
+        config = config_file(tmp_path, discord, f"http://127.0.0.1:{closed_port()}/v1")
+        async with bot_process(config, discord, DISCORD_TOKEN=f"Bot {discord.token}") as bot:
+            await bot.wait_for_line("connected as")
+            bot.process.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(bot.process.wait(), 20) == 0
+        async with bot_process(config, discord, DISCORD_TOKEN="Bot not-the-token") as bot:
+            code = await asyncio.wait_for(bot.process.wait(), 20)
+            await asyncio.wait_for(bot._reader, 5)
+    assert code == 3
+    (line,) = [line for line in bot.lines if "rejected the token" in line]
+    assert 'no "Bot " prefix' in line and "Traceback" not in bot.log

@@ -46,7 +46,9 @@ def test_shard_keys_are_checked(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as caught:
             load_config(config)
         assert str(caught.value).startswith(f"{config}: {expected}"), str(caught.value)
-    config.write_text("[discord]\nshard_count = 4\nshard_ids = [2, 3]\n")
+    config.write_text(
+        '[discord]\nshard_count = 4\nshard_ids = [2, 3]\n[storage]\nurl = "postgresql://b@db/t"\n'
+    )
     settings = load_config(config)
     assert shard_options(settings.discord) == {"shard_count": 4, "shard_ids": [2, 3]}
     assert client_class(settings) is ShardedThreadwiseClient
