@@ -420,10 +420,10 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
 
     Every stored message (others' messages, triggers, the bot's answers as later context),
     every recorded edit and every answer is searched. Where a message named them by id (a
-    reply header, a mention: ``context_names``) every recorded name is removed as shown; in
-    free text a name is matched as a whole word, ignoring case and accents ("chloe" for
-    "Chloé"), when it has at least ``FREE_TEXT_MIN_LENGTH`` characters: a shorter one would
-    take common words with it.
+    reply header, a mention: ``context_names``) and in the bot's own words, every recorded
+    name is removed as shown; in any free text a name is also matched ignoring case and accents
+    ("chloe" for "Chloé") when it has at least ``FREE_TEXT_MIN_LENGTH`` characters (see
+    :mod:`bot.storage.names`).
     """
     if not names:
         return 0
@@ -437,23 +437,32 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
             (user_id,),
         )
     }
-    rough = _rough_pattern(names)
-    candidates = set(by_id)
-    if loose is not None and rough is not None:
-        candidates.update(
-            int(node_id)
-            for node_id, text in conn.dialect.stream(conn, "SELECT id, json FROM nodes", ())
-            if rough.search(text)
+    loose_hint = _hint_pattern(name_spellings(names, free_text=True), ignore_case=True)
+    exact_hint = _hint_pattern(name_spellings(names, free_text=False), ignore_case=False)
+
+    def may_name(text: str) -> bool:
+        if loose_hint is not None and loose_hint.search(text):
+            return True
+        return (
+            text.startswith(ASSISTANT_JSON)
+            and exact_hint is not None
+            and bool(exact_hint.search(text))
         )
+
+    # The whole scan first: the rows are then rewritten on the same connection.
+    candidates = by_id | {
+        int(node_id)
+        for node_id, text in conn.dialect.stream(conn, "SELECT id, json FROM nodes", ())
+        if may_name(text)
+    }
     changed = 0
     for old in sorted(candidates):
         (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
         message = json.loads(text)
         redacted = message
-        if old in by_id:
+        if old in by_id or message.get("role") == "assistant":
             redacted = redact_names_in(redacted, exact)
-        if loose is not None:
-            redacted = redact_names_in(redacted, loose)
+        redacted = redact_names_in(redacted, loose)
         if redacted == message:
             continue
         new = node_id_for(conn, cache, canonical_json(redacted))
@@ -461,41 +470,43 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
             "UPDATE context SET node_id = ? WHERE node_id = ?", (new, old)
         ).rowcount
         conn.execute("UPDATE message_versions SET node_id = ? WHERE node_id = ?", (new, old))
-    if loose is not None and rough is not None:
-        for seq, answer in conn.execute(
-            "SELECT seq, answer FROM interactions WHERE answer IS NOT NULL"
-        ).fetchall():
-            if rough.search(answer):
-                redacted_answer = redact_text(answer, loose)
-                if redacted_answer != answer:
-                    conn.execute(
-                        "UPDATE interactions SET answer = ? WHERE seq = ?", (redacted_answer, seq)
-                    )
-        for message_id, version, content in conn.execute(
-            "SELECT message_id, version, content FROM message_versions WHERE content IS NOT NULL"
-        ).fetchall():
-            if rough.search(content):
-                redacted_content = redact_text(content, loose)
-                if redacted_content != content:
-                    conn.execute(
-                        "UPDATE message_versions SET content = ? WHERE message_id = ? "
-                        "AND version = ?",
-                        (redacted_content, message_id, version),
-                    )
+    answers = [
+        (redact_text(redact_text(answer, exact), loose), seq)
+        for seq, answer in conn.dialect.stream(
+            conn, "SELECT seq, answer FROM interactions WHERE answer IS NOT NULL", ()
+        )
+        if may_name(answer) or (exact_hint is not None and exact_hint.search(answer))
+    ]
+    conn.executemany("UPDATE interactions SET answer = ? WHERE seq = ?", answers)
+    edits = [
+        (redact_text(content, loose), message_id, version)
+        for message_id, version, content in conn.dialect.stream(
+            conn,
+            "SELECT message_id, version, content FROM message_versions WHERE content IS NOT NULL",
+            (),
+        )
+        if loose_hint is not None and loose_hint.search(content)
+    ]
+    conn.executemany(
+        "UPDATE message_versions SET content = ? WHERE message_id = ? AND version = ?", edits
+    )
     conn.execute("DELETE FROM context_names WHERE user_id = ?", (user_id,))
     conn.execute("DELETE FROM person_names WHERE user_id = ?", (user_id,))
     return changed
 
 
-def _rough_pattern(names: set[str]) -> re.Pattern[str] | None:
-    """A quick test for stored JSON that might hold a name: no word boundaries (an escape such
-    as a newline's ``n`` may stand right before it) and each spelling also as JSON escapes it;
-    the exact match runs on the parsed text."""
-    spellings = name_spellings(names, free_text=True)
+ASSISTANT_JSON = '{"role":"assistant"'
+
+
+def _hint_pattern(spellings: list[str], *, ignore_case: bool) -> re.Pattern[str] | None:
+    """A quick test for stored text that might hold a name: no word boundaries (in JSON an
+    escape such as a newline's ``n`` may stand right before it) and each spelling also as JSON
+    escapes it; the exact match runs on the parsed text."""
     if not spellings:
         return None
     escaped = {canonical_json({"n": s})[6:-2] for s in spellings}
-    return re.compile("|".join(re.escape(s) for s in {*spellings, *escaped}), re.IGNORECASE)
+    alternatives = "|".join(re.escape(s) for s in sorted({*spellings, *escaped}, key=len)[::-1])
+    return re.compile(alternatives, re.IGNORECASE if ignore_case else 0)
 
 
 def prune(conn: Db, cache: NodeCache, older_than_days: int) -> PruneResult:

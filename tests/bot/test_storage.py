@@ -763,3 +763,23 @@ async def test_a_store_forgotten_before_names_were_left_out_still_exports_valid_
         )
         (line,) = store.export()
     assert line["messages"][1] == {"role": "user", "content": REMOVED}
+
+
+async def test_a_short_name_goes_where_it_names_them_but_not_from_common_words(store: Store):
+    """ "Al" is removed from a reply header that names him by id and from the bot's words,
+    but a member's "al dente" keeps its word: ignoring case, two letters are everywhere."""
+    al, eve = 41, 42
+    reply = {"role": "user", "content": "Eve (replying to Al): pasta al dente?", "name": "Eve"}
+    entry = ContextEntry(message_id=2, author_id=eve, name="Eve", named={al: "Al"})
+    record = make_record(2, [(1, al, "hi")], names={al: "Al"}, author=eve).model_copy(
+        update={
+            "request_messages": [SYSTEM, user_msg(1, al, "hi", "Al"), reply],
+            "context": [None, ContextEntry(message_id=1, author_id=al, name="Al"), entry],
+            "answer": "Al means al dente, Eve.",
+        }
+    )
+    await store.record(record)
+    await store.forget_user(al)
+    (line,) = store.export()
+    assert line["messages"][2]["content"] == f"Eve (replying to {REMOVED}): pasta al dente?"
+    assert line["messages"][-1]["content"] == f"{REMOVED} means al dente, Eve."
