@@ -1,11 +1,11 @@
 """Finding a forgotten person's names in what others wrote, and taking them out.
 
 A name is matched as a whole word. Where a message is known to name the person (a mention or a
-reply header, recorded by id) every recorded name is taken out exactly as it was shown. In free
-text (a member typing "do you agree with chloe?", the bot answering "Chloé is right") case and
-accents are ignored, so "chloe" goes with "Chloé"; names shorter than ``FREE_TEXT_MIN_LENGTH``
-are left to the by-id match, since ignoring case they would take common words ("Al", "jo") out
-of every message in the store.
+reply header, recorded by id) and in the bot's own words, every recorded name is taken out
+exactly as it was shown. In any free text (a member typing "do you agree with chloe?") case and
+accents are also ignored, so "chloe" goes with "Chloé"; except for names shorter than
+``FREE_TEXT_MIN_LENGTH``, which ignoring case would take common words ("al", "jo") out of every
+message in the store.
 """
 
 from __future__ import annotations
