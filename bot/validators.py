@@ -37,12 +37,24 @@ PostgresUrl = Annotated[SecretStr | None, AfterValidator(_postgres_url)]
 OptionalSecret = Annotated[SecretStr | None, AfterValidator(_blank_is_none)]
 
 
+MAX_SNOWFLAKE_DIGITS = len(str(2**63 - 1))
+
+
 def snowflake(text: str) -> int:
     """A Discord id typed by a person: digits only, and below 2**63 (SQLite and Discord).
 
     Raises ``argparse.ArgumentTypeError`` so that argparse shows its message as is.
     """
     value = text.strip()
-    if not (value.isascii() and value.isdigit()) or not 0 < int(value) < 2**63:
-        raise argparse.ArgumentTypeError(f"not a Discord id: {text!r}")
+    # The length is checked before int(): Python refuses to convert more than 4300 digits
+    # (ValueError), and anything past 19 digits is no id anyway.
+    if not (value.isascii() and value.isdigit()) or len(value) > MAX_SNOWFLAKE_DIGITS:
+        raise argparse.ArgumentTypeError(f"not a Discord id: {_shown(text)}")
+    if not 0 < int(value) < 2**63:
+        raise argparse.ArgumentTypeError(f"not a Discord id: {_shown(text)}")
     return int(value)
+
+
+def _shown(text: str) -> str:
+    """The input as quoted in the error, cut so that a pasted novel stays one line."""
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"

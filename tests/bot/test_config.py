@@ -184,7 +184,7 @@ def test_a_mistyped_secret_is_not_echoed(tmp_path):
     assert "[discord] token:" in str(error.value) and "12345678" not in str(error.value)
 
 
-@pytest.mark.parametrize("bad", ["²", "99999999999999999999999", "-5", "12a"])
+@pytest.mark.parametrize("bad", ["²", "99999999999999999999999", "-5", "12a", "9" * 5000])
 def test_bad_ids_on_the_command_line_are_one_line(tmp_path, bad, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["explain", bad, "--config", str(write(tmp_path, ""))])
