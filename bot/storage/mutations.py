@@ -215,12 +215,20 @@ def record_edit(
     new_content: str,
     edited_at: datetime,
 ) -> int:
-    """Add a version; the current one becomes superseded and points at it. Returns its number.
+    """Add a version; the current one becomes superseded and points at it. Returns its number,
+    0 when the store holds no version of the message: then nothing is written.
+
+    Only messages the bot recorded (a trigger, a context, an answer) have their edits kept:
+    the gateway sends edits of every message in every channel the bot sees, and storing each
+    in full would grow without bound and keep text from channels the bot was told to ignore.
+    A message recorded later starts from its text at that time.
 
     An edit event may come without its author; the earlier versions know who wrote it, and
     ``forget-user`` finds versions by author.
     """
     conn.dialect.lock_message(conn, message_id)
+    if not _holds_message(conn, message_id):
+        return 0
     if author_id is None:
         known = conn.execute(
             "SELECT author_id FROM message_versions WHERE message_id = ? AND author_id IS NOT NULL "
@@ -260,6 +268,35 @@ def record_edit(
         (new_version, message_id, new_version),
     )
     return new_version
+
+
+def _holds_message(conn: Db, message_id: int) -> bool:
+    """Whether the message has a version, counting one another process is writing right now.
+
+    That first version (a context being recorded) is invisible until it commits, so a plain
+    read would drop the edit. A placeholder first version waits for it on the primary key:
+    taken means the message is held; written means it is not, and it is removed at once.
+    """
+    held = conn.execute(
+        "SELECT 1 FROM message_versions WHERE message_id = ? LIMIT 1", (message_id,)
+    ).fetchone()
+    if held is not None:
+        return True
+    probe = conn.execute(
+        "INSERT INTO message_versions (message_id, version, channel_id, author_id, node_id, "
+        "content, state, superseded_by, edited_at, recorded_at) "
+        "VALUES (?, 1, NULL, NULL, NULL, NULL, 'invalidated', NULL, NULL, ?) "
+        "ON CONFLICT DO NOTHING",
+        (message_id, now_db()),
+    )
+    if probe.rowcount:
+        conn.execute(
+            "DELETE FROM message_versions WHERE message_id = ? AND version = 1 AND content IS NULL "
+            "AND state = 'invalidated' AND edited_at IS NULL",
+            (message_id,),
+        )
+        return False
+    return True
 
 
 def record_delete(conn: Db, message_id: int) -> bool:

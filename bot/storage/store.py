@@ -147,7 +147,8 @@ class Store:
         new_content: str,
         edited_at: datetime,
     ) -> int:
-        """A Discord edit: a new version, the previous one superseded. Returns the version."""
+        """A Discord edit of a message the store holds: a new version, the previous one
+        superseded. Returns the version, 0 for a message the store does not hold."""
         return int(
             await self._do(
                 lambda conn, _cache: mutations.record_edit(

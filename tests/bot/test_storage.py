@@ -233,9 +233,13 @@ async def test_delete_invalidates(store: Store) -> None:
     assert "(invalidated since)" in render_text(explanation)
 
 
-async def test_edit_of_unknown_message_starts_its_history(store: Store) -> None:
-    assert await store.record_edit(50, 10, 1, "first seen as edit", NOW) == 1
-    assert await store.record_edit(50, 10, 1, "again", NOW) == 2
+async def test_edits_of_a_message_the_store_never_held_are_not_kept(store: Store) -> None:
+    assert await store.record_edit(50, 10, 1, "first seen as edit", NOW) == 0
+    assert await store.record_edit(50, 10, 1, "again", NOW) == 0
+    assert store.message_versions(50) == []
+    assert store.counts()["message_versions"] == 0
+    await store.record(make_record(51, [(50, 1, "then used in a context"), (51, 2, "hm")]))
+    assert await store.record_edit(50, 10, 1, "edited once held", NOW) == 2
     assert [v.state for v in store.message_versions(50)] == ["superseded", "active"]
 
 
