@@ -2,7 +2,8 @@
 
 Gateway events feed the per-channel caches (create, edit, delete), so a busy channel's context
 costs no REST calls. Triggers are debounced per person (a burst of messages gets one answer)
-and answered one at a time per channel.
+and answered one at a time per channel, each member holding one place in line
+(``bot.answer_queue``).
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-from collections import defaultdict
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
 import nextcord
 
+from bot.answer_queue import AnswerQueue, AnswerSlots
 from bot.answering import Answerer, Recorder
 from bot.compat import message_from_payload, set_rest_base
 from bot.config import Config, ConfigError
@@ -93,8 +95,9 @@ class ThreadwiseClient(nextcord.Client):
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
         self._channels: dict[int, Any] = {}
         self._pending: dict[tuple[int, int], Any] = {}
-        self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.answer_slots = AnswerSlots(lambda: self.config.triggers.max_concurrent_answers)
+        self.queue = AnswerQueue(self._answer_now, self.answer_slots, self._spawn)
         self._register_commands()
 
     def _register_commands(self) -> None:
@@ -209,9 +212,7 @@ class ThreadwiseClient(nextcord.Client):
         if not permitted(message, self.config.permissions):
             log.info("ignored message %s from %s: not permitted", message.id, message.author.id)
             return
-        task = asyncio.create_task(self._debounced_answer(message))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._debounced_answer(message))
 
     async def on_raw_message_edit(self, payload: nextcord.RawMessageUpdateEvent) -> None:
         data = payload.data
@@ -256,20 +257,29 @@ class ThreadwiseClient(nextcord.Client):
 
     # ------------------------------------------------------------------ answering
 
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A task the client keeps until it ends (and cancels on close)."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
     async def _debounced_answer(self, message: nextcord.Message) -> None:
-        """Wait out a burst: only the person's latest message in it is answered."""
+        """Wait out a burst: only the person's latest message in it goes in line."""
         key = (message.channel.id, message.author.id)
         self._pending[key] = message
         await asyncio.sleep(self.config.triggers.burst_window_seconds)
         if self._pending.get(key) is not message:
             return
         del self._pending[key]
-        async with self._locks[message.channel.id]:
-            cache = self.caches.get(message.channel.id)
-            if cache is not None and cache.is_deleted(message.id):
-                log.info("message %s was deleted before the answer; not answering", message.id)
-                return
-            await self.answerer.answer(message)
+        self.queue.submit(message)
+
+    async def _answer_now(self, message: nextcord.Message) -> None:
+        cache = self.caches.get(message.channel.id)
+        if cache is not None and cache.is_deleted(message.id):
+            log.info("message %s was deleted before the answer; not answering", message.id)
+            return
+        await self.answerer.answer(message)
 
 
 __all__ = ["ConfigError", "ThreadwiseClient"]

@@ -127,6 +127,13 @@ class TriggerSettings(StrictSection):
     burst_window_seconds: float = Field(
         1.5, ge=0, description="Messages from one person within this window get one answer."
     )
+    max_concurrent_answers: int = Field(
+        8,
+        ge=1,
+        le=1000,
+        description="Answers written at once across all channels (one per channel at most); "
+        "the rest wait their turn.",
+    )
 
 
 class PermissionSettings(StrictSection):

@@ -6,8 +6,23 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from bot.config import ConfigError, load_config
 from bot.storage import Store
-from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, ELI, running_bot, settled
+from tests.fakes.harness import (
+    ALICE,
+    BEN,
+    BOT_ID,
+    CHANNEL,
+    CHLOE,
+    DM_CHANNEL,
+    ELI,
+    ROOT,
+    running_bot,
+    settled,
+)
+from tests.fakes.openai_server import Answer
 
 
 async def context_reply(bot, message_id: str) -> str:
@@ -59,3 +74,64 @@ async def test_an_edit_of_a_trigger_is_still_a_new_version(tmp_path):
         versions = store.message_versions(int(said["id"]))
     assert [v.state for v in versions] == ["superseded", "active"]
     assert versions[-1].content.endswith("port 6543?")
+
+
+def asked(request, words: str) -> bool:
+    return words in str(request.messages[-1]["content"]) if request.messages else False
+
+
+async def flood(bot, author: int, count: int, word: str) -> None:
+    for n in range(count):  # each past the burst window: a trigger of its own
+        await bot.discord.user_says(CHANNEL, author, f"<@{BOT_ID}> {word} {n}")
+        await asyncio.sleep(0.08)
+
+
+async def test_a_flooding_member_holds_one_place_in_line():
+    async with running_bot(fake_model={"default": Answer(text="ok", first_byte_delay=1.0)}) as bot:
+        await bot.discord.user_says(CHANNEL, ELI, f"<@{BOT_ID}> first")
+        await bot.model.wait_for_chat_requests(1)  # Eli's first answer is being written
+        await flood(bot, ELI, 10, "spam")
+        said = await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> urgent: is prod down?")
+        await flood(bot, ELI, 5, "more spam")
+        line = bot.client.queue.waiting(CHANNEL)
+        assert sorted(m.author.id for m in line) in ([BEN, ELI], [ELI], [BEN])
+        for _ in range(300):
+            if any(asked(r, "urgent") for r in bot.model.chat_requests):
+                break
+            await asyncio.sleep(0.05)
+        order = [asked(r, "urgent") for r in bot.model.chat_requests]
+        # Ahead of Ben: the answer in progress when he asked and Eli's one waiting trigger;
+        # none of Eli's later ones, though they came while Ben waited.
+        assert True in order and order.index(True) <= 2, order
+        reply = await bot.discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=30)
+        assert reply["content"]
+        await settled(bot)
+        spam = [r for r in bot.model.chat_requests if asked(r, "spam")]
+        assert asked(spam[-1], "more spam 4")  # the member's latest trigger is the one answered
+        assert len(spam) <= 3, [r.messages[-1]["content"] for r in spam]
+
+
+async def test_answers_across_channels_wait_for_a_free_slot():
+    answer = Answer(text="ok", first_byte_delay=0.6)
+    async with running_bot(
+        fake_model={"default": answer}, triggers={"max_concurrent_answers": 1}
+    ) as bot:
+        await bot.discord.load_log(ROOT / "tests" / "logs" / "dm_with_threadwise.json")
+        in_dm = await bot.discord.user_says(DM_CHANNEL, ALICE, "what port again?")
+        in_channel = await bot.discord.user_says(CHANNEL, ELI, f"<@{BOT_ID}> and the host?")
+        await bot.discord.wait_for_bot_message(DM_CHANNEL, after=int(in_dm["id"]), timeout=10)
+        await bot.discord.wait_for_bot_message(CHANNEL, after=int(in_channel["id"]), timeout=10)
+        first, second = (r.received_at for r in bot.model.chat_requests[:2])
+    # One slot: the second answer's request starts only once the first answer is written.
+    assert (second - first).total_seconds() >= answer.first_byte_delay
+
+
+@pytest.mark.parametrize(("bad", "bound"), [(0, "greater than or equal to 1"), (1001, "1000")])
+def test_max_concurrent_answers_out_of_range_is_one_line(tmp_path, bad, bound):
+    path = tmp_path / "config.toml"
+    path.write_text(f"[triggers]\nmax_concurrent_answers = {bad}\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(path, env={})
+    message = str(error.value)
+    assert "[triggers] max_concurrent_answers: Input should be" in message, message
+    assert bound in message and "\n" not in message
