@@ -22,11 +22,12 @@ from bot.answering import Answerer, Recorder
 from bot.compat import message_from_payload, set_rest_base
 from bot.config import Config, ConfigError
 from bot.discord_limits import DISCORD_MESSAGE_LIMIT
+from bot.dm_roles import DmRoles, RoleLookupFailed
 from bot.mentions import allowed_mentions
 from bot.model.client import ModelClient
 from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store
-from bot.triggers import permitted, trigger_kind
+from bot.triggers import has_role_rules, permitted, trigger_kind
 from bot.validators import snowflake
 from bot.visibility import may_view_channel
 from conversation.articles.service import ArticleService
@@ -98,6 +99,7 @@ class ThreadwiseClient(nextcord.Client):
         self._tasks: set[asyncio.Task[Any]] = set()
         self.answer_slots = AnswerSlots(lambda: self.config.triggers.max_concurrent_answers)
         self.queue = AnswerQueue(self._answer_now, self.answer_slots, self._spawn)
+        self.dm_roles = DmRoles(lambda: self.guilds)
         self._register_commands()
 
     def _register_commands(self) -> None:
@@ -209,10 +211,27 @@ class ThreadwiseClient(nextcord.Client):
         kind = trigger_kind(message, self.user.id, self.config.triggers, bot_message=replies_to_bot)
         if kind is None:
             return
-        if not permitted(message, self.config.permissions):
+        if not await self._permitted(message):
             log.info("ignored message %s from %s: not permitted", message.id, message.author.id)
             return
         self._spawn(self._debounced_answer(message))
+
+    async def _permitted(self, message: nextcord.Message) -> bool:
+        """The permission lists, with a DM author's roles looked up in the shared guilds."""
+        settings = self.config.permissions
+        if message.guild is not None or not has_role_rules(settings):
+            return permitted(message, settings)
+        if message.author.id in settings.blocked_users:
+            return False  # no lookup needed to refuse
+        try:
+            roles = await self.dm_roles.held(
+                message.author.id, (*settings.blocked_roles, *settings.allowed_roles)
+            )
+        except RoleLookupFailed as error:
+            # Blocks always win: a person whose roles cannot be checked is not answered.
+            log.warning("roles of %s for a DM unknown, not answering: %s", message.author.id, error)
+            return False
+        return permitted(message, settings, roles=roles)
 
     async def on_raw_message_edit(self, payload: nextcord.RawMessageUpdateEvent) -> None:
         data = payload.data

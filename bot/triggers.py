@@ -3,11 +3,13 @@
 Kept free of I/O so the rules can be read (and tested) in one place: a message is answered when
 it mentions the bot, replies to one of its messages, is a DM (if allowed) or is in an always-on
 channel; never when the bot wrote it, and not when another bot did unless configured. Then the
-permission lists apply: blocks always win, empty allow-lists allow everyone.
+permission lists apply: blocks always win, empty allow-lists allow everyone. In a DM the
+author's roles are those they hold in the guilds the bot shares with them (``bot.dm_roles``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Literal, Protocol
 
 from bot.config import PermissionSettings, TriggerSettings
@@ -61,14 +63,32 @@ def trigger_kind(
     return None
 
 
-def permitted(message: TriggerMessage, settings: PermissionSettings) -> bool:
-    """Whether the author may use the bot in this channel."""
+def has_role_rules(settings: PermissionSettings) -> bool:
+    """Whether permissions depend on roles (which a DM's author does not carry)."""
+    return bool(settings.blocked_roles or settings.allowed_roles)
+
+
+def permitted(
+    message: TriggerMessage,
+    settings: PermissionSettings,
+    *,
+    roles: Collection[int] | None = None,
+) -> bool:
+    """Whether the author may use the bot in this channel.
+
+    ``roles``: the author's role ids when the message does not carry them (a DM: see
+    ``bot.dm_roles``); by default, those of the author as a guild member.
+    """
     author_id = message.author.id
     channel_ids = {message.channel.id}
     parent = getattr(message.channel, "parent_id", None)
     if parent is not None:
         channel_ids.add(parent)  # a thread follows its channel's rules
-    role_ids = {role.id for role in getattr(message.author, "roles", [])}
+    role_ids = (
+        set(roles)
+        if roles is not None
+        else {role.id for role in getattr(message.author, "roles", [])}
+    )
     if author_id in settings.blocked_users or channel_ids & set(settings.blocked_channels):
         return False
     if role_ids & set(settings.blocked_roles):

@@ -10,6 +10,7 @@ import pytest
 
 from bot.config import ConfigError, load_config
 from bot.storage import Store
+from tests.fakes.discord_gateway import INTENT_GUILDS
 from tests.fakes.harness import (
     ALICE,
     BEN,
@@ -135,3 +136,67 @@ def test_max_concurrent_answers_out_of_range_is_one_line(tmp_path, bad, bound):
     message = str(error.value)
     assert "[triggers] max_concurrent_answers: Input should be" in message, message
     assert bound in message and "\n" not in message
+
+
+MUTED, HELPER = 1300000000000000901, 1300000000000000902
+
+
+async def give_role(bot, user_id: int, role_id: int) -> None:
+    """The operator creates a role in the server and gives it to a member."""
+    guild_id = bot.discord.state.guild_of(CHANNEL)
+    role = {"id": str(role_id), "name": f"role-{role_id}", "permissions": "0", "position": 2,
+            "color": 0, "hoist": False, "managed": False, "mentionable": False}  # fmt: skip
+    guild = bot.discord.state.guilds[guild_id]
+    if str(role_id) not in guild.roles:
+        guild.roles[str(role_id)] = role
+        await bot.discord.gateway.dispatch(
+            "GUILD_ROLE_CREATE", {"guild_id": guild_id, "role": role}, intent=INTENT_GUILDS
+        )
+    guild.members[str(user_id)]["roles"].append(str(role_id))
+    for _ in range(100):
+        if bot.client.get_guild(int(guild_id)).get_role(role_id) is not None:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the client never saw the new role")
+
+
+async def dm(bot, user_id: int, text: str) -> dict:
+    channel = bot.discord.state.open_dm(bot.discord.state.user(user_id))
+    return await bot.discord.user_says(channel["id"], user_id, text)
+
+
+async def answered(bot, said: dict) -> bool:
+    """Whether the bot answers the message (waiting out the burst window and the answer)."""
+    try:
+        await bot.discord.wait_for_bot_message(said["channel_id"], after=int(said["id"]), timeout=2)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def test_a_blocked_role_follows_the_member_into_dms():
+    async with running_bot(permissions={"blocked_roles": [MUTED]}) as bot:
+        await give_role(bot, ELI, MUTED)
+        assert not await answered(bot, await dm(bot, ELI, "hello? it's me, muted"))
+        assert not await answered(bot, await dm(bot, ELI, "still muted?"))
+        assert not any(asked(r, "muted") for r in bot.model.chat_requests)
+        # One member lookup for both: roles are remembered briefly.
+        assert len(bot.discord.requests_to("GET", f"/guilds/*/members/{ELI}")) == 1
+        assert await answered(bot, await dm(bot, BEN, "hello? not muted"))
+
+
+async def test_an_allowed_role_admits_a_member_in_dms_and_only_them():
+    async with running_bot(permissions={"allowed_roles": [HELPER]}) as bot:
+        await give_role(bot, ELI, HELPER)
+        assert await answered(bot, await dm(bot, ELI, "a helper asks"))
+        assert not await answered(bot, await dm(bot, BEN, "not a helper"))
+        assert not any(asked(r, "not a helper") for r in bot.model.chat_requests)
+
+
+async def test_roles_that_cannot_be_checked_refuse_the_dm():
+    async with running_bot(permissions={"blocked_roles": [MUTED]}) as bot:
+        await give_role(bot, ELI, MUTED)
+        bot.discord.add_error("/guilds/*/members/*", 403, method="GET", count=None)
+        assert not await answered(bot, await dm(bot, BEN, "can anyone tell?"))
+        bot.discord.clear_rules()
+        assert await answered(bot, await dm(bot, BEN, "and now?"))
