@@ -231,9 +231,10 @@ class ContextBuilder:
             found = await reader.previous(current)
             if found is None:
                 break
-            # The recent messages are in whatever their age; a silence seals only beyond them.
-            sealing = len(walk) >= limit
-            if sealing and created_ms(newer) - created_ms(found) > self.threshold_ms:
+            # A silence seals the history whatever it holds, the gap right before the trigger
+            # too: an old, finished conversation is no candidate. The recent messages are read
+            # apart and are in whatever their age.
+            if created_ms(newer) - created_ms(found) > self.threshold_ms:
                 break
             current = found
             if is_conversational(found):
@@ -241,7 +242,9 @@ class ContextBuilder:
                 newer = found
         seen = {m.id for m in walk}
         walked = set(seen)
-        for message in recent:  # past a silence but always in: scored all the same
+        # Past a silence but always in: scored all the same, but nothing is explored from them.
+        sealed_off = {m.id for m in recent if m.id not in seen}
+        for message in recent:
             if message.id not in seen:
                 walk.append(message)
                 seen.add(message.id)
@@ -294,6 +297,8 @@ class ContextBuilder:
             parent_id = reference_id(message)
             if parent_id is None or parent_id in seen or parent_id >= trigger.id:
                 continue
+            if message.id in sealed_off and message.id not in chain:
+                continue  # what an old conversation answered is that conversation
             parent = self._free_parent(message, parent_id, reader)
             if parent is not None:
                 walk.append(parent)
@@ -421,8 +426,13 @@ class ContextBuilder:
         if len(speakers | {trigger.author.id}) <= settings.small_group_size:
             state.participants.update(speakers)
         # Linear messages are context but only seed exploration when they take part: in a busy
-        # channel they mostly belong to other conversations.
-        frontier = [trigger, *(m for m in recent if state.involves_participant(m))]
+        # channel they mostly belong to other conversations. Those past a silence seed nothing:
+        # they are in because they are recent, their conversation is over.
+        unbroken = self._unbroken(trigger, recent)
+        frontier = [
+            trigger,
+            *(m for m in recent if m.id in unbroken and state.involves_participant(m)),
+        ]
         to_reference = list(frontier)
         to_neighbour = list(frontier)
         while not state.full:
@@ -446,6 +456,17 @@ class ContextBuilder:
             reasons=state.reasons,
             problems=state.problems,
         )
+
+    def _unbroken(self, trigger: MessageLike, recent: list[MessageLike]) -> set[int]:
+        """The recent messages no silence longer than the threshold separates from the trigger."""
+        unbroken: set[int] = set()
+        newer = trigger
+        for message in sorted(recent, key=lambda m: -m.id):
+            if created_ms(newer) - created_ms(message) > self.threshold_ms:
+                break
+            unbroken.add(message.id)
+            newer = message
+        return unbroken
 
     # ------------------------------------------------------------------ TIK
 

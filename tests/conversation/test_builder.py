@@ -16,6 +16,7 @@ from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
 from conversation.selection import ContextSelection
 from conversation.settings import ContextSettings
+from tests.fakes.later import asked_later, message_id
 from tests.fakes.synthetic import busy_channel
 
 LOGS = Path(__file__).resolve().parents[1] / "logs"
@@ -261,3 +262,39 @@ async def test_thread_starter_brings_the_question_from_the_parent_channel():
     assert contents(selection)[0] == "my build fails with error E42, why?"
     assert selection.problems == []
     assert selection.rest_calls == 1  # the linear page only: no page around a foreign id
+
+
+# ------------------------------------------------------------ a silence before the trigger
+
+BOT_MENTION = "<@1300000000000000100>"
+OLD_THREAD = ("We have to move the main database", "Yes, last month", "About 800 GB")
+
+
+@pytest.mark.parametrize("learned", [True, False])
+async def test_a_silence_right_before_the_trigger_seals_the_old_conversation(learned: bool):
+    export = asked_later(f"{BOT_MENTION} where should we go for lunch today?")
+    selection = await build(LogSource(parse_export(export)), learned_relevance=learned)
+    texts = contents(selection)
+    assert len(texts) == 4  # the min_linear most recent messages, whatever their age
+    assert all(r.kind == "linear" for m in selection.messages for r in selection.reasons[m.id])
+    assert not any(text.startswith(OLD_THREAD) for text in texts)
+
+
+@pytest.mark.parametrize("learned", [True, False])
+async def test_a_reply_across_the_silence_is_followed_whatever_its_age(learned: bool):
+    plain = asked_later("")
+    question = message_id(plain, "We have to move the main database")
+    export = asked_later(f"{BOT_MENTION} did the upgrade work?", replying_to=question)
+    selection = await build(LogSource(parse_export(export)), learned_relevance=learned)
+    reasons = {m.content[:24]: selection.reasons[m.id] for m in selection.messages}
+    assert reasons["We have to move the main"][0].kind == "reference"
+
+
+async def test_a_link_across_the_silence_is_followed_whatever_its_age():
+    plain = asked_later("")
+    answer = message_id(plain, "About 800 GB")
+    link = f"https://discord.com/channels/1300000000000000000/1300000000000000001/{answer}"
+    export = asked_later(f"{BOT_MENTION} about {link}: is that too big for a dump?")
+    selection = await build(LogSource(parse_export(export)))
+    reasons = {m.content[:12]: selection.reasons[m.id] for m in selection.messages}
+    assert reasons["About 800 GB"][0].kind == "link"

@@ -9,6 +9,7 @@ import pytest
 from conversation.dce import ExportError, load_export, parse_export
 from conversation.log_source import LogSource
 from tests.fakes.harness import EXAMPLE, ROOT, run_cli
+from tests.fakes.later import asked_later
 
 LOGS = ROOT / "tests" / "logs"
 
@@ -167,3 +168,14 @@ def test_replay_says_when_no_model_answers(tmp_path):
     assert result.returncode == 1, result.stderr  # the prompt is shown, but the model failed
     assert "no model answered at http://127.0.0.1:9/v1" in result.stdout
     assert "--no-model" in result.stdout
+
+
+def test_replay_after_three_days_of_silence_leaves_the_old_conversation_out(tmp_path):
+    path = tmp_path / "later.json"
+    path.write_text(json.dumps(asked_later("<@1300000000000000100> where should we go for lunch?")))
+    result = run_cli("replay", str(path), "--no-model")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "(4 of 22 earlier messages selected" in out  # the min_linear recent ones only
+    assert "temporal via" not in out
+    assert "move the main database" not in out and "This guide covers it well" not in out
