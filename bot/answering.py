@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 Outcome = Literal["success", "failure", "partial"]
 ABANDONED = "abandoned: the bot stopped before the answer was finished"
 STOPPING_LINE = "I am being restarted and could not finish this answer; please ask again shortly."
+UNEXPECTED_LINE = "Something went wrong on my side, sorry."
 SHUTDOWN_GRACE_SECONDS = 0.5
 """How long a stopping bot may spend telling a person their answer was cut short."""
 
@@ -174,9 +175,7 @@ class Answerer:
             result.error = f"{type(error).__name__}: {error}"
             if not result.answer:
                 result.answer = streamer.text
-            await self._tell_user(
-                streamer, "Something went wrong on my side, sorry.", result.answer
-            )
+            await self._tell_user(streamer, UNEXPECTED_LINE, result.answer)
         except asyncio.CancelledError:
             # The bot is stopping: leave the person a line instead of a half answer that looks
             # finished, record what was done, and let the cancellation go on.

@@ -25,6 +25,7 @@ from bot.discord_limits import DISCORD_MESSAGE_LIMIT
 from bot.dm_roles import DmRoles, RoleLookupFailed
 from bot.mentions import allowed_mentions
 from bot.model.client import ModelClient
+from bot.notices import bot_notices
 from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store
 from bot.triggers import has_role_rules, permitted, trigger_kind
@@ -187,6 +188,7 @@ class ThreadwiseClient(nextcord.Client):
             vision=self.config.model.vision,
             max_text_chars=self.config.attachments.max_text_chars,
             max_text_attachments=self.config.attachments.max_text_attachments,
+            notices=bot_notices(),
         )
         log.info("connected as %s (%s) to %d guild(s)", self.user, self.user.id, len(self.guilds))
         if self._sessions == 1 and self.application_id is not None:

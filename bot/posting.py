@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 # Room for the zero-width spaces that defusing may add to a chunk.
 CHUNK_LIMIT = 1950
 CUT_NOTE = "*(Cut here: too long for {count} messages.)*"
+EMPTY_ANSWER = "(The model gave an empty answer.)"
 SEND_ATTEMPTS = 3  # a post that meets Discord's 5xx is tried this often
 SEND_RETRY_SECONDS = 0.5  # first wait between attempts, doubled each time
 # A reply refused for its reference (target deleted, no history permission): post it plainly.
@@ -100,7 +101,7 @@ class ReplyStreamer:
 
     async def finish(self, text: str) -> list[nextcord.Message]:
         """The final messages: the whole answer defused first, then split (see ``_final``)."""
-        chunks = self._final(text) or ["(The model gave an empty answer.)"]
+        chunks = self._final(text) or [EMPTY_ANSWER]
         await self._show(self._capped(chunks), final=True)
         return self.sent
 

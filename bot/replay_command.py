@@ -20,6 +20,7 @@ from bot.config import Config
 from bot.errors import CommandError
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError
+from bot.notices import bot_notices
 from bot.prompt_budget import PromptBudgeter
 from conversation.articles.service import ArticleService
 from conversation.budget import SHORTENED
@@ -82,6 +83,7 @@ async def _prepare(
         vision=config.model.vision,
         max_text_chars=config.attachments.max_text_chars,
         max_text_attachments=config.attachments.max_text_attachments,
+        notices=bot_notices(),
     )
     async with ArticleService(config.articles, offline_pages=pages) as articles:
         materializer = Materializer(options, articles)
@@ -200,6 +202,6 @@ def _print_text(
         out.write(f"\narticle {article.url}: {status}")
     for cut in fitted.cuts if fitted is not None else ():
         out.write(f"\n{cut.describe()}")
-    for problem in selection.problems:
+    for problem in [*selection.problems, *prepared.materialized.left_out]:
         out.write(f"\nnote: {problem}")
     out.write(f"\n\nModel answer:\n{answer.text}\n")

@@ -25,6 +25,7 @@ from conversation.continuation import continuation_lines
 from conversation.log_source import AttachmentNotInLog
 from conversation.names import neutral_name
 from conversation.node import MessageNode
+from conversation.notices import notices_of
 from conversation.selection import ContextSelection, Reason
 
 USER_MENTION = re.compile(r"<@!?(\d+)>")
@@ -45,6 +46,8 @@ class MaterializeOptions(BaseModel):
     vision: bool = False
     max_text_chars: int = 8000
     max_text_attachments: int = 3
+    # The bot's notice lines (failures, cut notes): never the assistant's words (see notices).
+    notices: tuple[str, ...] = ()
 
 
 @dataclass
@@ -57,6 +60,8 @@ class MaterializedContext:
     # Inlined text attachments per message id, as they appear in its node's text, so that the
     # token budget can shorten them without re-reading anything.
     attachment_texts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Why selected messages are not in the nodes (the bot's messages that were only a notice).
+    left_out: list[str] = field(default_factory=list)
 
 
 class Materializer:
@@ -67,7 +72,18 @@ class Materializer:
         self.articles = articles
 
     async def materialize(self, selection: ContextSelection) -> MaterializedContext:
-        messages = [*selection.messages, selection.trigger]
+        notices = notices_of(self.options.notices)
+        only_notices = [
+            m
+            for m in selection.messages
+            if self._is_bot(m) and notices.only_notice(m.content or "")
+        ]
+        left_out = [
+            f"message {m.id} left out: the bot's own notice, not an answer ({m.content.strip()})"
+            for m in only_notices
+        ]
+        gone = {m.id for m in only_notices}
+        messages = [*(m for m in selection.messages if m.id not in gone), selection.trigger]
         links = {m.id: self._links(m) for m in messages}
         # The trigger's links first: if the per-context limit bites, what was asked about wins.
         ordered = [url for m in reversed(messages) for url in links[m.id]]
@@ -106,8 +122,9 @@ class Materializer:
         return MaterializedContext(
             nodes=nodes,
             articles=list(results.values()),
-            problems=problems,
+            problems=[*left_out, *problems],
             attachment_texts=inlined,
+            left_out=left_out,
         )
 
     # ------------------------------------------------------------------ one message
@@ -127,6 +144,8 @@ class Materializer:
         author = message.author
         is_bot_turn = self._is_bot(message)
         text = readable_content(message)
+        if is_bot_turn:  # a failure or cut line the bot added is not what it said
+            text = notices_of(self.options.notices).without_notices(text)
         parts = [text] if text else []
         parts.extend(_embed_lines(message))
         extra, images, _ = attachment_text

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from bot.model.call import Attempt, Call
     from bot.model.provider import Provider
 
+# What members see when the server says it is overloaded (HTTP 529) rather than failing.
+OVERLOADED_MESSAGE = "The model is overloaded right now, try again in a minute."
+
 
 class ModelError(Exception):
     """No (whole) answer; ``attempts``, ``request`` and ``partial_text`` say how far it got."""
@@ -175,7 +178,7 @@ def status_error(
     if status >= 500 or status == 408:
         error = ModelServerError(detail, status=status, retry_after=retry_after(headers))
         if status == 529:  # Anthropic's "overloaded"
-            error.user_message = "The model is overloaded right now, try again in a minute."
+            error.user_message = OVERLOADED_MESSAGE
         return error
     if overflow := recognize_overflow(status, body):
         hint = "the prompt does not fit the model's context window; check [model] context_tokens"

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from bot.config import Config
 from bot.config_errors import describe_errors
 from bot.model.settings import ModelSettings
+from bot.notices import bot_notices
 from bot.prompt_budget import PromptBudgeter
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
@@ -202,7 +203,9 @@ class ChannelStudio:
         self._bot_name = self.source.bot_name  # as replay names it, on nextcord 2 and 3
         gold_path = gold_path_for(log_path)
         self.gold: dict[int, GoldTrigger] = load_gold(gold_path) if gold_path.exists() else {}
-        self._materializer = Materializer(MaterializeOptions(bot_user_id=self.source.bot_user_id))
+        self._materializer = Materializer(
+            MaterializeOptions(bot_user_id=self.source.bot_user_id, notices=bot_notices())
+        )
         self._log_scores: dict[str, ScoreFigures] = {}
 
     def info(self) -> ChannelInfo:
