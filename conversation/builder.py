@@ -9,6 +9,12 @@ It starts from the ``min_linear`` most recent messages, then alternates two step
   past the trigger. A neighbour is linked when it is closer in time than the threshold; a longer
   silence seals that direction.
 
+The ``min_linear`` recent messages are in whatever their age, but a silence between them and the
+trigger seals too: nothing is explored from them (neither their neighbours nor, under the learned
+score, what they reply to), so a question after days of quiet does not bring the old thread.
+References from the trigger's side of the silence, and Discord message links, are still followed
+whatever their age.
+
 Beyond the original tik/tok design, TOK only links neighbours written by people taking part in the
 conversation (the trigger's author, whoever it mentions or replies to, and so on as links are
 added). In a busy channel several conversations interleave, and the message right before another
