@@ -72,8 +72,12 @@ def without_breakpoints(turns: list[dict]) -> list[dict]:
 async def test_answers_through_the_messages_api_and_records_what_it_was_built_from(tmp_path):
     with Store.open(tmp_path / "store.sqlite3") as store:
         async with claude_bot(store=store) as bot:
+            # A reply to the bot's old turn: the log is months old, only references cross that.
             reply = await bot.answer_to(
-                CHANNEL, CHLOE, f"<@{BOT_ID}> how long does the link mode take?"
+                CHANNEL,
+                CHLOE,
+                f"<@{BOT_ID}> how long does the link mode take?",
+                reply_to=bot.example_ids()["The usual route is a dum"],
             )
             await settled(bot)
             second = await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> and the copy mode?")
