@@ -152,7 +152,7 @@ class ThreadwiseClient(nextcord.Client):
             explanation = await self.store.explain_async(target)
         except StoreError as error:
             return str(error)
-        if not may_view_channel(
+        if not await may_view_channel(
             self,
             asker,
             guild_id=explanation.guild_id,

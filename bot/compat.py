@@ -8,6 +8,9 @@ connection state).
 - ``nextcord.http.Route.BASE``: the REST base URL, a class attribute and so process-wide.
 - ``Client._connection``: the client's connection state, needed to build a ``Message`` from a
   raw event's payload.
+- ``Thread._state``: a thread's connection state, whose HTTP client asks Discord whether one user
+  joined the thread (nextcord only wraps the list of all members, which needs the privileged
+  members intent; ``GET /channels/{id}/thread-members/{user}`` does not).
 """
 
 from __future__ import annotations
@@ -34,3 +37,18 @@ def message_from_payload(
 ) -> nextcord.Message:
     """A ``Message`` built from a raw gateway payload, bound to ``client``'s connection state."""
     return nextcord.Message(state=client._connection, channel=channel, data=data)  # type: ignore[arg-type]
+
+
+async def is_thread_member(thread: nextcord.Thread, user_id: int) -> bool:
+    """Whether Discord counts ``user_id`` among ``thread``'s members (it answers 404 if not)."""
+    route = Route(
+        "GET",
+        "/channels/{channel_id}/thread-members/{user_id}",
+        channel_id=thread.id,
+        user_id=user_id,
+    )
+    try:
+        await thread._state.http.request(route)
+    except nextcord.NotFound:
+        return False
+    return True

@@ -1,9 +1,11 @@
 """Reading a linked message in another channel of the trigger's server, when allowed.
 
 The asker must be able to open the linked channel and read its history, and so must the bot:
-otherwise a link would let anyone read, through the bot, a channel they cannot see. Permissions
-come from the guild cache (roles and channel overwrites), so the check costs no request; only
-reading the message itself costs one.
+otherwise a link would let anyone read, through the bot, a channel they cannot see. Both are
+judged by ``bot.visibility.can_view``, the rule ``/context`` uses too (a private thread only for
+its members and thread managers). Permissions come from the guild cache; a private thread's
+membership may cost a request, an archived thread (not cached) one to fetch it, and reading the
+message itself one.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import nextcord
 
+from bot.visibility import can_view, member_in
 from conversation.message_links import LinkOutcome, MessageLink
 from conversation.source import MessageLike
 
@@ -25,9 +28,15 @@ GONE = "it no longer exists"
 TROUBLE = "Discord did not let me read it just now"
 
 
-def _can_read(channel: Any, member: Any) -> bool:
-    permissions = channel.permissions_for(member)
-    return bool(permissions.view_channel and permissions.read_message_history)
+async def _channel_or_thread(guild: nextcord.Guild, channel_id: int) -> Any:
+    """The linked channel: from the cache, else fetched (archived threads are not cached)."""
+    channel = guild.get_channel_or_thread(channel_id)
+    if channel is not None:
+        return channel
+    try:
+        return await guild.fetch_channel(channel_id)
+    except (nextcord.NotFound, nextcord.Forbidden, nextcord.InvalidData):
+        return None
 
 
 class DiscordLinkResolver:
@@ -37,17 +46,15 @@ class DiscordLinkResolver:
         guild = getattr(trigger, "guild", None)
         if guild is None or link.guild_id != guild.id:
             return LinkOutcome(left_out="it is in another server")
-        channel = guild.get_channel_or_thread(link.channel_id)
-        if channel is None or not hasattr(channel, "fetch_message"):
-            return LinkOutcome(left_out=UNKNOWN_CHANNEL)
-        asker = trigger.author
-        if not isinstance(asker, nextcord.Member):
-            asker = guild.get_member(asker.id)
-        if asker is None or not _can_read(channel, asker):
-            return LinkOutcome(left_out=ASKER_CANNOT_VIEW)
-        if guild.me is None or not _can_read(channel, guild.me):
-            return LinkOutcome(left_out=BOT_CANNOT_VIEW)
         try:
+            channel = await _channel_or_thread(guild, link.channel_id)
+            if channel is None or not hasattr(channel, "fetch_message"):
+                return LinkOutcome(left_out=UNKNOWN_CHANNEL)
+            asker = member_in(guild, trigger.author)
+            if asker is None or not await can_view(channel, asker):
+                return LinkOutcome(left_out=ASKER_CANNOT_VIEW)
+            if guild.me is None or not await can_view(channel, guild.me):
+                return LinkOutcome(left_out=BOT_CANNOT_VIEW)
             message = await channel.fetch_message(link.message_id)
         except nextcord.NotFound:
             return LinkOutcome(left_out=GONE)

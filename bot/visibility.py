@@ -1,21 +1,60 @@
-"""Who may see stored content in Discord: whoever can view its channel now.
+"""Who may see what in Discord, decided in one place: ``can_view(channel, member)``.
 
-The store keeps answers from every channel and DM. Anything that shows a stored interaction in
-Discord (``/context``) must not become a window into a private channel or someone else's DM, so
-an interaction is shown only to a person who can view its channel at the time of asking (guild
-permissions as Discord computes them, channel overwrites and roles included; for a DM, only the
-person the bot talked with there). Everyone else is told it does not exist, in the same words as
-for an id that was never answered, so asking does not reveal that it exists.
+Two things show Discord content through the bot to a person: ``/context`` (a stored answer and the
+messages it was built from) and message links (a linked message joins the asker's context, and so
+the answer). Either would be a window into a channel the person cannot open if it judged
+visibility differently from Discord, so both ask ``can_view``, for the asker and for the bot.
+
+Discord's rule, as the bot applies it: the member must be able to view the channel and read its
+history (roles and channel overwrites, as ``permissions_for`` computes them; a thread takes its
+parent's permissions); a private thread is, besides, visible only to its members and to those
+who may manage threads. Without the privileged members intent the bot does not see who joined a
+thread, so membership it has not cached is asked of Discord (one request, only for a private
+thread). When in doubt (no parent channel, a failed request) the answer is no.
+
+For ``/context``, an answer in a DM is shown only to the person the bot talked with there, and
+anyone refused is told the answer does not exist, in the same words as for an id that was never
+answered, so asking does not reveal that it exists.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import nextcord
 
+from bot.compat import is_thread_member
 
-def may_view_channel(
+log = logging.getLogger(__name__)
+
+
+async def can_view(channel: Any, member: nextcord.Member) -> bool:
+    """Whether ``member`` can open ``channel`` and read its messages, right now."""
+    try:
+        permissions = channel.permissions_for(member)
+    except nextcord.ClientException:  # a thread whose parent channel is not cached
+        return False
+    if not (permissions.view_channel and permissions.read_message_history):
+        return False
+    if isinstance(channel, nextcord.Thread) and channel.is_private():
+        return permissions.manage_threads or await _in_thread(channel, member)
+    return True
+
+
+async def _in_thread(thread: nextcord.Thread, member: nextcord.Member) -> bool:
+    """Whether ``member`` joined the private ``thread``: from the cache when known, else asked."""
+    known = [*thread.members, *([thread.me] if thread.me is not None else [])]
+    if any(joined.id == member.id for joined in known):
+        return True
+    try:
+        return await is_thread_member(thread, member.id)
+    except (nextcord.HTTPException, OSError, TimeoutError) as error:
+        log.warning("membership of thread %s could not be checked: %s", thread.id, error)
+        return False
+
+
+async def may_view_channel(
     client: nextcord.Client,
     asker: nextcord.abc.User,
     *,
@@ -35,20 +74,12 @@ def may_view_channel(
     guild = getattr(channel, "guild", None)
     if channel is None or guild is None or guild.id != guild_id:
         return False
-    member = _member_in(guild, asker)
-    if member is None:
-        return False
-    permissions = channel.permissions_for(member)  # type: ignore[union-attr]
-    if not permissions.view_channel:
-        return False
-    if isinstance(channel, nextcord.Thread) and channel.is_private():
-        # A private thread is visible to its members and to those who manage threads.
-        return permissions.manage_threads or channel.get_member(member.id) is not None
-    return True
+    member = member_in(guild, asker)
+    return member is not None and await can_view(channel, member)
 
 
-def _member_in(guild: Any, asker: nextcord.abc.User) -> nextcord.Member | None:
-    """The asker as a member of ``guild`` (the interaction's own member object when it fits)."""
-    if isinstance(asker, nextcord.Member) and asker.guild.id == guild.id:
-        return asker
-    return guild.get_member(asker.id)
+def member_in(guild: Any, user: Any) -> nextcord.Member | None:
+    """``user`` as a member of ``guild`` (the object itself when it already is one there)."""
+    if isinstance(user, nextcord.Member) and user.guild.id == guild.id:
+        return user
+    return guild.get_member(user.id)

@@ -62,6 +62,9 @@ CHANNEL_TYPES: dict[str, int] = {
 }
 THREAD_CHANNEL_TYPES = {10, 11, 12}
 PRIVATE_CHANNEL_TYPES = {1, 3}
+# What @everyone may do in an exported server: view channels and read their history, as in a
+# new Discord server (an export does not record permissions).
+EVERYONE_PERMISSIONS = (1 << 10) | (1 << 16)  # VIEW_CHANNEL, READ_MESSAGE_HISTORY
 
 
 class ExportError(ValueError):
@@ -396,7 +399,7 @@ class PayloadBuilder:
         everyone = {
             "id": export.guild.id,
             "name": "@everyone",
-            "permissions": "1024",
+            "permissions": str(EVERYONE_PERMISSIONS),
             "position": 0,
             "color": 0,
             "hoist": False,

@@ -107,3 +107,26 @@ async def test_the_latest_answer_here_is_still_explained(tmp_path):
             await settled(bot)
             shown = await context_text(bot, BEN)
     assert shown.startswith(f"Answer to message {said['id']} by user {CHLOE}")
+
+
+async def test_an_answer_in_a_private_thread_is_shown_only_to_its_members(tmp_path):
+    thread = 1300000000000000060
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            await bot.discord.add_thread(
+                thread, CHANNEL, "plans", private=True, members=[BEN, BOT_ID]
+            )
+            for _ in range(100):
+                if bot.client.get_channel(thread) is not None:
+                    break
+                await asyncio.sleep(0.05)
+            said = await bot.discord.user_says(thread, BEN, f"<@{BOT_ID}> secret plans?")
+            reply = await bot.discord.wait_for_bot_message(
+                thread, after=int(said["id"]), timeout=10
+            )
+            await settled(bot)
+            answer = int(reply["id"])
+            # Chloe can read the thread's channel but never joined the thread.
+            assert await context_text(bot, CHLOE, answer) == not_found(answer)
+            shown = await context_text(bot, BEN, answer)
+    assert shown.startswith(f"Answer to message {said['id']} by user {BEN} in channel {thread}")

@@ -157,3 +157,93 @@ async def test_a_channel_the_bot_cannot_read_is_not_read():
         link = f"https://discord.com/channels/{GUILD}/{RANDOM}/{SPACES}"
         await _ask(discord, fake, f"what did they say? {link}")
         assert not discord.requests_to("GET", f"/channels/{RANDOM}/messages/{SPACES}")
+
+
+# ------------------------------------------------------------------ links into threads
+
+THREAD = 600000000000000001
+
+
+async def _thread_with_a_secret(
+    discord: FakeDiscord, client: ThreadwiseClient, *, private: bool, archived: bool, members
+) -> str:
+    """A thread under #random holding one message from Bob; returns the link to it."""
+    await discord.add_thread(
+        THREAD, RANDOM, "plans", private=private, archived=archived, members=members
+    )
+    said = discord.state.create_message(THREAD, discord.state.user(BOB), "the surprise is cake")
+    if not archived:
+        for _ in range(100):
+            if client.get_channel(THREAD) is not None:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the thread never reached the bot")
+    return f"https://discord.com/channels/{GUILD}/{THREAD}/{said['id']}"
+
+
+async def _context_of_last_answer(discord: FakeDiscord) -> str:
+    record = await discord.invoke_command(GENERAL, ALICE, "context")
+    body = await discord.wait_for_interaction_response(record, timeout=10)
+    return body["data"]["content"]
+
+
+@pytest.mark.parametrize("archived", [False, True], ids=["active", "archived"])
+async def test_a_private_thread_the_asker_has_not_joined_is_not_read(tmp_path, archived):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with linked_guild(store=store) as (discord, fake, client):
+            link = await _thread_with_a_secret(
+                discord, client, private=True, archived=archived, members=[BOB, BOT_ID]
+            )
+            prompt = await _ask(discord, fake, f"what is the surprise? {link}")
+            await settled(client)
+            assert "cake" not in prompt
+            assert not discord.requests_to("GET", f"/channels/{THREAD}/messages/*")
+            text = await _context_of_last_answer(discord)
+    assert "Message links:" in text and "you cannot view that channel" in text
+
+
+@pytest.mark.parametrize("archived", [False, True], ids=["active", "archived"])
+async def test_a_private_thread_the_asker_joined_is_read(archived):
+    async with linked_guild() as (discord, fake, client):
+        link = await _thread_with_a_secret(
+            discord, client, private=True, archived=archived, members=[BOB, ALICE, BOT_ID]
+        )
+        prompt = await _ask(discord, fake, f"what is the surprise? {link}")
+        assert "cake" in prompt
+        # Without the members intent the bot does not see who joined: it asked Discord.
+        assert discord.requests_to("GET", f"/channels/{THREAD}/thread-members/{ALICE}")
+
+
+async def test_a_private_thread_the_bot_has_not_joined_is_not_read():
+    async with linked_guild() as (discord, fake, client):
+        link = await _thread_with_a_secret(
+            discord, client, private=True, archived=False, members=[BOB, ALICE]
+        )
+        prompt = await _ask(discord, fake, f"what is the surprise? {link}")
+        assert "cake" not in prompt
+        assert not discord.requests_to("GET", f"/channels/{THREAD}/messages/*")
+
+
+@pytest.mark.parametrize("archived", [False, True], ids=["active", "archived"])
+async def test_a_public_thread_is_read_by_anyone_who_can_read_its_channel(archived):
+    async with linked_guild() as (discord, fake, client):
+        link = await _thread_with_a_secret(
+            discord, client, private=False, archived=archived, members=[BOB]
+        )
+        prompt = await _ask(discord, fake, f"what is the surprise? {link}")
+        assert "cake" in prompt
+        assert not discord.requests_to("GET", f"/channels/{THREAD}/thread-members/*")
+
+
+async def test_a_public_thread_of_a_channel_the_asker_cannot_view_is_not_read():
+    hidden = [
+        {"id": str(GUILD), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)},
+        {"id": str(BOT_ID), "type": 1, "allow": str(VIEW_CHANNEL | READ_HISTORY), "deny": "0"},
+    ]
+    async with linked_guild(hidden) as (discord, fake, client):
+        link = await _thread_with_a_secret(
+            discord, client, private=False, archived=False, members=[BOB]
+        )
+        prompt = await _ask(discord, fake, f"what is the surprise? {link}")
+        assert "cake" not in prompt

@@ -146,6 +146,7 @@ class RestApi:
         get("/guilds/{guild_id}/channels", self.get_guild_channels)
         get("/guilds/{guild_id}/members/{user_id}", self.get_member)
         get("/channels/{channel_id}", self.get_channel)
+        get("/channels/{channel_id}/thread-members/{user_id}", self.get_thread_member)
         get("/channels/{channel_id}/messages", self.get_messages)
         post("/channels/{channel_id}/messages", self.post_message)
         get("/channels/{channel_id}/messages/{message_id}", self.get_message)
@@ -340,6 +341,10 @@ class RestApi:
 
     async def get_channel(self, request: web.Request) -> web.Response:
         return json_response(self.state.channel(request.match_info["channel_id"]))
+
+    async def get_thread_member(self, request: web.Request) -> web.Response:
+        info = request.match_info
+        return json_response(self.state.thread_member(info["channel_id"], info["user_id"]))
 
     # ------------------------------------------------------------------ messages
 

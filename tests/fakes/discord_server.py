@@ -225,6 +225,32 @@ class FakeDiscord:
                 await self.gateway.dispatch(event, channel, intent=INTENT_GUILDS)
         return export
 
+    async def add_thread(
+        self,
+        thread_id: int,
+        parent_id: int,
+        name: str,
+        *,
+        private: bool = False,
+        archived: bool = False,
+        members: Iterable[int | str | DceUser] = (),
+    ) -> Payload:
+        """A thread under a guild channel, joined by ``members``; an active one is dispatched
+        as THREAD_CREATE, an archived one only answers REST (as on Discord, where the bot's
+        cache holds active threads only)."""
+        joined = [self.state.user(member).id for member in members]
+        thread = self.state.add_thread(
+            str(thread_id),
+            str(parent_id),
+            name,
+            private=private,
+            archived=archived,
+            members=joined,
+        )
+        if not archived:
+            await self.gateway.dispatch("THREAD_CREATE", thread, intent=INTENT_GUILDS)
+        return thread
+
     def add_user(
         self, user_id: int, name: str, *, nick: str | None = None, bot: bool = False
     ) -> DceUser:

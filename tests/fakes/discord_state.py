@@ -203,6 +203,7 @@ class DiscordState:
         self.guild_commands: dict[str, dict[str, Payload]] = {}
         self.interactions: dict[str, InteractionRecord] = {}
         self.exports: list[ChannelExport] = []
+        self.thread_members: dict[str, set[str]] = {}  # thread id -> ids of users who joined
 
     # ------------------------------------------------------------------ users, guilds, channels
 
@@ -317,10 +318,62 @@ class DiscordState:
             "roles": list(guild.roles.values()),
             "members": list(guild.members.values()),
             "channels": [self.channels[cid] for cid in guild.channel_ids],
-            "threads": [self.channels[tid] for tid in guild.thread_ids],
+            # As Discord does: only active threads; an archived one must be fetched.
+            "threads": [
+                self.channels[tid]
+                for tid in guild.thread_ids
+                if not self.channels[tid].get("thread_metadata", {}).get("archived")
+            ],
             "voice_states": [],
             "presences": [],
         }
+
+    def add_thread(
+        self,
+        thread_id: str,
+        parent_id: str,
+        name: str,
+        *,
+        private: bool,
+        archived: bool,
+        members: list[str],
+    ) -> Payload:
+        """A thread under a guild channel, with the users who joined it."""
+        guild_id = self.guild_of(parent_id)
+        if guild_id is None:
+            raise ValueError(f"channel {parent_id} is not in a guild")
+        thread = {
+            "id": thread_id,
+            "type": 12 if private else 11,
+            "name": name,
+            "guild_id": guild_id,
+            "parent_id": parent_id,
+            "owner_id": members[0] if members else self.bot.id,
+            "message_count": 0,
+            "member_count": len(members),
+            "thread_metadata": {
+                "archived": archived,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": self.clock().isoformat(),
+                "locked": False,
+                **({"invitable": False} if private else {}),
+            },
+        }
+        self.channels[thread_id] = thread
+        self.guilds[guild_id].thread_ids.append(thread_id)
+        self.messages.setdefault(thread_id, ChannelMessages())
+        self.thread_members[thread_id] = set(members)
+        return thread
+
+    def thread_member(self, thread_id: str, user_id: str) -> Payload:
+        """The thread member object, as ``GET /channels/{id}/thread-members/{user}`` serves it."""
+        channel = self.channel(thread_id)
+        if "thread_metadata" not in channel:
+            raise ApiError(400, 50024, "Cannot execute action on this channel type")
+        if user_id not in self.thread_members.get(thread_id, set()):
+            raise ApiError(404, 10007, "Unknown Member")
+        joined = datetime(2020, 1, 1, tzinfo=UTC).isoformat()
+        return {"id": thread_id, "user_id": user_id, "join_timestamp": joined, "flags": 0}
 
     def ensure_member(self, guild_id: str, user: DceUser) -> Payload:
         guild = self.guilds[guild_id]
