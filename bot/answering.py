@@ -103,7 +103,7 @@ class Answerer:
         materializer: Materializer,
         model: ModelClient,
         *,
-        bot_name: Callable[[], str],
+        bot_name: Callable[[Any], str],
         recorder: Recorder | None = None,
         budgeter: PromptBudgeter | None = None,
     ) -> None:
@@ -137,7 +137,9 @@ class Answerer:
                 reader = ChannelReader(
                     DiscordChannelSource(channel), self.caches.for_channel(channel.id)
                 )
-                persona = persona_for(self.config.model.system_prompt, self.bot_name(), channel)
+                persona = persona_for(
+                    self.config.model.system_prompt, self.bot_name(channel), channel
+                )
                 result.prepared = await prepare_prompt(
                     trigger,
                     reader,

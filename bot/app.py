@@ -34,6 +34,7 @@ from bot.visibility import may_view_channel
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
+from conversation.names import bot_name_in
 from conversation.slim import Slimmer
 from conversation.text import clean_text
 
@@ -89,7 +90,7 @@ class ThreadwiseClient(nextcord.Client):
             self.caches,
             self.materializer,
             model,
-            bot_name=lambda: self.user.display_name if self.user else "assistant",
+            bot_name=lambda channel: bot_name_in(channel, self.user) if self.user else "assistant",
             recorder=recorder,
             budgeter=PromptBudgeter(config.model, store),
         )

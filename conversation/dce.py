@@ -105,6 +105,9 @@ class DceUser(_Lenient):
     name: str
     discriminator: str = "0000"
     nickname: str | None = None
+    # Not in exports (whose ``nickname`` already is the name shown in the server); set by the
+    # fake Discord for a user with a global display name apart from any server nickname.
+    global_name: str | None = Field(None, alias="globalName")
     is_bot: bool = Field(False, alias="isBot")
     roles: list[DceRole] = Field(default_factory=list)
     avatar_url: str | None = Field(None, alias="avatarUrl")
@@ -292,7 +295,7 @@ def user_payload(user: DceUser) -> dict[str, Any]:
         "id": user.id,
         "username": user.name,
         "discriminator": user.discriminator if user.discriminator != "0000" else "0",
-        "global_name": None,
+        "global_name": user.global_name,
         "avatar": None,
         "bot": user.is_bot,
     }

@@ -19,6 +19,7 @@ import nextcord
 
 from conversation.compat import add_guild, detached_state
 from conversation.dce import ChannelExport, DceMessage, PayloadBuilder, load_export
+from conversation.names import bot_name_in
 from conversation.source import PAGE_LIMIT, MessageLike
 
 REPLAY_BOT_ID = 1  # Our own user when the log has no bot in it.
@@ -80,15 +81,13 @@ class LogSource:
 
     @property
     def bot_name(self) -> str:
-        """The bot's name as members saw it in the log (its server nickname, else its name).
+        """The bot's name as members saw it in the log, by the live bot's rule (``bot_name_in``).
 
-        Read from the export rather than from nextcord's user object, whose ``display_name``
-        differs between nextcord 2 (the username) and 3 (the global name).
+        An export keeps one name per author, the one shown in that server (``nickname``: server
+        nickname, else global name, else username), so it stands for the nickname and the global
+        name alike; a bot that never spoke in the log is "assistant".
         """
-        for user in self.export.users():
-            if int(user.id) == self.bot_user_id:
-                return user.display_name
-        return "assistant"
+        return bot_name_in(self.channel, self.state.user)
 
     def _bot_user_payload(self) -> dict[str, Any]:
         for user in self.export.users():

@@ -23,7 +23,7 @@ from conversation.articles.service import ArticleService
 from conversation.articles.urls import url_key
 from conversation.continuation import continuation_lines
 from conversation.log_source import AttachmentNotInLog
-from conversation.names import neutral_name
+from conversation.names import neutral_name, shown_name
 from conversation.node import MessageNode
 from conversation.notices import notices_of
 from conversation.selection import ContextSelection, Reason
@@ -278,8 +278,7 @@ def _as_shown(block: str, *, is_bot_turn: bool) -> str:
 
 def display_name(user: Any) -> str:
     """The name a person goes by here, neutralised: members choose it (see ``names``)."""
-    name = getattr(user, "display_name", None) or getattr(user, "name", None) or "someone"
-    return neutral_name(str(name))
+    return neutral_name(shown_name(user))
 
 
 def readable_content(message: Any) -> str:

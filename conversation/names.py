@@ -11,6 +11,7 @@ is capped (Discord's own limit for channel and role names).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 MAX_NAME_CHARS = 100
 # C0/C1 controls (line breaks included), Unicode line/paragraph separators, zero-width and
@@ -27,3 +28,28 @@ def neutral_name(name: str, *, fallback: str = "someone") -> str:
     if len(flat) > MAX_NAME_CHARS:
         flat = flat[: MAX_NAME_CHARS - 1].rstrip() + "\u2026"
     return flat or fallback
+
+
+def shown_name(person: Any) -> str:
+    """The name members see for ``person`` where they are: server nickname, else global display
+    name, else username (Discord's own order).
+
+    nextcord's ``display_name`` is not used: on nextcord 2 it skips the global display name,
+    on 3 it does not, so the same person would be named differently by version. ``person`` is a
+    member (with ``nick``) or a user; a field it lacks counts as unset.
+    """
+    return str(
+        getattr(person, "nick", None)
+        or getattr(person, "global_name", None)
+        or getattr(person, "name", None)
+        or getattr(person, "display_name", None)
+        or ""
+    )
+
+
+def bot_name_in(channel: Any, bot_user: Any) -> str:
+    """What members of ``channel`` see the bot called: its member in the channel's server (server
+    nickname there), else, in a DM, the bot user itself; ``{bot_name}`` in the system prompt."""
+    guild = getattr(channel, "guild", None)
+    member = getattr(guild, "me", None) if guild is not None else None
+    return shown_name(member if member is not None else bot_user)

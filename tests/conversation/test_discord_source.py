@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,6 @@ async def test_cold_build_costs_what_the_fake_saw(fake_discord, channel):
 
 def test_module_does_not_touch_bot():
     text = Path(__file__).resolve().parents[2].joinpath("conversation").rglob("*.py")
-    offenders = [
-        p.name for p in text if "from bot" in p.read_text() or "import bot" in p.read_text()
-    ]
+    imports_bot = re.compile(r"^\s*(from\s+bot[.\s]|import\s+bot\b(?!_))", re.MULTILINE)
+    offenders = [p.name for p in text if imports_bot.search(p.read_text())]
     assert offenders == []

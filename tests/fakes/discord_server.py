@@ -71,6 +71,8 @@ class FakeDiscord:
         *,
         bot_id: int = DEFAULT_BOT_ID,
         bot_name: str = DEFAULT_BOT_NAME,
+        bot_global_name: str | None = None,
+        bot_nick: str | None = None,
         application_id: int | None = None,
         token: str = DEFAULT_TOKEN,
         clock: Clock | None = None,
@@ -82,6 +84,8 @@ class FakeDiscord:
         self.state = DiscordState(
             bot_id=bot_id,
             bot_name=bot_name,
+            bot_global_name=bot_global_name,
+            bot_nick=bot_nick,
             application_id=application_id or bot_id,
             clock=clock or (lambda: datetime.now(UTC)),
             bot_permissions=bot_permissions,

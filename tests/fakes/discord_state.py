@@ -184,13 +184,24 @@ class DiscordState:
         *,
         bot_id: int,
         bot_name: str,
+        bot_global_name: str | None = None,
+        bot_nick: str | None = None,
         application_id: int,
         clock: Clock,
         bot_permissions: int = DEFAULT_BOT_PERMISSIONS,
     ) -> None:
         self.clock = clock
         self.mint = SnowflakeMint(clock)
-        self.bot = DceUser(id=str(bot_id), name=bot_name, discriminator="0000", is_bot=True)
+        # ``bot_nick`` is the bot's server nickname in every guild; ``bot_global_name`` its
+        # global display name.
+        self.bot = DceUser(
+            id=str(bot_id),
+            name=bot_name,
+            nickname=bot_nick,
+            global_name=bot_global_name,
+            discriminator="0000",
+            is_bot=True,
+        )
         self.application_id = str(application_id)
         self.bot_permissions = bot_permissions
         self.users: dict[str, DceUser] = {self.bot.id: self.bot}

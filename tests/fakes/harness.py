@@ -68,10 +68,15 @@ def make_config(discord: FakeDiscord, fake_model: FakeOpenAI, **sections: dict) 
 
 @contextlib.asynccontextmanager
 async def running_bot(
-    store: Any = None, fake_model: dict | None = None, **sections: dict
+    store: Any = None,
+    fake_model: dict | None = None,
+    fake_discord: dict | None = None,
+    **sections: dict,
 ) -> AsyncIterator[Harness]:
     async with (
-        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord,
+        FakeDiscord(
+            bot_id=BOT_ID, **({"bot_name": "threadwise"} | (fake_discord or {}))
+        ) as discord,
         FakeOpenAI(**(fake_model or {})) as fake,
     ):
         await discord.load_log(EXAMPLE)
