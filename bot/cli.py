@@ -18,6 +18,7 @@ from bot.config import Config, ConfigError, load_config, locate_config
 from bot.errors import CommandError, StoreError
 from bot.validators import snowflake
 from conversation.dce import ExportError
+from conversation.relevance import WeightsError
 
 EXIT_USAGE = 2
 EXIT_CODES = """exit codes:
@@ -156,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in error.lines:
             print(f"error: {line}", file=sys.stderr)
         return EXIT_USAGE
-    except (ExportError, CommandError, StoreError) as error:
+    except (ExportError, CommandError, StoreError, WeightsError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

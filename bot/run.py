@@ -22,6 +22,7 @@ from bot.model.client import ModelClient
 from bot.sharding import client_class
 from bot.storage import Store
 from conversation.articles.service import ArticleService
+from conversation.relevance import load_model
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ def run_bot(config: Config, *, config_path: Path | None = None) -> int:
     from bot.startup import configure_logging, log_configuration
 
     token = require_token(config, config_path)
+    load_model()  # read before anything starts: a broken weights file is one line (bot.cli)
     configure_logging(config)
     source = locate_config(config_path)
     log_configuration(config, source)

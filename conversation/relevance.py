@@ -22,8 +22,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from conversation.source import MessageLike, created_ms, reference_id
 
@@ -536,14 +537,66 @@ class RelevanceModel(BaseModel):
 WEIGHTS_FILE = "relevance_weights.json"
 
 
+class WeightsError(ValueError):
+    """The weights file cannot be used; the message is one line naming the file and the fault."""
+
+
 @functools.cache
 def load_model() -> RelevanceModel:
     """The model shipped with the package (fitted on the IRC training split)."""
-    text = resources.files("conversation").joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
-    model = RelevanceModel.model_validate(json.loads(text))
+    return load_model_from(Path(str(resources.files("conversation").joinpath(WEIGHTS_FILE))))
+
+
+def load_model_from(path: Path) -> RelevanceModel:
+    """The model in ``path``; a missing, unreadable or malformed file is one WeightsError line."""
+    refit = "restore it or run python -m bench.train_relevance"
+    try:
+        model = RelevanceModel.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except OSError as error:
+        raise WeightsError(f"{path}: cannot be read ({error.strerror}); {refit}") from None
+    except UnicodeDecodeError:
+        raise WeightsError(f"{path}: not UTF-8 text; {refit}") from None
+    except json.JSONDecodeError as error:
+        raise WeightsError(
+            f"{path}: not valid JSON ({error.msg}, line {error.lineno}); {refit}"
+        ) from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "top level"
+        raise WeightsError(f"{path}: {where}: {first['msg']}; {refit}") from None
     if model.first.features != FEATURES or model.second.features != FEATURES + RELATIVE_FEATURES:
-        raise ValueError(
-            f"conversation/{WEIGHTS_FILE}: fitted for other features; "
-            "run python -m bench.train_relevance"
+        raise WeightsError(
+            f"{path}: fitted for other features; run python -m bench.train_relevance"
         )
+    fault = _shape_fault(model)
+    if fault is not None:
+        raise WeightsError(f"{path}: {fault}; {refit}")
     return model
+
+
+def _shape_fault(model: RelevanceModel) -> str | None:
+    """What would break scoring mid-answer (an array of the wrong length, a child index that
+    leads outside its tree or back up it, a number that is not finite), said once, at load."""
+    first, second = model.first, model.second
+    sizes = {len(first.features), len(first.means), len(first.scales), len(first.weights)}
+    if len(sizes) != 1:
+        return "first: features, means, scales and weights differ in length"
+    if len(second.means) != len(second.features):
+        return "second: features and means differ in length"
+    numbers = [*first.means, *first.scales, *first.weights, first.bias, *second.means, second.base]
+    if not all(math.isfinite(number) for number in numbers) or 0.0 in first.scales:
+        return "a number that is not finite (or a zero scale)"
+    for index, tree in enumerate(second.trees):
+        nodes = len(tree.feature)
+        arrays = (tree.threshold, tree.left, tree.right, tree.values)
+        if nodes == 0 or any(len(array) != nodes for array in arrays):
+            return f"second.trees.{index}: node arrays empty or of different lengths"
+        if not all(math.isfinite(number) for number in (*tree.threshold, *tree.values)):
+            return f"second.trees.{index}: a number that is not finite"
+        for node, feature in enumerate(tree.feature):
+            children = (tree.left[node], tree.right[node])
+            if feature >= 0 and (
+                feature >= len(second.features) or not all(node < c < nodes for c in children)
+            ):
+                return f"second.trees.{index}: node {node} points outside the tree or its features"
+    return None

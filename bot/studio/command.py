@@ -15,6 +15,7 @@ from bot.errors import CommandError
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import is_loopback, make_app
 from conversation.gold import GoldError
+from conversation.relevance import load_model
 
 
 def studio_command(args: argparse.Namespace, config: Config) -> int:
@@ -30,6 +31,7 @@ def studio_command(args: argparse.Namespace, config: Config) -> int:
             channel = ChannelStudio(args.log, config.context, config.model)
         except GoldError as error:
             raise CommandError(str(error)) from error
+        load_model()  # a broken weights file is one line now, not a failed build later
     store = None
     if args.store:
         from bot.store_commands import open_existing

@@ -1,0 +1,127 @@
+"""A relevance weights file that is missing or broken stops ``run``, ``replay`` and the studio
+with one line naming the file and what is wrong, never a traceback or a failure mid-answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conversation.relevance import WEIGHTS_FILE, WeightsError, load_model_from
+from tests.fakes.harness import EXAMPLE, ROOT
+
+SHIPPED = ROOT / "conversation" / WEIGHTS_FILE
+
+
+def _weights(change: Callable[[dict], None]) -> str:
+    data = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    change(data)
+    return json.dumps(data)
+
+
+def _cut_tree(data: dict) -> None:
+    data["second"]["trees"][0]["left"] = data["second"]["trees"][0]["left"][:-1]
+
+
+def _loop_tree(data: dict) -> None:
+    tree = data["second"]["trees"][0]
+    inner = next(node for node, feature in enumerate(tree["feature"]) if feature >= 0)
+    tree["left"][inner] = inner  # back to itself: an endless walk
+
+
+BROKEN = {
+    "missing": (None, "cannot be read"),
+    "truncated": ('{"first": {"features": [', "not valid JSON"),
+    "not-utf8": (b"\xff\xfe{}", "not UTF-8"),
+    "no-second-look": (_weights(lambda data: data.pop("second")), "second: Field required"),
+    "text-for-a-number": (
+        _weights(lambda data: data["first"].update(bias="high")),
+        "first.bias",
+    ),
+    "other-features": (
+        _weights(lambda data: data["first"]["features"].reverse()),
+        "fitted for other features",
+    ),
+    "short-weights": (
+        _weights(lambda data: data["first"]["weights"].pop()),
+        "differ in length",
+    ),
+    "cut-tree": (_weights(_cut_tree), "second.trees.0"),
+    "looping-tree": (_weights(_loop_tree), "second.trees.0: node"),
+    "not-a-number": (
+        _weights(lambda data: data["first"]["weights"].__setitem__(0, float("nan"))),
+        "not finite",
+    ),
+}
+
+
+def _write(path: Path, content: str | bytes | None) -> None:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content, encoding="utf-8")
+
+
+@pytest.mark.parametrize(("content", "fault"), BROKEN.values(), ids=BROKEN.keys())
+def test_a_broken_weights_file_is_one_line_naming_it(tmp_path, content, fault):
+    path = tmp_path / WEIGHTS_FILE
+    _write(path, content)
+    with pytest.raises(WeightsError) as error:
+        load_model_from(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: ") and fault in message
+    assert "\n" not in message
+
+
+def test_the_shipped_weights_load():
+    assert load_model_from(SHIPPED).threshold > 0
+
+
+@pytest.fixture
+def broken_package(tmp_path: Path) -> Path:
+    """A copy of the code whose weights file is cut short, imported ahead of the real one."""
+    for package in ("bot", "conversation"):
+        shutil.copytree(
+            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    (tmp_path / "conversation" / WEIGHTS_FILE).write_text('{"first": ', encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[discord]\ntoken = "not-a-real-token"\napi_base = "http://127.0.0.1:9/api/v10"\n'
+        '[storage]\npath = "store.sqlite3"\n',
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["replay", str(EXAMPLE), "--no-model"],
+        ["run"],
+        ["studio", str(EXAMPLE), "--port", "0"],
+    ],
+    ids=["replay", "run", "studio"],
+)
+def test_commands_stop_with_one_line_on_a_broken_weights_file(broken_package, command):
+    env = {key: value for key, value in os.environ.items() if key != "DISCORD_TOKEN"}
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", *command, "--config", str(broken_package / "config.toml")],
+        capture_output=True,
+        text=True,
+        cwd=broken_package,
+        env=env | {"PYTHONPATH": str(broken_package)},
+        timeout=60,
+    )
+    weights = broken_package / "conversation" / WEIGHTS_FILE
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: {weights}: not valid JSON (Expecting value, line 1); "
+        "restore it or run python -m bench.train_relevance"
+    ]
