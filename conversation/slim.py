@@ -127,6 +127,8 @@ def _unresolved(reference: CachedReference | None) -> CachedReference | None:
 
 def _names(user: Any) -> tuple[Any, ...]:
     return (
+        getattr(user, "nick", None),
+        getattr(user, "global_name", None),
         getattr(user, "display_name", None),
         getattr(user, "name", None),
         getattr(user, "bot", None),

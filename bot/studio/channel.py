@@ -24,6 +24,7 @@ from conversation.cache import ChannelCache
 from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
+from conversation.names import shown_name
 from conversation.pipeline import persona_for, prepare_prompt
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
@@ -232,7 +233,7 @@ class ChannelStudio:
         return TimelineMessage(
             id=str(message.id),
             author_id=str(message.author.id),
-            author=message.author.display_name,
+            author=shown_name(message.author),
             bot=bool(message.author.bot),
             time=message.created_at.isoformat(),
             ms=created_ms(message),

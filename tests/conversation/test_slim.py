@@ -27,9 +27,11 @@ def selection(messages: list) -> ContextSelection:
 
 
 def rich_log() -> dict:
-    """Embeds, attachments, user/role/channel mentions, a nickname change and a reply."""
-    alice, bob = user(ALICE, "alice", "Alice"), user(BOB, "bob", "Bobby")
+    """Embeds, attachments, user/role/channel mentions, a nickname change, a global display
+    name change (Bob, who has no nickname) and a reply."""
+    alice, bob = user(ALICE, "alice", "Alice"), user(BOB, "bob") | {"globalName": "Bobby"}
     renamed = user(ALICE, "alice", "Alice the Second")
+    bob_renamed = bob | {"globalName": "Robert"}
     first = message(
         0,
         alice,
@@ -50,7 +52,14 @@ def rich_log() -> dict:
         reference={"messageId": first["id"]},
         type="Reply",
     )
-    return export([first, second, message(2, renamed, "new name, same person")])
+    return export(
+        [
+            first,
+            second,
+            message(2, renamed, "new name, same person"),
+            message(3, bob_renamed, "and another"),
+        ]
+    )
 
 
 @pytest.mark.parametrize("log", [*LOGS, "rich"], ids=lambda path: getattr(path, "stem", path))
