@@ -11,11 +11,10 @@ message itself one.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import nextcord
 
-from bot.visibility import can_view, member_in
+from bot.visibility import can_view, channel_in, member_in
 from conversation.message_links import LinkOutcome, MessageLink
 from conversation.source import MessageLike
 
@@ -28,17 +27,6 @@ GONE = "it no longer exists"
 TROUBLE = "Discord did not let me read it just now"
 
 
-async def _channel_or_thread(guild: nextcord.Guild, channel_id: int) -> Any:
-    """The linked channel: from the cache, else fetched (archived threads are not cached)."""
-    channel = guild.get_channel_or_thread(channel_id)
-    if channel is not None:
-        return channel
-    try:
-        return await guild.fetch_channel(channel_id)
-    except (nextcord.NotFound, nextcord.Forbidden, nextcord.InvalidData):
-        return None
-
-
 class DiscordLinkResolver:
     """Resolves links to messages in other channels of the trigger's guild."""
 
@@ -47,7 +35,7 @@ class DiscordLinkResolver:
         if guild is None or link.guild_id != guild.id:
             return LinkOutcome(left_out="it is in another server")
         try:
-            channel = await _channel_or_thread(guild, link.channel_id)
+            channel = await channel_in(guild, link.channel_id)
             if channel is None or not hasattr(channel, "fetch_message"):
                 return LinkOutcome(left_out=UNKNOWN_CHANNEL)
             asker = member_in(guild, trigger.author)

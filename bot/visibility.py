@@ -65,17 +65,32 @@ async def may_view_channel(
     """Whether ``asker`` can view the channel an interaction happened in, right now.
 
     ``dm_participant_id`` is the person a DM interaction answered (its trigger's author); it is
-    only consulted when ``guild_id`` is None. Unknown channels, guilds the bot left, and members
-    it cannot resolve are refused: when in doubt, nothing is shown.
+    only consulted when ``guild_id`` is None. Unknown channels, guilds the bot left, members it
+    cannot resolve and failed requests are refused: when in doubt, nothing is shown.
     """
     if guild_id is None:
         return asker.id == dm_participant_id
-    channel = client.get_channel(channel_id)
-    guild = getattr(channel, "guild", None)
-    if channel is None or guild is None or guild.id != guild_id:
+    guild = client.get_guild(guild_id)
+    if guild is None:
+        return False
+    try:
+        channel = await channel_in(guild, channel_id)
+    except (nextcord.HTTPException, OSError, TimeoutError):
         return False
     member = member_in(guild, asker)
-    return member is not None and await can_view(channel, member)
+    return channel is not None and member is not None and await can_view(channel, member)
+
+
+async def channel_in(guild: nextcord.Guild, channel_id: int) -> Any:
+    """A channel or thread of ``guild``: from the cache, else fetched (an archived thread is not
+    cached after a restart); None when Discord does not know it or will not show it."""
+    channel = guild.get_channel_or_thread(channel_id)
+    if channel is not None:
+        return channel
+    try:
+        return await guild.fetch_channel(channel_id)
+    except (nextcord.NotFound, nextcord.Forbidden, nextcord.InvalidData):
+        return None
 
 
 def member_in(guild: Any, user: Any) -> nextcord.Member | None:

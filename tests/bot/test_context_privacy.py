@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+from bot.app import ThreadwiseClient
+from bot.model_client import ModelClient
+from bot.recording import InteractionRecorder
 from bot.storage import Store
 from conversation.dce import load_export
 from tests.fakes.discord_gateway import INTENT_GUILDS
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import (
     ALICE,
     BEN,
@@ -16,11 +22,14 @@ from tests.fakes.harness import (
     CHANNEL,
     CHLOE,
     DM_CHANNEL,
+    EXAMPLE,
     ROOT,
     Harness,
+    make_config,
     running_bot,
     settled,
 )
+from tests.fakes.openai_server import FakeOpenAI
 
 GUILD = "1300000000000000000"
 STAFF_ONLY = 1300000000000000050
@@ -129,4 +138,46 @@ async def test_an_answer_in_a_private_thread_is_shown_only_to_its_members(tmp_pa
             # Chloe can read the thread's channel but never joined the thread.
             assert await context_text(bot, CHLOE, answer) == not_found(answer)
             shown = await context_text(bot, BEN, answer)
+    assert shown.startswith(f"Answer to message {said['id']} by user {BEN} in channel {thread}")
+
+
+@contextlib.asynccontextmanager
+async def bot_session(discord: FakeDiscord, fake: FakeOpenAI, store: Store) -> AsyncIterator:
+    """One run of the bot against a fake Discord that outlives it (as Discord outlives restarts)."""
+    config = make_config(discord, fake)
+    async with ModelClient(config.model) as model_client:
+        client = ThreadwiseClient(
+            config,
+            articles=None,
+            model=model_client,
+            recorder=InteractionRecorder(store, config),
+            store=store,
+        )
+        with discord.nextcord_pointed_here():
+            async with discord.running(client) as ready:
+                yield Harness(discord=discord, model=fake, client=ready)
+
+
+async def test_an_answer_in_a_thread_archived_since_a_restart_is_explained_to_members(tmp_path):
+    thread = 1300000000000000061
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with (
+            FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord,
+            FakeOpenAI() as fake,
+        ):
+            await discord.load_log(EXAMPLE)
+            await discord.add_thread(thread, CHANNEL, "plans", private=True, members=[BEN, BOT_ID])
+            async with bot_session(discord, fake, store) as bot:
+                said = await discord.user_says(thread, BEN, f"<@{BOT_ID}> secret plans?")
+                reply = await discord.wait_for_bot_message(
+                    thread, after=int(said["id"]), timeout=10
+                )
+                await settled(bot)
+            discord.state.channels[str(thread)]["thread_metadata"]["archived"] = True
+            async with bot_session(discord, fake, store) as bot:
+                assert bot.client.get_channel(thread) is None  # archived: not in the cache
+                answer = int(reply["id"])
+                assert await context_text(bot, CHLOE, answer) == not_found(answer)
+                shown = await context_text(bot, BEN, answer)
+        assert not discord.server_errors, discord.server_errors
     assert shown.startswith(f"Answer to message {said['id']} by user {BEN} in channel {thread}")
