@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from bot.app import ThreadwiseClient
-from bot.model_client import ModelClient
+from bot.model.client import ModelClient
 from bot.recording import InteractionRecorder
 from bot.storage import Store
 from conversation.dce import load_export
