@@ -88,7 +88,8 @@ async def test_answers_through_the_messages_api_and_records_what_it_was_built_fr
     body = first_request.body
     assert shown == "echo: " + body["messages"][-1]["content"][-1]["text"]
     assert second["content"].startswith("echo: ")
-    assert body["system"][0]["text"] == "You are threadwise, answering in #ops-help."
+    # {bot_name}: the bot's nickname in the log's server (its username is threadwise).
+    assert body["system"][0]["text"] == "You are Threadwise, answering in #ops-help."
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     roles = [turn["role"] for turn in body["messages"]]
     assert all(a != b for a, b in itertools.pairwise(roles))  # merged, alternating
