@@ -24,7 +24,7 @@ PERSONA = "You are {bot_name}, answering in #{channel}."  # no {now}: the same p
 @contextlib.asynccontextmanager
 async def claude_bot(store: Any = None, **model: Any) -> AsyncIterator[Harness]:
     async with (
-        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord,
+        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise", bot_nick="Threadwise") as discord,
         FakeAnthropic() as fake,
     ):
         await discord.load_log(EXAMPLE)
