@@ -42,17 +42,14 @@ Spawn = Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
 class AnswerSlots:
     """At most ``limit()`` answers at once across channels (the model endpoint's capacity).
 
-    The limit is read at each acquire, so a reloaded config applies to the next answer.
+    The limit is read at each acquire, so a reloaded config applies to the next answer (one
+    already waiting for a slot sees a raised limit when a running answer ends).
     """
 
     def __init__(self, limit: Callable[[], int]) -> None:
         self._limit = limit
         self._busy = 0
         self._freed = asyncio.Condition()
-
-    @property
-    def busy(self) -> int:
-        return self._busy
 
     async def __aenter__(self) -> None:
         async with self._freed:

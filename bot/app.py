@@ -289,6 +289,9 @@ class ThreadwiseClient(nextcord.Client):
     async def _debounced_answer(self, message: nextcord.Message) -> None:
         """Wait out a burst: only the person's latest message in it goes in line."""
         key = (message.channel.id, message.author.id)
+        waiting = self._pending.get(key)
+        if waiting is not None and waiting.id > message.id:
+            return  # a newer message of the burst got here first (its DM role check was quicker)
         self._pending[key] = message
         await asyncio.sleep(self.config.triggers.burst_window_seconds)
         if self._pending.get(key) is not message:

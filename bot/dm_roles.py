@@ -14,8 +14,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import aiohttp
 import nextcord
+
+from bot.visibility import REQUEST_FAILED
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ class DmRoles:
                     raise RoleLookupFailed(
                         f"guild {guild.id}: {error.status} {error.text}"
                     ) from error
-                except (aiohttp.ClientError, OSError, TimeoutError) as error:
+                except REQUEST_FAILED as error:  # the connection, not an answer
                     raise RoleLookupFailed(f"guild {guild.id}: {error!r}") from error
             held |= {role.id for role in member.roles} & wanted
         result = frozenset(held)

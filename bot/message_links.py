@@ -14,7 +14,7 @@ import logging
 
 import nextcord
 
-from bot.visibility import can_view, channel_in, member_in
+from bot.visibility import REQUEST_FAILED, can_view, channel_in, member_in
 from conversation.message_links import LinkOutcome, MessageLink
 from conversation.source import MessageLike
 
@@ -48,7 +48,7 @@ class DiscordLinkResolver:
             return LinkOutcome(left_out=GONE)
         except nextcord.Forbidden:
             return LinkOutcome(left_out=BOT_CANNOT_VIEW)
-        except (nextcord.HTTPException, OSError, TimeoutError) as error:
+        except REQUEST_FAILED as error:
             log.warning("linked message %s could not be read: %s", link.url, error)
             return LinkOutcome(left_out=TROUBLE)
         return LinkOutcome(message=message)

@@ -85,7 +85,10 @@ async def model_problem(settings: ModelSettings) -> str | None:
         return f"{type(error).__name__}: {str(error)[:160]}"
     except ValueError:  # not JSON: a server without a model list, which is allowed
         return None
-    if listed and settings.name not in listed:
+    # Ollama lists "llama3.1:latest" for "llama3.1"; Anthropic's list is paged and has no
+    # aliases, so only an OpenAI-compatible list is held against the name.
+    known = {settings.name, f"{settings.name}:latest"}
+    if listed and settings.provider == "openai" and not known & set(listed):
         shown = ", ".join(repr(name) for name in listed[:5]) + (", ..." if len(listed) > 5 else "")
         return f"it does not list the model {settings.name!r} ([model] name; it lists {shown})"
     return None

@@ -22,8 +22,9 @@ def _split(url: str) -> tuple[str, str | None, str]:
     scheme, separator, rest = url.partition("://")
     if not separator:
         return "", None, url
-    userinfo, at, host = rest.rpartition("@")
-    return scheme, (userinfo if at else None), host
+    before_query, question, query = rest.partition("?")  # a query may hold @ (app@prod)
+    userinfo, at, host = before_query.rpartition("@")
+    return scheme, (userinfo if at else None), host + question + query
 
 
 def userinfo_problem(url: str) -> str | None:

@@ -22,11 +22,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import aiohttp
 import nextcord
 
 from bot.compat import is_thread_member
 
 log = logging.getLogger(__name__)
+# Every way a request to Discord can fail: its answers, and a connection that drops
+# (aiohttp's errors are not OSErrors, and nextcord passes them through).
+REQUEST_FAILED = (nextcord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
 
 
 async def can_view(channel: Any, member: nextcord.Member) -> bool:
@@ -49,7 +53,7 @@ async def _in_thread(thread: nextcord.Thread, member: nextcord.Member) -> bool:
         return True
     try:
         return await is_thread_member(thread, member.id)
-    except (nextcord.HTTPException, OSError, TimeoutError) as error:
+    except REQUEST_FAILED as error:
         log.warning("membership of thread %s could not be checked: %s", thread.id, error)
         return False
 
@@ -75,7 +79,7 @@ async def may_view_channel(
         return False
     try:
         channel = await channel_in(guild, channel_id)
-    except (nextcord.HTTPException, OSError, TimeoutError):
+    except REQUEST_FAILED:
         return False
     member = member_in(guild, asker)
     return channel is not None and member is not None and await can_view(channel, member)

@@ -249,7 +249,7 @@ class ContextBuilder:
         seen = {m.id for m in walk}
         walked = set(seen)
         # Past a silence but always in: scored all the same, but nothing is explored from them.
-        sealed_off = {m.id for m in recent if m.id not in seen}
+        sealed_off = {m.id for m in recent} - self._unbroken(trigger, recent)
         for message in recent:
             if message.id not in seen:
                 walk.append(message)

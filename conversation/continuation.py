@@ -46,7 +46,7 @@ _LINE_BREAK = re.compile("\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 # (bounded: names are at most 100 characters, and a long line must not cost a long search).
 _LOOKALIKE = re.compile(
     r"^(?P<lead>[ \t]*)(?:(?P<stamp>\[)(?=sent\b)"
-    r"|(?P<header>[^\n:]{1,200}? \((?:replying to [^\n]{1,120}?|user \d+)\)):)",
+    r"|(?P<header>[^\n]{1,200}? \((?:replying to [^\n]{1,120}?|user \d+)\)):)",
     re.MULTILINE | re.IGNORECASE | re.ASCII,
 )
 _CONTINUATION = re.compile(r"\n(?=[^\n])")

@@ -27,6 +27,7 @@ from conversation.names import neutral_name, shown_name
 from conversation.node import MessageNode
 from conversation.notices import notices_of
 from conversation.selection import ContextSelection, Reason
+from conversation.text import clean_text
 
 USER_MENTION = re.compile(r"<@!?(\d+)>")
 ROLE_MENTION = re.compile(r"<@&(\d+)>")
@@ -253,7 +254,7 @@ class Materializer:
             # A replayed log says why in words; live, the error's type is enough.
             why = str(error) if isinstance(error, AttachmentNotInLog) else type(error).__name__
             return f"[text attachment: {filename}, not readable: {why}]"
-        text = data.decode("utf-8", errors="replace")
+        text = clean_text(data.decode("utf-8", errors="replace"))  # as the node will hold it
         cut = "" if len(text) <= limit else f"\n[... cut at {limit} of {len(text)} characters]"
         return f"[text attachment: {filename}]\n{text[:limit]}{cut}"
 

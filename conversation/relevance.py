@@ -560,6 +560,8 @@ def load_model_from(path: Path) -> RelevanceModel:
         raise WeightsError(
             f"{path}: not valid JSON ({error.msg}, line {error.lineno}); {refit}"
         ) from None
+    except RecursionError:
+        raise WeightsError(f"{path}: nested too deeply to be weights; {refit}") from None
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
@@ -572,6 +574,9 @@ def load_model_from(path: Path) -> RelevanceModel:
     if fault is not None:
         raise WeightsError(f"{path}: {fault}; {refit}")
     return model
+
+
+MAX_TREE_DEPTH = 64
 
 
 def _shape_fault(model: RelevanceModel) -> str | None:
@@ -593,10 +598,16 @@ def _shape_fault(model: RelevanceModel) -> str | None:
             return f"second.trees.{index}: node arrays empty or of different lengths"
         if not all(math.isfinite(number) for number in (*tree.threshold, *tree.values)):
             return f"second.trees.{index}: a number that is not finite"
+        depth, parents = [0] * nodes, [0] * nodes
         for node, feature in enumerate(tree.feature):
             children = (tree.left[node], tree.right[node])
             if feature >= 0 and (
                 feature >= len(second.features) or not all(node < c < nodes for c in children)
             ):
                 return f"second.trees.{index}: node {node} points outside the tree or its features"
+            for child in children if feature >= 0 else ():
+                depth[child], parents[child] = depth[node] + 1, parents[child] + 1
+        # Trees compile to nested expressions: a shared node doubles them, depth is bounded.
+        if max(parents) > 1 or max(depth) > MAX_TREE_DEPTH:
+            return f"second.trees.{index}: a node with two parents, or deeper than {MAX_TREE_DEPTH}"
     return None

@@ -67,8 +67,9 @@ class AnthropicProvider(Provider):
             raise ModelProtocolError(f"no message from {self.url}: {answer!r:.200}")
         call.model, call.finish_reason = answer.get("model"), answer.get("stop_reason")
         call.usage = _usage(answer.get("usage"), with_output=True)
-        for block in answer["content"]:  # the same blocks a stream sends as deltas
-            await self.event({"type": "content_block_delta", "delta": block}, call)
+        blocks = [as_dict(block) for block in answer["content"]]
+        call.reasoning += [b["thinking"] for b in blocks if isinstance(b.get("thinking"), str)]
+        await call.deliver("".join(b["text"] for b in blocks if isinstance(b.get("text"), str)))
 
     async def event(self, event: dict[str, Any], call: Call) -> None:
         kind, delta = event.get("type"), as_dict(event.get("delta"))

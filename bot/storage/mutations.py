@@ -456,11 +456,12 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
     changed.
 
     Every stored message (others' messages, triggers, the bot's answers as later context),
-    every recorded edit and every answer is searched. Where a message named them by id (a
-    reply header, a mention: ``context_names``) and in the bot's own words, every recorded
-    name is removed as shown; in any free text a name is also matched ignoring case and accents
-    ("chloe" for "Chloé") when it has at least ``FREE_TEXT_MIN_LENGTH`` characters (see
-    :mod:`bot.storage.names`).
+    every recorded edit and every answer is searched, and every recorded name is removed as
+    shown. In the conversations the person took part in (``person_names``), in messages that
+    named them by id (a reply header, a mention: ``context_names``) and in the bot's own words,
+    a name is also matched ignoring case and accents ("chloe" for "Chloé") when it has at least
+    ``FREE_TEXT_MIN_LENGTH`` characters (see :mod:`bot.storage.names`). Elsewhere that loose
+    match would take a common word ("will", "mark") out of every message in the store, for good.
     """
     if not names:
         return 0
@@ -474,6 +475,18 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
             (user_id,),
         )
     }
+    # The conversations they took part in: a message of theirs was in it, or it recorded them.
+    near_seqs = (
+        "SELECT seq FROM context WHERE author_id = ? UNION SELECT seq FROM person_names "
+        "WHERE user_id = ?"
+    )
+    near_rows = conn.execute(
+        f"SELECT seq, node_id, message_id FROM context WHERE seq IN ({near_seqs})",
+        (user_id, user_id),
+    ).fetchall()
+    near = by_id | {int(node_id) for _, node_id, _ in near_rows}
+    near_answers = {int(seq) for seq, _, _ in near_rows}
+    near_messages = {int(m) for _, _, m in near_rows if m is not None}
     loose_hint = _hint_pattern(name_spellings(names, free_text=True), ignore_case=True)
     exact_hint = _hint_pattern(name_spellings(names, free_text=False), ignore_case=False)
 
@@ -496,10 +509,9 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
     for old in sorted(candidates):
         (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
         message = json.loads(text)
-        redacted = message
-        if old in by_id or message.get("role") == "assistant":
-            redacted = redact_names_in(redacted, exact)
-        redacted = redact_names_in(redacted, loose)
+        redacted = redact_names_in(message, exact)
+        if old in near or message.get("role") == "assistant":
+            redacted = redact_names_in(redacted, loose)
         if redacted == message:
             continue
         new = node_id_for(conn, cache, canonical_json(redacted))
@@ -508,7 +520,7 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
         ).rowcount
         conn.execute("UPDATE message_versions SET node_id = ? WHERE node_id = ?", (new, old))
     answers = [
-        (redact_text(redact_text(answer, exact), loose), seq)
+        (redact_text(redact_text(answer, exact), loose if seq in near_answers else None), seq)
         for seq, answer in conn.dialect.stream(
             conn, "SELECT seq, answer FROM interactions WHERE answer IS NOT NULL", ()
         )
@@ -516,13 +528,13 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
     ]
     conn.executemany("UPDATE interactions SET answer = ? WHERE seq = ?", answers)
     edits = [
-        (redact_text(content, loose), message_id, version)
-        for message_id, version, content in conn.dialect.stream(
+        (redact_text(redact_text(content, exact), loose if m in near_messages else None), m, v)
+        for m, v, content in conn.dialect.stream(
             conn,
             "SELECT message_id, version, content FROM message_versions WHERE content IS NOT NULL",
             (),
         )
-        if loose_hint is not None and loose_hint.search(content)
+        if may_name(content) or (exact_hint is not None and exact_hint.search(content))
     ]
     conn.executemany(
         "UPDATE message_versions SET content = ? WHERE message_id = ? AND version = ?", edits

@@ -215,7 +215,7 @@ class ArticleService:
         if offline is not None:
             # Saved pages come in any charset; undecodable bytes must not cost the article.
             body = await _read_offline(offline)
-            page = Page(url=url, final_url=url, body=body, charset="utf-8")
+            page = Page(url=url, final_url=url, body=body, charset=None)  # the page's <meta> says
         else:
             async with self._downloads:
                 page = await self._fetcher.fetch(url)

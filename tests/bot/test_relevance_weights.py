@@ -35,6 +35,23 @@ def _loop_tree(data: dict) -> None:
     tree["left"][inner] = inner  # back to itself: an endless walk
 
 
+def _shared_node(data: dict) -> None:
+    tree = data["second"]["trees"][0]
+    root_left = tree["left"][0]
+    tree["right"][0] = root_left  # both branches of the root lead to one node
+
+
+def _deep_tree(data: dict) -> None:
+    depth = 200  # a chain: compiled, it nests past what Python's parser takes
+    data["second"]["trees"][0] = {
+        "feature": [0] * depth + [-1, -1],
+        "threshold": [0.5] * (depth + 2),
+        "left": [node + 1 for node in range(depth)] + [-1, -1],
+        "right": [depth + 1] * depth + [-1, -1],
+        "values": [0.0] * (depth + 2),
+    }
+
+
 BROKEN = {
     "missing": (None, "cannot be read"),
     "truncated": ('{"first": {"features": [', "not valid JSON"),
@@ -54,6 +71,9 @@ BROKEN = {
     ),
     "cut-tree": (_weights(_cut_tree), "second.trees.0"),
     "looping-tree": (_weights(_loop_tree), "second.trees.0: node"),
+    "shared-node": (_weights(_shared_node), "two parents"),
+    "deep-tree": (_weights(_deep_tree), "deeper than"),
+    "nested-json": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     "not-a-number": (
         _weights(lambda data: data["first"]["weights"].__setitem__(0, float("nan"))),
         "not finite",

@@ -736,6 +736,20 @@ async def test_forget_takes_their_name_out_of_every_message_answer_and_edit(
     assert list(store.export_lines(channel_id=77)) == before  # byte for byte
 
 
+async def test_forget_leaves_their_name_as_a_common_word_in_others_conversations(
+    store: Store,
+) -> None:
+    # Someone called Will: "will" in conversations they were never in is just a word.
+    theirs = make_record(31, [(30, 7, "Hi, Will here"), (31, BEN, "hi Will")], names={7: "Will"})
+    await store.record(theirs)
+    elsewhere = make_record(41, [(41, BEN, "I will try that, it will work")], channel=78)
+    await store.record(elsewhere)
+    before = list(store.export_lines(channel_id=78))
+    await store.forget_user(7)
+    assert list(store.export_lines(channel_id=78)) == before
+    assert "Will" not in "\n".join(store.export_lines(channel_id=10))
+
+
 async def test_forgotten_turns_export_as_valid_openai_messages(store: Store) -> None:
     await _chloe_conversation(store)
     await store.forget_user(CHLOE)
