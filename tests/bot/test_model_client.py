@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import random
 import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -71,6 +73,25 @@ class Collector:
     @property
     def text(self) -> str:
         return "".join(self.parts)
+
+
+@contextlib.asynccontextmanager
+async def one_route_server(handler: Any) -> AsyncIterator[str]:
+    """A bare aiohttp server answering ``POST /v1/chat/completions`` with ``handler``, for
+    server behaviours the fake does not script; yields its base URL (with /v1)."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        await runner.cleanup()
 
 
 @pytest.fixture
@@ -479,21 +500,12 @@ async def test_mid_stream_error_object_is_a_server_error() -> None:
         await response.write_eof()
         return response
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        settings = make_settings(None, base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    async with one_route_server(handler) as base_url:
+        settings = make_settings(None, base_url=base_url, max_retries=0)
         async with ModelClient(settings) as client:
             with pytest.raises(ModelServerError, match="Provider returned error") as caught:
                 await client.complete(MESSAGES)
         assert caught.value.status == 502
-    finally:
-        await runner.cleanup()
 
 
 async def test_garbled_parts_of_a_stream_are_passed_over() -> None:
@@ -515,20 +527,11 @@ async def test_garbled_parts_of_a_stream_are_passed_over() -> None:
         await response.write_eof()
         return response
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        settings = make_settings(None, base_url=f"http://127.0.0.1:{port}/v1")
+    async with one_route_server(handler) as base_url:
+        settings = make_settings(None, base_url=base_url)
         async with ModelClient(settings) as client:
             completion = await client.complete(MESSAGES)
         assert (completion.text, completion.finish_reason) == ("fine", "stop")
-    finally:
-        await runner.cleanup()
 
 
 # -- inputs and settings ----------------------------------------------------------------------
@@ -680,22 +683,13 @@ async def test_server_ignoring_stream_true_answers_in_one_piece() -> None:
         return web.json_response({"id": "x", "object": "chat.completion", "created": 0,
                                   "model": "whole-model", "choices": [choice]})  # fmt: skip
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        settings = make_settings(None, base_url=f"http://127.0.0.1:{port}/v1")
+    async with one_route_server(handler) as base_url:
+        settings = make_settings(None, base_url=base_url)
         deltas = Collector()
         async with ModelClient(settings) as client:
             completion = await client.complete(MESSAGES, on_delta=deltas)
         assert completion.text == deltas.text == "all at once"
         assert completion.model == "whole-model"
-    finally:
-        await runner.cleanup()
 
 
 async def test_openai_environment_variables_are_not_sent(fake: FakeOpenAI, monkeypatch) -> None:

@@ -8,8 +8,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from conversation.dce import time_snowflake
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, Harness, run_cli, running_bot, settled
-from tests.fakes.later import asked_later, snowflake_at
+from tests.fakes.later import asked_later
 from tests.fakes.openai_server import Answer, BrokenStream, Fail
 
 NOT_AVAILABLE = "The bot's model is not available right now; the operator must check the setup."
@@ -60,7 +61,7 @@ def test_replay_of_an_export_holding_notices_leaves_them_out(tmp_path):
 
     def bot_says(content: str, minutes: int) -> dict:
         moment = datetime.fromisoformat(chloe_question["timestamp"]) + timedelta(seconds=minutes)
-        return {**chloe_question, "id": str(snowflake_at(moment)), "author": bot_author,
+        return {**chloe_question, "id": str(time_snowflake(moment)), "author": bot_author,
                 "timestamp": moment.isoformat(), "content": content, "mentions": [],
                 "type": "Default", "reference": None}  # fmt: skip
 

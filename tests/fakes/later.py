@@ -6,13 +6,8 @@ import copy
 import json
 from datetime import datetime, timedelta
 
+from conversation.dce import time_snowflake
 from tests.fakes.harness import EXAMPLE
-
-DISCORD_EPOCH_MS = 1_420_070_400_000
-
-
-def snowflake_at(moment: datetime) -> int:
-    return (int(moment.timestamp() * 1000) - DISCORD_EPOCH_MS) << 22
 
 
 def asked_later(content: str, *, days: float = 3, replying_to: str | None = None) -> dict:
@@ -21,7 +16,7 @@ def asked_later(content: str, *, days: float = 3, replying_to: str | None = None
     last = export["messages"][-1]
     question = copy.deepcopy(last)
     moment = datetime.fromisoformat(last["timestamp"]) + timedelta(days=days)
-    question["id"] = str(snowflake_at(moment))
+    question["id"] = str(time_snowflake(moment))
     question["timestamp"] = moment.isoformat()
     question["content"] = content
     question["mentions"] = [m for m in last["mentions"] if m["isBot"]]
