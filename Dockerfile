@@ -44,7 +44,7 @@ USER threadwise
 VOLUME ["/data"]
 # The bot rewrites its heartbeat file while connected to Discord.
 HEALTHCHECK --interval=60s --timeout=10s --start-period=60s --retries=3 \
-    CMD ["python", "-m", "bot.health"]
+    CMD ["python", "-m", "bot.serve.health"]
 # Exec form: python is PID 1 and gets docker stop's SIGTERM itself, which stops it in about a
 # second (in-flight answers recorded, store closed). The token comes from the environment:
 # docker run -e DISCORD_TOKEN=... -e MODEL_API_KEY=...

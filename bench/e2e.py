@@ -34,10 +34,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.answering import AnswerResult
-from bot.app import ThreadwiseClient
-from bot.config import Config
+from bot.answering.answerer import AnswerResult
+from bot.config.schema import Config
 from bot.model.client import ModelClient
+from bot.serve.client import ThreadwiseClient
 from conversation.dce import parse_export
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Answer, FakeOpenAI
@@ -251,8 +251,8 @@ async def capacity(channels: int, seconds: float, processes: int, store: str) ->
 
 async def worker(raw_config: str) -> None:
     """One bot process for the capacity mode: answers until stdin closes, then reports."""
-    from bot.recording import open_recorder
-    from bot.sharding import client_class
+    from bot.answering.recording import open_recorder
+    from bot.serve.sharding import client_class
 
     config = Config.model_validate(json.loads(raw_config))
     seen: set[int] = set()

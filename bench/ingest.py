@@ -27,9 +27,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.app import ThreadwiseClient
-from bot.config import Config
+from bot.config.schema import Config
 from bot.model.client import ModelClient
+from bot.serve.client import ThreadwiseClient
 from conversation.dce import parse_export, time_snowflake
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.synthetic import busy_channel

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.context_quality import DEFAULT_DATA, gold_triggers
-from bot.model.settings import DEFAULT_SYSTEM_PROMPT
+from bot.config.model_settings import DEFAULT_SYSTEM_PROMPT
 from conversation.budget import Budget
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.chunking import DISCORD_MESSAGE_LIMIT, StreamingSplitter, split_chunks
+from bot.discord.chunking import DISCORD_MESSAGE_LIMIT, StreamingSplitter, split_chunks
 
 DELTA = 20
 TIMED_DELTAS = 500

@@ -1,6 +1,6 @@
-"""``python -m bot``: see ``bot.cli``."""
+"""``python -m bot``: see ``bot.cli.main``."""
 
-from bot.cli import main
+from bot.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

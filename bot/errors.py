@@ -9,7 +9,7 @@ The exception tree, with where the others live::
     Exception
     ├── CommandError          an operator mistake on the command line (a missing file, a bad date)
     ├── StoreError            a storage problem (unknown id, newer schema, duplicate record)
-    ├── ConfigError           bot.config: what is wrong in config.toml, one line per problem
+    ├── ConfigError           bot.config.schema: what is wrong in config.toml, one line per problem
     ├── ModelError            bot.model.errors: a model call failed (user_message, retryable)
     └── ValueError
         ├── ExportError       conversation.dce: a channel log that cannot be read

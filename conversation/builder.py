@@ -45,7 +45,7 @@ from conversation.message_links import (
     message_links,
 )
 from conversation.reader import ChannelReader, WorkEntry
-from conversation.relevance import Clue, RelevanceModel, clue_of, load_model
+from conversation.relevance import Clue, RelevanceModel, Scored, clue_of, load_model
 from conversation.selection import ContextSelection, Reason, ReasonKind
 from conversation.settings import ContextSettings
 from conversation.source import MessageLike, created_ms, is_conversational, reference_id
@@ -217,7 +217,7 @@ class ContextBuilder:
     async def _build_scored(
         self, trigger: MessageLike, reader: ChannelReader, model: RelevanceModel, max_total: int
     ) -> ContextSelection:
-        """Tik/tok proposes, the score decides.
+        """Tik/tok proposes, the score decides: the steps below, in the order they run.
 
         The candidates are the temporal neighbourhood before the trigger (under sealing, at
         most ``candidate_window`` messages: the history page the recent messages cost anyway)
@@ -225,41 +225,67 @@ class ContextBuilder:
         messages are always in; the other candidates enter by score, highest first, when it
         reaches the threshold, until ``max_total``.
         """
-        settings = self.settings
         problems: list[str] = []
-        limit = min(settings.min_linear, max_total)
+        limit = min(self.settings.min_linear, max_total)
         recent = await reader.recent(trigger, limit, keep=is_conversational)
+        candidates = _Candidates()
+        await self._walk_back_to_silence(trigger, reader, candidates)
+        candidates.add_recent(recent, sealed_off=self._sealed_off(trigger, recent))
+        await self._follow_reply_chain(trigger, reader, candidates, max_total, problems)
+        await self._add_parent_neighbourhood(trigger, reader, candidates)
+        self._add_free_parents(trigger, reader, candidates)
+        scored = self._score(trigger, candidates, model)
+        reasons = self._choose(trigger, recent, scored, max_total)
+        _show_replies_among(reasons, candidates.by_id)
+        for error in reader.errors:
+            if error.user_message not in problems:
+                problems.append(error.user_message)
+        return ContextSelection(
+            trigger=trigger,
+            messages=sorted((candidates.by_id[i] for i in reasons), key=lambda m: m.id),
+            reasons=reasons,
+            problems=problems,
+        )
 
-        walk: list[MessageLike] = []
-        newer = trigger
-        current = trigger
-        for _ in range(settings.candidate_window):
+    async def _walk_back_to_silence(
+        self, trigger: MessageLike, reader: ChannelReader, candidates: _Candidates
+    ) -> None:
+        """Step 1: the history before the trigger, newest first, up to the first silence.
+
+        A silence seals the history whatever it holds, the gap right before the trigger too:
+        an old, finished conversation is no candidate. The recent messages are read apart and
+        are in whatever their age.
+        """
+        newer = current = trigger
+        for _ in range(self.settings.candidate_window):
             found = await reader.previous(current)
-            if found is None:
-                break
-            # A silence seals the history whatever it holds, the gap right before the trigger
-            # too: an old, finished conversation is no candidate. The recent messages are read
-            # apart and are in whatever their age.
-            if created_ms(newer) - created_ms(found) > self.threshold_ms:
+            if found is None or created_ms(newer) - created_ms(found) > self.threshold_ms:
                 break
             current = found
             if is_conversational(found):
-                walk.append(found)
+                candidates.add(found)
+                candidates.walked.add(found.id)
                 newer = found
-        seen = {m.id for m in walk}
-        walked = set(seen)
-        # Past a silence but always in: scored all the same, but nothing is explored from them.
-        sealed_off = {m.id for m in recent} - self._unbroken(trigger, recent)
-        for message in recent:
-            if message.id not in seen:
-                walk.append(message)
-                seen.add(message.id)
-        chain: dict[int, int] = {}  # parent id -> the message replying to it
+
+    def _sealed_off(self, trigger: MessageLike, recent: list[MessageLike]) -> set[int]:
+        """The recent messages past a silence: scored, but nothing is explored from them."""
+        return {m.id for m in recent} - self._unbroken(trigger, recent)
+
+    async def _follow_reply_chain(
+        self,
+        trigger: MessageLike,
+        reader: ChannelReader,
+        candidates: _Candidates,
+        max_total: int,
+        problems: list[str],
+    ) -> None:
+        """Step 2: what the trigger replies to, and what that replies to, whatever its age."""
+        chain = candidates.chain
         child = trigger
         while len(chain) < max_total:
             parent_id = reference_id(child)
             if parent_id is None or parent_id >= trigger.id or parent_id in chain:
-                break
+                return
             parent = await self._referenced(child, parent_id, reader)
             reader.log.append(
                 WorkEntry(
@@ -270,115 +296,98 @@ class ContextBuilder:
             )
             if parent is None:
                 problems.append(f"message {child.id} replies to {parent_id}, which is gone")
-                break
+                return
             chain[parent.id] = child.id
-            if parent.id not in seen:
-                walk.append(parent)
-                seen.add(parent.id)
+            candidates.add(parent)
             child = parent
 
-        # The replied-to message's own neighbourhood, when the walk did not reach it (a reply
-        # across a silence): the page read around it already holds these neighbours.
+    async def _add_parent_neighbourhood(
+        self, trigger: MessageLike, reader: ChannelReader, candidates: _Candidates
+    ) -> None:
+        """Step 3: the replied-to message's own neighbourhood, when the walk did not reach it
+        (a reply across a silence): the page read around it already holds these neighbours."""
         parent_id = reference_id(trigger)
-        if parent_id in chain and parent_id not in walked:
-            for direction in ("before", "after"):
-                current = next(m for m in walk if m.id == parent_id)
-                for _ in range(_PARENT_NEIGHBOURS):
-                    found = await (
-                        reader.previous(current) if direction == "before" else reader.next(current)
-                    )
-                    if found is None or found.id >= trigger.id:
-                        break
-                    if abs(created_ms(found) - created_ms(current)) > self.threshold_ms:
-                        break
-                    current = found
-                    if is_conversational(found) and found.id not in seen:
-                        walk.append(found)
-                        seen.add(found.id)
+        if parent_id not in candidates.chain or parent_id in candidates.walked:
+            return
+        for step in (reader.previous, reader.next):
+            current = candidates.by_id[parent_id]
+            for _ in range(_PARENT_NEIGHBOURS):
+                found = await step(current)
+                if found is None or found.id >= trigger.id:
+                    break
+                if abs(created_ms(found) - created_ms(current)) > self.threshold_ms:
+                    break
+                current = found
+                if is_conversational(found):
+                    candidates.add(found)
 
-        # What the walk's messages reply to, when it costs nothing (the payload carries it or
-        # the cache holds it): a thread starter's question in the parent channel, an old
-        # message someone answered just now.
-        for message in list(walk):
+    def _add_free_parents(
+        self, trigger: MessageLike, reader: ChannelReader, candidates: _Candidates
+    ) -> None:
+        """Step 4: what the candidates reply to, when it costs nothing (the payload carries it
+        or the cache holds it): a thread starter's question in the parent channel, an old
+        message someone answered just now."""
+        for message in list(candidates.messages):
             parent_id = reference_id(message)
-            if parent_id is None or parent_id in seen or parent_id >= trigger.id:
+            if parent_id is None or parent_id in candidates.by_id or parent_id >= trigger.id:
                 continue
-            if message.id in sealed_off and message.id not in chain:
+            if message.id in candidates.sealed_off and message.id not in candidates.chain:
                 continue  # what an old conversation answered is that conversation
             parent = self._free_parent(message, parent_id, reader)
             if parent is not None:
-                walk.append(parent)
-                seen.add(parent.id)
+                candidates.add(parent)
 
+    def _score(
+        self, trigger: MessageLike, candidates: _Candidates, model: RelevanceModel
+    ) -> _Scoring:
+        """Step 5: every candidate scored against the trigger and its reply thread."""
         trigger_clue = self._clue(trigger)
-        clues = [self._clue(m) for m in walk]
-        results = model.score_threads(trigger_clue, clues, set(chain))
-        threshold = (
-            model.threshold
-            if settings.relevance_threshold is None
-            else settings.relevance_threshold
+        clues = [self._clue(m) for m in candidates.messages]
+        results = model.score_threads(trigger_clue, clues, set(candidates.chain))
+        threshold = self.settings.relevance_threshold
+        return _Scoring(
+            trigger=trigger,
+            trigger_clue=trigger_clue,
+            model=model,
+            chain=candidates.chain,
+            threshold=model.threshold if threshold is None else threshold,
+            results={clue.id: result for clue, result in zip(clues, results, strict=True)},
+            clues={clue.id: clue for clue in clues},
         )
+
+    def _choose(
+        self, trigger: MessageLike, recent: list[MessageLike], scored: _Scoring, max_total: int
+    ) -> dict[int, list[Reason]]:
+        """Step 6: what enters, and why: the recent messages, the message replied to, the best
+        few whatever the threshold (unless plainly elsewhere), then the rest that reach it."""
         reasons: dict[int, list[Reason]] = {}
-        by_id = {m.id: m for m in walk}
-        results_by_id = {clue.id: result for clue, result in zip(clues, results, strict=True)}
-        clue_by_id = {clue.id: clue for clue in clues}
-
-        def scored_reason(message_id: int, kind: ReasonKind | None = None) -> Reason:
-            # Evidence is worked out only for the messages that enter (it walks every tree).
-            result = results_by_id[message_id]
-            return Reason(
-                kind=kind or self._kind(clue_by_id[message_id], trigger_clue, chain),
-                via=None if kind == "linear" else chain.get(message_id, trigger.id),
-                score=round(result.score, 3),
-                evidence=model.evidence(result),
-            )
-
         for message in recent:
             reasons[message.id] = [
-                scored_reason(message.id, "linear")
-                if message.id in results_by_id
+                scored.reason(message.id, "linear")
+                if message.id in scored.results
                 else Reason(kind="linear")
             ]
-            if message.id in chain:
-                reasons[message.id].append(Reason(kind="reference", via=chain[message.id]))
-            by_id.setdefault(message.id, message)
+            if message.id in scored.chain:
+                reasons[message.id].append(Reason(kind="reference", via=scored.chain[message.id]))
         # The message the trigger replies to is in, like the recent ones: the asker named it.
         parent_id = reference_id(trigger)
-        if parent_id in results_by_id and parent_id not in reasons and len(reasons) < max_total:
-            reasons[parent_id] = [scored_reason(parent_id)]
-        # The best few candidates are in whatever the threshold (unless plainly elsewhere), the
-        # message replied to counting as one of them; the rest need to reach it.
-        ranked = sorted(results_by_id.items(), key=lambda item: (-item[1].score, -item[0]))
-        taken = 1 if parent_id in results_by_id else 0
-        for message_id, result in ranked:
+        if parent_id in scored.results and parent_id not in reasons and len(reasons) < max_total:
+            reasons[parent_id] = [scored.reason(parent_id)]
+        # The message replied to counts as one of the best few.
+        taken = 1 if parent_id in scored.results else 0
+        model = scored.model
+        for message_id, result in scored.ranked():
             if len(reasons) >= max_total:
                 break
             if message_id in reasons:
                 continue
-            if result.score < threshold and (
+            if result.score < scored.threshold and (
                 taken >= model.always_best or result.score < model.always_best_floor
             ):
                 break
-            reasons[message_id] = [scored_reason(message_id)]
+            reasons[message_id] = [scored.reason(message_id)]
             taken += 1
-
-        # Replies among the selected messages, so explanations show the threads inside.
-        for message_id in list(reasons):
-            replied = reference_id(by_id[message_id])
-            if replied in reasons and not any(
-                r.kind == "reference" and r.via == message_id for r in reasons[replied]
-            ):
-                reasons[replied].append(Reason(kind="reference", via=message_id))
-
-        for error in reader.errors:
-            if error.user_message not in problems:
-                problems.append(error.user_message)
-        return ContextSelection(
-            trigger=trigger,
-            messages=sorted((by_id[i] for i in reasons), key=lambda m: m.id),
-            reasons=reasons,
-            problems=problems,
-        )
+        return reasons
 
     @staticmethod
     def _free_parent(
@@ -400,17 +409,6 @@ class ContextBuilder:
                 self._clues.clear()
             clue = self._clues[key] = clue_of(message)
         return clue
-
-    @staticmethod
-    def _kind(clue: Clue, trigger: Clue, chain: dict[int, int]) -> ReasonKind:
-        """The structural link a scored message has to the trigger, for explanations."""
-        if clue.id in chain:
-            return "reference"
-        if clue.author in trigger.mentions:
-            return "mention"
-        if clue.author == trigger.author:
-            return "author"
-        return "temporal"
 
     # ------------------------------------------------------------------ participation rules
 
@@ -594,3 +592,73 @@ class ContextBuilder:
                 return None if state.knows(found.id) else found
             current = found
         return None
+
+
+@dataclass
+class _Candidates:
+    """What the scored build may choose from, gathered step by step, each message once."""
+
+    messages: list[MessageLike] = field(default_factory=list)
+    by_id: dict[int, MessageLike] = field(default_factory=dict)
+    walked: set[int] = field(default_factory=set)  # reached walking back from the trigger
+    chain: dict[int, int] = field(default_factory=dict)  # parent id -> the message replying
+    sealed_off: set[int] = field(default_factory=set)  # recent, but past a silence
+
+    def add(self, message: MessageLike) -> None:
+        if message.id not in self.by_id:
+            self.messages.append(message)
+            self.by_id[message.id] = message
+
+    def add_recent(self, recent: list[MessageLike], *, sealed_off: set[int]) -> None:
+        """The recent messages are candidates too (scored like the rest, always in)."""
+        for message in recent:
+            self.add(message)
+        self.sealed_off = sealed_off
+
+
+@dataclass(frozen=True)
+class _Scoring:
+    """Every candidate's score, and the reasons told from them for the messages that enter."""
+
+    trigger: MessageLike
+    trigger_clue: Clue
+    model: RelevanceModel
+    chain: dict[int, int]
+    threshold: float
+    results: dict[int, Scored]
+    clues: dict[int, Clue]
+
+    def ranked(self) -> list[tuple[int, Scored]]:
+        """Best first; on a tie, the newest first."""
+        return sorted(self.results.items(), key=lambda item: (-item[1].score, -item[0]))
+
+    def reason(self, message_id: int, kind: ReasonKind | None = None) -> Reason:
+        """Why a candidate is in; its evidence is worked out only here (it walks every tree)."""
+        result = self.results[message_id]
+        return Reason(
+            kind=kind or _kind(self.clues[message_id], self.trigger_clue, self.chain),
+            via=None if kind == "linear" else self.chain.get(message_id, self.trigger.id),
+            score=round(result.score, 3),
+            evidence=self.model.evidence(result),
+        )
+
+
+def _kind(clue: Clue, trigger: Clue, chain: dict[int, int]) -> ReasonKind:
+    """The structural link a scored message has to the trigger, for explanations."""
+    if clue.id in chain:
+        return "reference"
+    if clue.author in trigger.mentions:
+        return "mention"
+    if clue.author == trigger.author:
+        return "author"
+    return "temporal"
+
+
+def _show_replies_among(reasons: dict[int, list[Reason]], by_id: dict[int, MessageLike]) -> None:
+    """Step 7: the replies among the selected messages, so explanations show the threads."""
+    for message_id in list(reasons):
+        replied = reference_id(by_id[message_id])
+        if replied in reasons and not any(
+            r.kind == "reference" and r.via == message_id for r in reasons[replied]
+        ):
+            reasons[replied].append(Reason(kind="reference", via=message_id))

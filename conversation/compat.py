@@ -2,7 +2,7 @@
 
 Each is a name a dependency does not promise to keep; ``tests/test_compat.py`` fails loudly, naming
 the one that changed, when an upgrade moves it (pyproject.toml bounds the versions tested).
-``bot/compat.py`` holds the bot's own; this module never imports ``bot/``.
+``bot/discord/compat.py`` holds the bot's own; this module never imports ``bot/``.
 
 - ``pyrsistent._pvector.python_pvector``: the pure-Python persistent vector (why: see
   :data:`pvector`).

@@ -1,7 +1,8 @@
 """Settings the conversation package needs, as pydantic models.
 
 They live here rather than in ``bot/`` because ``conversation/`` must stand on its own (tests and
-the replay tools use it without the bot); ``bot.config`` composes them into the full config file.
+the replay tools use it without the bot); ``bot.config.schema`` composes them into the full config
+file.
 Every field has the default documented in the repository's ``config.toml``.
 """
 

@@ -1,5 +1,5 @@
-"""The private dependency APIs fenced in ``bot/compat.py`` and ``conversation/compat.py`` are still
-there and still behave as we rely on.
+"""The private dependency APIs fenced in ``bot/discord/compat.py`` and ``conversation/compat.py``
+are still there and still behave as we rely on.
 
 When an upgrade of nextcord or pyrsistent changes one, this file fails first, naming it, instead
 of the bot failing somewhere far from the cause. pyproject.toml bounds the versions tested here.
@@ -16,7 +16,7 @@ import pyrsistent
 from nextcord.state import ConnectionState
 from packaging.requirements import Requirement
 
-from bot import compat as bot_compat
+from bot.discord import compat as bot_compat
 from conversation import compat
 
 ROOT = Path(__file__).resolve().parents[1]

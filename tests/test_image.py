@@ -68,7 +68,9 @@ def test_the_build_context_holds_what_the_dockerfile_copies():
 def test_the_image_stops_on_sigterm_and_checks_its_health():
     # Exec form: python is PID 1 and receives SIGTERM itself (no shell in between).
     assert 'ENTRYPOINT ["python", "-m", "bot"]' in DOCKERFILE
-    assert re.search(r'^HEALTHCHECK .*\n?.*CMD \["python", "-m", "bot.health"\]', DOCKERFILE, re.M)
+    assert re.search(
+        r'^HEALTHCHECK .*\n?.*CMD \["python", "-m", "bot.serve.health"\]', DOCKERFILE, re.M
+    )
     assert not re.search(r"\bsed\b", DOCKERFILE)  # no build step depends on config contents
 
 

@@ -1,8 +1,12 @@
-"""The packages' import graph has no circles, so any module can be read (and imported) on its own.
+"""The packages' import graph has no circles and goes only downward, so any module can be read
+(and imported) on its own and a newcomer can tell from the tree where a change goes.
 
-Every import counts, also those inside functions: a function-level import that closes a circle is
-still a circle, only hidden until the function runs. Imports under ``if TYPE_CHECKING:`` are left
-out, since they never run.
+Every import counts: those inside functions (a function-level import that closes a circle is
+still a circle, only hidden until the function runs) and those under ``if TYPE_CHECKING:`` (a
+circle in the types is one in the design, only hidden from the interpreter).
+
+``bot``'s packages form layers (``LAYERS``, bottom first, as ``bot/__init__.py`` tells them): a
+module may import its own package and the layers below it, never one above.
 """
 
 from __future__ import annotations
@@ -12,6 +16,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bot", "conversation")
+# bot's layers, bottom first: each may import the ones before it (and conversation), never after.
+LAYERS = (
+    "bot.errors",
+    "bot.config",
+    "bot.storage",
+    "bot.model",
+    "bot.discord",
+    "bot.answering",
+    "bot.studio",
+    "bot.serve",
+    "bot.cli",
+)
+# The package's own entry points, above every layer.
+TOP = ("bot", "bot.__main__")
 
 
 def _module_name(path: Path) -> str:
@@ -30,22 +48,12 @@ def _modules() -> dict[str, Path]:
     }
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imported(tree: ast.AST, name: str, is_package: bool) -> set[str]:
     """Every module ``name`` imports, resolved to its most specific known module."""
     found: set[str] = set()
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            stack.extend(node.orelse)
-            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -152,3 +160,48 @@ def test_tests_never_import_bench() -> None:
         )
     ]
     assert not offenders, f"tests import bench (move the shared part to tests/fakes/): {offenders}"
+
+
+def _layer(module: str) -> int | None:
+    """The index of the layer a ``bot`` module belongs to (None outside bot)."""
+    if module in TOP:
+        return len(LAYERS)
+    for index, layer in enumerate(LAYERS):
+        if module == layer or module.startswith(layer + "."):
+            return index
+    return None
+
+
+def test_every_bot_module_is_in_a_layer() -> None:
+    """A new module at bot/'s top level (or a new package) must be placed in a layer first."""
+    homeless = [name for name in import_graph() if name.startswith("bot") and _layer(name) is None]
+    assert not homeless, f"bot modules outside every layer of LAYERS: {homeless}"
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``importer -> imported`` for every import of a higher layer than the importer's."""
+    found = []
+    for name, targets in sorted(graph.items()):
+        own = _layer(name)
+        if own is None:
+            continue
+        for target in sorted(targets):
+            theirs = _layer(target)
+            if theirs is not None and theirs > own:
+                found.append(f"{name} -> {target}")
+    return found
+
+
+def test_bot_packages_import_only_downward() -> None:
+    upward = upward_imports(import_graph())
+    assert not upward, "imports of a higher layer (see LAYERS):\n" + "\n".join(upward)
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    graph = {"bot.config.schema": {"bot.discord.mentions"}, "bot.cli.main": {"bot.config.schema"}}
+    assert upward_imports(graph) == ["bot.config.schema -> bot.discord.mentions"]
+
+
+def test_type_checking_imports_count() -> None:
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from a import b\n")
+    assert "a.b" in _imported(tree, "m", False)

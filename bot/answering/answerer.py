@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from bot.config import Config
-from bot.message_links import DiscordLinkResolver
+from bot.answering.prompt_budget import PromptBudgeter
+from bot.config.schema import Config
+from bot.discord.message_links import DiscordLinkResolver
+from bot.discord.posting import ReplyStreamer
+from bot.discord.triggers import TriggerMessage
 from bot.model.call import Completion, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.errors import ModelContextTooLongError, ModelError
-from bot.posting import ReplyStreamer
-from bot.prompt_budget import PromptBudgeter
-from bot.triggers import TriggerMessage
 from conversation.builder import ContextBuilder
 from conversation.cache import CacheRegistry
 from conversation.discord_source import HISTORY_UNREADABLE, DiscordChannelSource

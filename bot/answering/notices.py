@@ -7,9 +7,9 @@ error's ``user_message``, the posting notes, the answering lines and the channel
 
 from __future__ import annotations
 
-from bot.answering import STOPPING_LINE, UNEXPECTED_LINE
+from bot.answering.answerer import STOPPING_LINE, UNEXPECTED_LINE
+from bot.discord.posting import CUT_NOTE, EMPTY_ANSWER
 from bot.model.errors import OVERLOADED_MESSAGE, ModelError
-from bot.posting import CUT_NOTE, EMPTY_ANSWER
 from conversation.discord_source import DISCORD_TROUBLE, HISTORY_UNREADABLE
 
 

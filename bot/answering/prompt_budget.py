@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import math
 
+from bot.config.model_settings import ModelSettings
 from bot.model.errors import ModelContextTooLongError
-from bot.model.settings import ModelSettings
 from bot.storage import Store
 from bot.storage.limits import ModelLimits
 from conversation.budget import Budget, FittedPrompt
@@ -115,20 +115,3 @@ class PromptBudgeter:
             await self.store.save_model_limits(limits)
         except Exception as error:  # losing a calibration is no reason to lose an answer
             log.warning("could not store the model limits of %s: %s", limits.model, error)
-
-
-def explain_budget(settings: ModelSettings) -> list[str]:
-    """``check-config``'s lines about the token budget, as comments."""
-    reserve_key = (
-        "[model] max_tokens" if settings.max_tokens is not None else "[model] reserve_tokens"
-    )
-    limit = Budget(window=settings.context_tokens, reserve=settings.answer_reserve).limit
-    return [
-        f"# token budget: prompts are cut to {limit} tokens = [model] context_tokens "
-        f"{settings.context_tokens} (the model's window) - {settings.answer_reserve} kept for "
-        f"the answer ({reserve_key})",
-        "#   cut in this order: article text, then attachment text, then the least related "
-        "messages; never the system prompt, the message answered or the one it replies to",
-        "#   tokens are estimated (3 bytes a token), then calibrated from what the server "
-        "reports; a smaller window stated by the server is remembered per model",
-    ]

@@ -7,8 +7,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from bot.answering import AnswerResult
-from bot.config import Config
+from bot.answering.answerer import AnswerResult
+from bot.config.schema import Config
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
 from conversation.budget import SHORTENED

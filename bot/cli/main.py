@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
-from bot.config import Config, ConfigError, load_config, locate_config
+from bot.config.schema import Config, ConfigError, load_config, locate_config
+from bot.config.validators import snowflake
 from bot.errors import CommandError, StoreError
-from bot.validators import snowflake
 from conversation.dce import ExportError
 from conversation.relevance import WeightsError
 
@@ -180,7 +180,7 @@ def _tolerant_output() -> None:
 
 
 def _check_config(args: argparse.Namespace, config: Config) -> int:
-    from bot.config_report import render_config
+    from bot.config.report import render_config
 
     sys.stdout.write(render_config(config, locate_config(args.config)))
     return 0
@@ -222,36 +222,36 @@ def _read_ids(path: Path) -> list[int]:
 
 
 def _replay(args: argparse.Namespace, config: Config) -> int:
-    from bot.replay_command import replay
+    from bot.cli.replay import replay
 
     return replay(args, config)
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    from bot.run import run_bot
+    from bot.serve.run import run_bot
 
     return run_bot(config, config_path=args.config)
 
 
 def _studio(args: argparse.Namespace, config: Config) -> int:
-    from bot.studio.command import studio_command
+    from bot.cli.studio import studio_command
 
     return studio_command(args, config)
 
 
 def _export(args: argparse.Namespace, config: Config) -> int:
-    from bot.store_commands import export_command
+    from bot.cli.store import export_command
 
     return export_command(args, config)
 
 
 def _explain(args: argparse.Namespace, config: Config) -> int:
-    from bot.store_commands import explain_command
+    from bot.cli.store import explain_command
 
     return explain_command(args, config)
 
 
 def _forget_user(args: argparse.Namespace, config: Config) -> int:
-    from bot.store_commands import forget_user_command
+    from bot.cli.store import forget_user_command
 
     return forget_user_command(args, config)

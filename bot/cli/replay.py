@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.config import Config
+from bot.answering.notices import bot_notices
+from bot.answering.prompt_budget import PromptBudgeter
+from bot.config.schema import Config
 from bot.errors import CommandError
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError
-from bot.notices import bot_notices
-from bot.prompt_budget import PromptBudgeter
 from conversation.articles.service import ArticleService
 from conversation.budget import SHORTENED
 from conversation.builder import ContextBuilder

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from bot.config import Config
+from bot.config.schema import Config
 from bot.errors import CommandError
 from bot.storage import Store, render_text
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from bot.config import Config
+from bot.config.schema import Config
 from bot.errors import CommandError
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import is_loopback, make_app
@@ -34,7 +34,7 @@ def studio_command(args: argparse.Namespace, config: Config) -> int:
         load_model()  # a broken weights file is one line now, not a failed build later
     store = None
     if args.store:
-        from bot.store_commands import open_existing
+        from bot.cli.store import open_existing
 
         store = open_existing(config)
     try:

@@ -1,7 +1,8 @@
 """The ``[model]`` section of ``config.toml``: which model endpoint answers, and how.
 
-Kept apart from ``bot.config`` so the model client and its tests need nothing else; the config
-loader composes it (and lets the ``MODEL_API_KEY`` environment variable win over the file).
+Kept apart from ``bot.config.schema`` so the model client and its tests need nothing else;
+the config loader composes it (and lets the ``MODEL_API_KEY`` environment variable win over the
+file).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from bot.validators import HttpUrl, OptionalSecret
+from bot.config.validators import HttpUrl, OptionalSecret
 from conversation.settings import StrictSection
 
 # No {now} here: a prompt that starts the same way every time lets the model server reuse
@@ -22,6 +23,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "author, answer the one who addressed you. The message you answer ends with the time it "
     "was sent, which is the current time. Be concise and use Discord markdown."
 )
+# The model client's connection: read once when the client opens (a change needs a restart).
+CONNECTION_KEYS = ("provider", "base_url", "api_key", "extra_headers", "connect_timeout_seconds")
 PERSONA_PLACEHOLDERS = ("bot_name", "server", "channel", "now")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 

@@ -1,4 +1,6 @@
-"""Hot reload for ``run``: the bot watches its config file and applies valid edits as it runs.
+"""Hot reload for ``run``: the config file watched, and each valid edit split into what applies now
+and what waits for a restart. Handing the new settings to the running client is
+``bot.serve.live_config``'s job, since only the serving layer knows the client.
 
 Operators tune thresholds, the persona and who may use the bot by editing ``config.toml``; a
 restart for each edit loses the channel caches and drops the gateway session. So the file is
@@ -15,20 +17,14 @@ polled every few seconds and each new version is validated by the same loader as
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bot.config import Config, ConfigError, load_config
-from bot.mentions import allowed_mentions
-from bot.model.client import CONNECTION_KEYS
+from bot.config.model_settings import CONNECTION_KEYS
+from bot.config.schema import Config, ConfigError, load_config
 from conversation.articles.service import LIVE_LIMITS
-from conversation.builder import ContextBuilder
-
-if TYPE_CHECKING:
-    from bot.app import ThreadwiseClient
 
 log = logging.getLogger(__name__)
 
@@ -100,38 +96,6 @@ def _shown(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def apply_to_client(client: ThreadwiseClient, old: Config, config: Config) -> None:
-    """Hand every part of the running bot that reads settings per answer the new ones.
-
-    Everything new is built before anything is swapped, so a failure leaves the old settings.
-    """
-    from bot.recording import InteractionRecorder
-
-    answerer = client.answerer
-    materializer = client.materializer
-    builder = ContextBuilder(config.context, links=answerer.builder.links)
-    mentions = allowed_mentions(config.mentions)
-    options = materializer.options.model_copy(
-        update={
-            "vision": config.model.vision,
-            "max_text_chars": config.attachments.max_text_chars,
-            "max_text_attachments": config.attachments.max_text_attachments,
-        }
-    )
-    client.config = answerer.config = config
-    client.allowed_mentions = mentions
-    answerer.builder = builder
-    answerer.model.apply_settings(config.model)
-    answerer.budgeter.settings = config.model  # the context window and the answer's reserve
-    if isinstance(answerer.recorder, InteractionRecorder):
-        answerer.recorder.config = config
-    materializer.options = options
-    if materializer.articles is not None:
-        materializer.articles.apply_limits(config.articles)
-    if config.logging.level != old.logging.level:
-        logging.getLogger().setLevel(config.logging.level)
-
-
 class ConfigWatcher:
     """Polls one config file; calls ``apply(old, new)`` for each valid new version, where
     ``new`` keeps the running values of the keys that need a restart."""
@@ -196,25 +160,3 @@ class ConfigWatcher:
         elif not live and not restart:
             log.info("%s saved with no change in effect", self.path)
         return bool(live)
-
-
-@contextlib.asynccontextmanager
-async def watching_config(
-    client: ThreadwiseClient, config_path: Path | None, *, interval: float | None = None
-) -> AsyncIterator[ConfigWatcher | None]:
-    """Watch the config file while the block runs (nothing to watch without one)."""
-    path = config_path
-    if path is None:
-        yield None
-        return
-    watcher = ConfigWatcher(
-        path, client.config, lambda old, new: apply_to_client(client, old, new), interval=interval
-    )
-    task = asyncio.create_task(watcher.run(), name="config-watcher")
-    log.debug("watching %s for changes", path)
-    try:
-        yield watcher
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

@@ -12,8 +12,10 @@ import math
 import re
 from typing import Any
 
-from bot.config import Config, ConfigSource
-from bot.store_url import masked_url
+from bot.config.model_settings import ModelSettings
+from bot.config.schema import Config, ConfigSource
+from bot.config.store_url import masked_url
+from conversation.budget import Budget
 
 MASKED = "**********"
 
@@ -47,8 +49,6 @@ def render_config(config: Config, source: ConfigSource) -> str:
         for key, value in values.items():
             lines.append(_setting(key, value))
         if section == "model":
-            from bot.prompt_budget import explain_budget
-
             lines.extend(explain_budget(config.model))
     return "\n".join(lines) + "\n"
 
@@ -94,3 +94,20 @@ def toml_value(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(toml_value(v) for v in value if v is not None) + "]"
     return json.dumps(str(value), ensure_ascii=False)
+
+
+def explain_budget(settings: ModelSettings) -> list[str]:
+    """``check-config``'s lines about the token budget, as comments."""
+    reserve_key = (
+        "[model] max_tokens" if settings.max_tokens is not None else "[model] reserve_tokens"
+    )
+    limit = Budget(window=settings.context_tokens, reserve=settings.answer_reserve).limit
+    return [
+        f"# token budget: prompts are cut to {limit} tokens = [model] context_tokens "
+        f"{settings.context_tokens} (the model's window) - {settings.answer_reserve} kept for "
+        f"the answer ({reserve_key})",
+        "#   cut in this order: article text, then attachment text, then the least related "
+        "messages; never the system prompt, the message answered or the one it replies to",
+        "#   tokens are estimated (3 bytes a token), then calibrated from what the server "
+        "reports; a smaller window stated by the server is remembered per model",
+    ]

@@ -11,18 +11,18 @@ config that means something other than what it says is worse than one that is re
 Which class holds which ``config.toml`` section (``Config`` below puts them together; a section
 lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot/``)::
 
-    [discord]      DiscordSettings     bot/config.py
-    [model]        ModelSettings       bot/model/settings.py
+    [discord]      DiscordSettings     bot/config/schema.py
+    [model]        ModelSettings       bot/config/model_settings.py
     [context]      ContextSettings     conversation/settings.py
     [articles]     ArticleSettings     conversation/settings.py
-    [triggers]     TriggerSettings     bot/config.py
-    [permissions]  PermissionSettings  bot/config.py
-    [replies]      ReplySettings       bot/config.py
-    [mentions]     MentionSettings     bot/mentions.py
-    [attachments]  AttachmentSettings  bot/config.py
+    [triggers]     TriggerSettings     bot/config/schema.py
+    [permissions]  PermissionSettings  bot/config/schema.py
+    [replies]      ReplySettings       bot/config/schema.py
+    [mentions]     MentionSettings     bot/config/schema.py
+    [attachments]  AttachmentSettings  bot/config/schema.py
     [cache]        CacheSettings       conversation/settings.py
-    [storage]      StorageSettings     bot/config.py
-    [logging]      LoggingSettings     bot/config.py
+    [storage]      StorageSettings     bot/config/schema.py
+    [logging]      LoggingSettings     bot/config/schema.py
 """
 
 from __future__ import annotations
@@ -37,11 +37,10 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
-from bot.config_errors import describe_errors
-from bot.mentions import MentionSettings
-from bot.model.settings import ModelSettings
-from bot.store_url import store_location, userinfo_problem
-from bot.validators import HttpUrl, OptionalSecret, PostgresUrl
+from bot.config.errors import describe_errors
+from bot.config.model_settings import ModelSettings
+from bot.config.store_url import redact_url, userinfo_problem
+from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl
 from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
@@ -156,6 +155,21 @@ class ReplySettings(StrictSection):
     )
 
 
+class MentionSettings(StrictSection):
+    """The ``[mentions]`` section: what the bot's own messages may ping."""
+
+    allow_user_mentions: bool = Field(
+        False, description="Let <@user> in an answer ping that user (off: shown, no ping)."
+    )
+    allow_role_mentions: bool = Field(False, description="Let <@&role> in an answer ping the role.")
+    allow_everyone: bool = Field(
+        False, description="Let @everyone / @here in an answer ping. Keep off."
+    )
+    mention_replied_user: bool = Field(
+        False, description="Ping the author of the message the bot replies to."
+    )
+
+
 class AttachmentSettings(StrictSection):
     max_text_chars: int = Field(8000, ge=0, description="Text attachments inlined up to this size.")
     max_text_attachments: int = Field(3, ge=0, description="Text attachments read per message.")
@@ -200,7 +214,8 @@ class StorageSettings(StrictSection):
     @property
     def location(self) -> str:
         """The store as messages name it: the URL without its password, else the file."""
-        return store_location(self)
+        url = self.url_text
+        return redact_url(url) if url else str(self.path)
 
 
 class LoggingSettings(StrictSection):

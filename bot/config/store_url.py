@@ -9,11 +9,6 @@ the config refuses such a URL with the fix, since libpq would misread it too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from bot.config import StorageSettings
-
 ENCODE_HINT = "percent-encode @ : / in the password as %40 %3A %2F"
 
 
@@ -70,9 +65,3 @@ def masked_url(url: str, mask: str) -> str:
         ]
         where = f"{where}?{'&'.join(pairs)}"
     return f"{scheme}://{shown}{where}"
-
-
-def store_location(storage: StorageSettings) -> str:
-    """Which store the settings name: the PostgreSQL URL without its password, else the file."""
-    url = storage.url_text
-    return redact_url(url) if url else str(storage.path)

@@ -32,7 +32,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from bot.discord_limits import DISCORD_MESSAGE_LIMIT
+from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 
 MIN_LIMIT = 200
 """Smallest limit accepted: room for the widest fences plus real content."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import nextcord
 
-from bot.visibility import REQUEST_FAILED
+from bot.discord.visibility import REQUEST_FAILED
 
 log = logging.getLogger(__name__)
 

@@ -11,27 +11,11 @@ from __future__ import annotations
 import re
 
 import nextcord
-from pydantic import Field
 
-from conversation.settings import StrictSection
+from bot.config.schema import MentionSettings
 
 ZERO_WIDTH_SPACE = "\u200b"
 _MASS_MENTION = re.compile(r"@(?=(?:everyone|here))", re.IGNORECASE)
-
-
-class MentionSettings(StrictSection):
-    """The ``[mentions]`` section: what the bot's own messages may ping."""
-
-    allow_user_mentions: bool = Field(
-        False, description="Let <@user> in an answer ping that user (off: shown, no ping)."
-    )
-    allow_role_mentions: bool = Field(False, description="Let <@&role> in an answer ping the role.")
-    allow_everyone: bool = Field(
-        False, description="Let @everyone / @here in an answer ping. Keep off."
-    )
-    mention_replied_user: bool = Field(
-        False, description="Ping the author of the message the bot replies to."
-    )
 
 
 def allowed_mentions(settings: MentionSettings) -> nextcord.AllowedMentions:

@@ -14,7 +14,7 @@ import logging
 
 import nextcord
 
-from bot.visibility import REQUEST_FAILED, can_view, channel_in, member_in
+from bot.discord.visibility import REQUEST_FAILED, can_view, channel_in, member_in
 from conversation.message_links import LinkOutcome, MessageLink
 from conversation.source import MessageLike
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import nextcord
 
-from bot.chunking import StreamingSplitter, split_message
-from bot.discord_limits import DISCORD_MESSAGE_LIMIT
-from bot.mentions import MentionSettings, allowed_mentions, make_safe
-from bot.triggers import TriggerMessage
+from bot.discord.chunking import StreamingSplitter, split_message
+from bot.discord.limits import DISCORD_MESSAGE_LIMIT
+from bot.discord.mentions import MentionSettings, allowed_mentions, make_safe
+from bot.discord.triggers import TriggerMessage
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,8 @@ Kept free of I/O so the rules can be read (and tested) in one place: a message i
 it mentions the bot, replies to one of its messages, is a DM (if allowed) or is in an always-on
 channel; never when the bot wrote it, and not when another bot did unless configured. Then the
 permission lists apply: blocks always win, empty allow-lists allow everyone. In a DM the
-author's roles are those they hold in the guilds the bot shares with them (``bot.dm_roles``).
+author's roles are those they hold in the guilds the bot shares with them
+(``bot.discord.dm_roles``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Literal, Protocol
 
-from bot.config import PermissionSettings, TriggerSettings
+from bot.config.schema import PermissionSettings, TriggerSettings
 from conversation.source import MessageLike
 
 
@@ -77,7 +78,7 @@ def permitted(
     """Whether the author may use the bot in this channel.
 
     ``roles``: the author's role ids when the message does not carry them (a DM: see
-    ``bot.dm_roles``); by default, those of the author as a guild member.
+    ``bot.discord.dm_roles``); by default, those of the author as a guild member.
     """
     author_id = message.author.id
     channel_ids = {message.channel.id}

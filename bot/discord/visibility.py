@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 import nextcord
 
-from bot.compat import is_thread_member
+from bot.discord.compat import is_thread_member
 
 log = logging.getLogger(__name__)
 # Every way a request to Discord can fail: its answers, and a connection that drops

@@ -16,10 +16,10 @@ from typing import Any
 import anthropic
 import httpx2
 
+from bot.config.model_settings import ModelSettings
 from bot.model.call import Call, Usage
 from bot.model.errors import ModelProtocolError
 from bot.model.provider import Provider, as_dict
-from bot.model.settings import ModelSettings
 from conversation.graph import MessageGraph
 
 _BREAKPOINT = {"type": "ephemeral"}

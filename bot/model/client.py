@@ -19,19 +19,15 @@ from typing import Any, Literal
 
 import httpx2
 
+from bot.config.model_settings import CONNECTION_KEYS, ModelSettings
 from bot.model.call import Attempt, Call, CallbackFailed, Completion, DeltaCallback
 from bot.model.errors import (
     ModelConnectionError,
     ModelError,
     ModelPartialError,
     ModelTimeoutError,
-    sdk_error,
 )
-from bot.model.provider import Provider
-from bot.model.settings import ModelSettings
-
-# Settings the client reads once, when it opens its connection to the server.
-CONNECTION_KEYS = ("provider", "base_url", "api_key", "extra_headers", "connect_timeout_seconds")
+from bot.model.provider import Provider, sdk_error
 
 
 class ModelClient:

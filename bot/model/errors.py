@@ -14,13 +14,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import httpx2
-
-from bot.context_overflow import recognize_overflow
+from bot.model.context_overflow import recognize_overflow
 
 if TYPE_CHECKING:
-    from bot.model.call import Attempt, Call
-    from bot.model.provider import Provider
+    from bot.model.call import Attempt
 
 # What members see when the server says it is overloaded (HTTP 529) rather than failing.
 OVERLOADED_MESSAGE = "The model is overloaded right now, try again in a minute."
@@ -127,38 +124,6 @@ class ModelPartialError(ModelError):
             status=cause.status,
         )
         self.cause, self.partial_text = cause, partial_text
-
-
-def sdk_error(exc: Exception, provider: Provider, call: Call, stream: bool) -> ModelError:
-    """What an ``openai`` or ``anthropic`` SDK exception (one family of classes) means here."""
-    sdk, settings, url = provider.sdk, provider.settings, provider.url
-    if isinstance(exc, sdk.APIStatusError) and exc.status_code >= 300:
-        response = exc.response
-        return status_error(exc.status_code, response.text, url, settings.name, response.headers)
-    chain = (exc, exc.__cause__)
-    if any(isinstance(e, httpx2.ConnectTimeout) for e in chain):
-        timeout = settings.connect_timeout_seconds
-        return ModelConnectionError(
-            f"could not connect to {url} within connect_timeout_seconds={timeout:g}"
-        )
-    if any(isinstance(e, httpx2.TimeoutException) for e in chain):
-        idle, received = settings.idle_timeout_seconds, len(call.text)
-        return ModelStalledError(
-            f"no data for idle_timeout_seconds={idle:g} ({received} characters received so far)"
-        )
-    if reason := next((e for e in chain if isinstance(e, httpx2.ConnectError | OSError)), None):
-        return ModelConnectionError(
-            f"cannot reach the model at {url}: {type(reason).__name__}: {reason}"
-            " — is the server running? check [model] base_url"
-        )
-    if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
-        return ModelConnectionError(
-            f"the connection to {url} broke mid-answer: {exc.__cause__ or exc!r}"
-        )
-    if isinstance(exc, sdk.APIError):  # reported inside a 200 answer or its stream
-        return reported_error(exc.body, url, settings.name)
-    what = "bad JSON in a stream data line from" if stream else "the answer is not JSON from"
-    return ModelProtocolError(f"{what} {url}: {exc}")
 
 
 def status_error(

@@ -8,10 +8,10 @@ from typing import Any
 import httpx2
 import openai
 
+from bot.config.model_settings import ModelSettings
 from bot.model.call import Call, Usage
 from bot.model.errors import ModelError, ModelRejectedError, reported_error
 from bot.model.provider import Provider, as_dict
-from bot.model.settings import ModelSettings
 
 SAMPLING = ("temperature", "max_tokens", "top_p", "top_k", "presence_penalty",
             "frequency_penalty", "seed", "stop")  # fmt: skip

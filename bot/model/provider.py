@@ -14,15 +14,22 @@ from typing import Any
 
 import httpx2
 
+from bot.config.model_settings import ModelSettings
 from bot.model.call import Call
-from bot.model.errors import ModelError, ModelProtocolError
-from bot.model.settings import ModelSettings
+from bot.model.errors import (
+    ModelConnectionError,
+    ModelError,
+    ModelProtocolError,
+    ModelStalledError,
+    reported_error,
+    status_error,
+)
 
 
 class Provider:
     """One API behind its SDK; subclasses build the body and read an answer and its events."""
 
-    sdk: Any  # the SDK module, whose exception classes errors.sdk_error maps
+    sdk: Any  # the SDK module, whose exception classes sdk_error maps
     path: str  # below base_url
     headers: dict[str, Any]  # sent with every request, beside the SDK's own
     client: Any  # the SDK's client
@@ -93,3 +100,35 @@ class Provider:
 def as_dict(value: object) -> dict[str, Any]:
     """A part of an answer that should be an object; anything else reads as empty."""
     return value if isinstance(value, dict) else {}
+
+
+def sdk_error(exc: Exception, provider: Provider, call: Call, stream: bool) -> ModelError:
+    """What an ``openai`` or ``anthropic`` SDK exception (one family of classes) means here."""
+    sdk, settings, url = provider.sdk, provider.settings, provider.url
+    if isinstance(exc, sdk.APIStatusError) and exc.status_code >= 300:
+        response = exc.response
+        return status_error(exc.status_code, response.text, url, settings.name, response.headers)
+    chain = (exc, exc.__cause__)
+    if any(isinstance(e, httpx2.ConnectTimeout) for e in chain):
+        timeout = settings.connect_timeout_seconds
+        return ModelConnectionError(
+            f"could not connect to {url} within connect_timeout_seconds={timeout:g}"
+        )
+    if any(isinstance(e, httpx2.TimeoutException) for e in chain):
+        idle, received = settings.idle_timeout_seconds, len(call.text)
+        return ModelStalledError(
+            f"no data for idle_timeout_seconds={idle:g} ({received} characters received so far)"
+        )
+    if reason := next((e for e in chain if isinstance(e, httpx2.ConnectError | OSError)), None):
+        return ModelConnectionError(
+            f"cannot reach the model at {url}: {type(reason).__name__}: {reason}"
+            " — is the server running? check [model] base_url"
+        )
+    if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
+        return ModelConnectionError(
+            f"the connection to {url} broke mid-answer: {exc.__cause__ or exc!r}"
+        )
+    if isinstance(exc, sdk.APIError):  # reported inside a 200 answer or its stream
+        return reported_error(exc.body, url, settings.name)
+    what = "bad JSON in a stream data line from" if stream else "the answer is not JSON from"
+    return ModelProtocolError(f"{what} {url}: {exc}")

@@ -3,7 +3,7 @@
 Gateway events feed the per-channel caches (create, edit, delete), so a busy channel's context
 costs no REST calls. Triggers are debounced per person (a burst of messages gets one answer)
 and answered one at a time per channel, each member holding one place in line
-(``bot.answer_queue``).
+(``bot.answering.queue``).
 """
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from typing import Any
 
 import nextcord
 
-from bot.answer_queue import AnswerQueue, AnswerSlots
-from bot.answering import Answerer, Recorder
-from bot.compat import message_from_payload, set_rest_base
-from bot.config import Config, ConfigError
-from bot.discord_limits import DISCORD_MESSAGE_LIMIT
-from bot.dm_roles import DmRoles, RoleLookupFailed
-from bot.mentions import allowed_mentions
+from bot.answering.answerer import Answerer, Recorder
+from bot.answering.notices import bot_notices
+from bot.answering.prompt_budget import PromptBudgeter
+from bot.answering.queue import AnswerQueue, AnswerSlots
+from bot.config.schema import Config, ConfigError
+from bot.config.validators import snowflake
+from bot.discord.compat import message_from_payload, set_rest_base
+from bot.discord.dm_roles import DmRoles, RoleLookupFailed
+from bot.discord.limits import DISCORD_MESSAGE_LIMIT
+from bot.discord.mentions import allowed_mentions
+from bot.discord.triggers import has_role_rules, permitted, trigger_kind
+from bot.discord.visibility import may_view_channel
 from bot.model.client import ModelClient
-from bot.notices import bot_notices
-from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store
-from bot.triggers import has_role_rules, permitted, trigger_kind
-from bot.validators import snowflake
-from bot.visibility import may_view_channel
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
@@ -131,7 +131,7 @@ class ThreadwiseClient(nextcord.Client):
         """The text of ``/context``: short enough for one ephemeral Discord message.
 
         An answer from a channel the asker cannot view is "not found", worded exactly like an
-        id the store never saw (see ``bot.visibility``).
+        id the store never saw (see ``bot.discord.visibility``).
         """
         from bot.storage import StoreError, not_in_store, render_text, without_linked_text
 
@@ -193,7 +193,7 @@ class ThreadwiseClient(nextcord.Client):
         )
         log.info("connected as %s (%s) to %d guild(s)", self.user, self.user.id, len(self.guilds))
         if self._sessions == 1 and self.application_id is not None:
-            from bot.startup import invite_url
+            from bot.serve.startup import invite_url
 
             log.info("invite it with: %s", invite_url(self.application_id))
 

@@ -2,7 +2,7 @@
 
 A process can be alive yet useless (a gateway that never came back, a wedged event loop); only
 the event loop itself can vouch for both, so it rewrites the file while the client is ready, and
-``python -m bot.health`` (the image's HEALTHCHECK) judges the file's age. Off unless
+``python -m bot.serve.health`` (the image's HEALTHCHECK) judges the file's age. Off unless
 ``THREADWISE_HEALTH_FILE`` names the file.
 """
 

@@ -1,7 +1,8 @@
 """``python -m bot run``: the bot served until cancelled or terminated, and its exit codes.
 
-Kept apart from the client (``bot.app``) because it chooses between the plain and the sharded
-client (``bot.sharding``), which builds on the plain one: both import the client, neither the other.
+Kept apart from the client (``bot.serve.client``) because it chooses between the plain and the
+sharded client (``bot.serve.sharding``), which builds on the plain one: both import the client,
+neither the other.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from pathlib import Path
 import aiohttp
 import nextcord
 
-from bot.answering import Recorder
-from bot.app import INTENT_HELP
-from bot.config import Config, locate_config, require_token
+from bot.answering.answerer import Recorder
+from bot.config.schema import Config, locate_config, require_token
 from bot.model.client import ModelClient
-from bot.sharding import client_class
+from bot.serve.client import INTENT_HELP
+from bot.serve.sharding import client_class
 from bot.storage import Store
 from conversation.articles.service import ArticleService
 from conversation.relevance import load_model
@@ -39,13 +40,13 @@ async def serve(
 
     Edits to the file at ``config_path``, if given, apply while running.
     """
-    from bot.config_reload import watching_config
+    from bot.serve.live_config import watching_config
 
     async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
         client = client_class(config)(
             config, articles=articles, model=model, recorder=recorder, store=store
         )
-        from bot.health import start_beating
+        from bot.serve.health import start_beating
 
         health = start_beating(client)
         try:
@@ -62,10 +63,10 @@ async def serve(
 
 def run_bot(config: Config, *, config_path: Path | None = None) -> int:
     """``python -m bot run``: exit codes 0 (stopped), 2 (config), 3 (Discord refused us)."""
-    from bot.startup import configure_logging, log_configuration
+    from bot.serve.startup import configure_logging, log_configuration
 
     token = require_token(config, config_path)
-    load_model()  # read before anything starts: a broken weights file is one line (bot.cli)
+    load_model()  # read before anything starts: a broken weights file is one line (bot.cli.main)
     configure_logging(config)
     source = locate_config(config_path)
     log_configuration(config, source)
@@ -101,14 +102,14 @@ def run_bot(config: Config, *, config_path: Path | None = None) -> int:
 
 
 async def _serve_until_terminated(config: Config, token: str, config_path: Path | None) -> bool:
-    from bot.shutdown import run_until_terminated
+    from bot.serve.shutdown import run_until_terminated
 
     return await run_until_terminated(_serve_with_store(config, token, config_path))
 
 
 async def _serve_with_store(config: Config, token: str, config_path: Path | None) -> None:
-    from bot.recording import open_recorder
-    from bot.startup import start_model_probe
+    from bot.answering.recording import open_recorder
+    from bot.serve.startup import start_model_probe
 
     probe = start_model_probe(config.model)
     try:

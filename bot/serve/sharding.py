@@ -12,8 +12,8 @@ from typing import Any
 
 import nextcord
 
-from bot.app import ThreadwiseClient
-from bot.config import Config, DiscordSettings
+from bot.config.schema import Config, DiscordSettings
+from bot.serve.client import ThreadwiseClient
 
 
 class ShardedThreadwiseClient(ThreadwiseClient, nextcord.AutoShardedClient):

@@ -14,8 +14,8 @@ import logging
 import aiohttp
 import nextcord
 
-from bot.config import Config, ConfigSource
-from bot.model.settings import ModelSettings
+from bot.config.model_settings import ModelSettings
+from bot.config.schema import Config, ConfigSource
 
 log = logging.getLogger(__name__)
 

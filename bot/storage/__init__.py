@@ -2,6 +2,8 @@
 
 See :class:`Store` for the API. Nothing here imports nextcord: the bot turns Discord events into
 calls on the store, and the CLI reads it.
+
+May import: ``bot.config``, ``bot.errors`` and ``conversation``.
 """
 
 from bot.storage.errors import StoreError

@@ -24,9 +24,9 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from bot.config.store_url import redact_url, userinfo_problem
 from bot.storage.dialect import Db, Dialect
 from bot.storage.errors import StoreError
-from bot.store_url import redact_url, userinfo_problem
 
 # Advisory lock keys (Discord message ids, also used as keys, are far above these).
 _WRITE_LOCK = 7_461_001

@@ -1,0 +1,8 @@
+"""The studio: a local web page to tune ``[context]`` on a log and browse recorded answers.
+
+What lives here: the page's data for one channel (``channel``) and its HTTP server (``server``);
+its command is ``bot.cli.studio``.
+
+May import: ``bot.answering``, ``bot.storage``, ``bot.model``, ``bot.config``, ``bot.errors``
+and ``conversation``.
+"""

@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bot.config import Config
-from bot.config_errors import describe_errors
-from bot.model.settings import ModelSettings
-from bot.notices import bot_notices
-from bot.prompt_budget import PromptBudgeter
+from bot.answering.notices import bot_notices
+from bot.answering.prompt_budget import PromptBudgeter
+from bot.config.errors import describe_errors
+from bot.config.model_settings import ModelSettings
+from bot.config.schema import Config
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold

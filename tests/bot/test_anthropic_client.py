@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from bot.config.model_settings import ModelSettings
 from bot.model.client import ModelClient
 from bot.model.errors import (
     ModelAuthError,
@@ -18,7 +19,6 @@ from bot.model.errors import (
     ModelServerError,
     ModelStalledError,
 )
-from bot.model.settings import ModelSettings
 from tests.bot.test_model_client import Collector
 from tests.fakes.anthropic_server import (
     Answer,

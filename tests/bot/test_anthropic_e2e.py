@@ -8,10 +8,10 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from bot.app import ThreadwiseClient
-from bot.config import Config
+from bot.answering.recording import InteractionRecorder
+from bot.config.schema import Config
 from bot.model.client import ModelClient
-from bot.recording import InteractionRecorder
+from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from conversation.graph import MessageGraph
 from tests.fakes.anthropic_server import Fail, FakeAnthropic, Overloaded

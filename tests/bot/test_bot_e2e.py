@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import nextcord
 import pytest
 
-from bot.run import run_bot
+from bot.serve.run import run_bot
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import (
     ALICE,

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.context_overflow import recognize_overflow
+from bot.config.model_settings import ModelSettings
 from bot.model.client import ModelClient
+from bot.model.context_overflow import recognize_overflow
 from bot.model.errors import ModelContextTooLongError
-from bot.model.settings import ModelSettings
 from conversation.articles.models import ArticleResult, ArticleStatus
 from conversation.articles.render import render_embeddings
 from conversation.budget import Budget, fit_prompt

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from bot.answering.prompt_budget import PromptBudgeter
+from bot.config.model_settings import ModelSettings
 from bot.model.errors import ModelContextTooLongError
-from bot.model.settings import ModelSettings
-from bot.prompt_budget import PromptBudgeter
 from bot.storage import Store, render_text
 from conversation.budget import Budget, FittedPrompt
 from conversation.node import MessageNode

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from bot.chunking import (
+from bot.discord.chunking import (
     DISCORD_MESSAGE_LIMIT,
     STREAM_LOOKAHEAD,
     Chunk,
@@ -40,7 +40,7 @@ def open_fence_at_end(text: str) -> str | None:
 
 
 def check_chunks(text: str, chunks: list[Chunk], limit: int) -> None:
-    """Everything split_chunks promises (see bot/chunking.py)."""
+    """Everything split_chunks promises (see bot/discord/chunking.py)."""
     position = 0
     for chunk in chunks:
         assert len(chunk.text) <= limit
@@ -301,7 +301,7 @@ def test_blocks_parsed_line_by_line_are_the_blocks_of_the_whole_text(
     data: st.DataObject, text: str
 ) -> None:
     # The streaming split reads each line once; what it knows must equal a parse from scratch.
-    from bot.chunking import _BlockParser, _parse_blocks
+    from bot.discord.chunking import _BlockParser, _parse_blocks
 
     cuts = data.draw(st.lists(st.integers(min_value=0, max_value=len(text)), max_size=20))
     parser = _BlockParser()

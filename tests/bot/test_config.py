@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.config import ConfigError, load_config, require_token
+from bot.cli.main import main
+from bot.config.schema import ConfigError, load_config, require_token
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_repository_config_is_the_defaults():
     """config.toml documents every default: loading it equals loading nothing at all."""
     from_file = load_config(ROOT / "config.toml", env={})
-    from bot.config import Config
+    from bot.config.schema import Config
 
     built_in = Config()
     assert from_file.model_dump(exclude={"storage"}) == built_in.model_dump(exclude={"storage"})
@@ -45,7 +45,7 @@ def test_repository_config_is_the_defaults():
 def test_every_setting_is_written_in_config_toml():
     import tomllib
 
-    from bot.config import Config
+    from bot.config.schema import Config
 
     written = tomllib.loads((ROOT / "config.toml").read_text())
     text = (ROOT / "config.toml").read_text()
@@ -353,10 +353,12 @@ def test_every_key_in_config_toml_has_its_own_comment():
     assert not undocumented, f"keys without their own comment in config.toml: {undocumented}"
 
 
-@pytest.mark.parametrize("section", sorted(__import__("bot.config").config.Config.model_fields))
+@pytest.mark.parametrize(
+    "section", sorted(__import__("bot.config.schema").config.Config.model_fields)
+)
 def test_every_section_loads_from_an_empty_table(tmp_path, section):
     """Defaults are validated as strictly as the file: each must be writable in TOML."""
-    from bot.config import Config
+    from bot.config.schema import Config
 
     config = load_config(write(tmp_path, f"[{section}]\n"), env={})
     assert getattr(config, section).model_dump(exclude={"path"}) == getattr(

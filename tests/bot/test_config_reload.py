@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from bot import config_reload
-from bot.compat import set_rest_base
-from bot.config import Config, load_config
-from bot.config_reload import ConfigWatcher, effective_config, is_live
-from bot.run import serve
+from bot.config import reload as config_reload
+from bot.config.reload import ConfigWatcher, effective_config, is_live
+from bot.config.schema import Config, load_config
+from bot.discord.compat import set_rest_base
+from bot.serve import live_config
+from bot.serve.run import serve
 from conversation.articles.service import ArticleService
 from conversation.settings import ContextSettings
 from tests.fakes.discord_server import FakeDiscord
@@ -333,15 +334,15 @@ async def test_article_limits_apply_to_the_running_service():
 
 async def test_a_reload_keeps_links_to_other_channels_readable():
     """The rebuilt context builder keeps the running bot's resolver of Discord message links."""
-    from bot.app import ThreadwiseClient
     from bot.model.client import ModelClient
+    from bot.serve.client import ThreadwiseClient
 
     config = make_config()
     async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
         client = ThreadwiseClient(config, articles=articles, model=model)
         links = client.answerer.builder.links
         assert links is not None
-        config_reload.apply_to_client(client, config, make_config(context={"max_total": 12}))
+        live_config.apply_to_client(client, config, make_config(context={"max_total": 12}))
         assert client.answerer.builder.settings.max_total == 12
         assert client.answerer.builder.links is links
         await client.close()

@@ -8,9 +8,9 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bot.app import ThreadwiseClient
+from bot.answering.recording import InteractionRecorder
 from bot.model.client import ModelClient
-from bot.recording import InteractionRecorder
+from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from conversation.dce import load_export
 from tests.fakes.discord_gateway import INTENT_GUILDS

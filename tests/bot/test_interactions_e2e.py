@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from bot.cli import main
+from bot.cli.main import main
 from bot.storage import Store
 from tests.fakes.discord_gateway import INTENT_GUILD_MESSAGES
 from tests.fakes.harness import (

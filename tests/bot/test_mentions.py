@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bot.mentions import (
+from bot.discord.mentions import (
     ZERO_WIDTH_SPACE,
     MentionSettings,
     allowed_mentions,

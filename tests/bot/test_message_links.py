@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import ThreadwiseClient
+from bot.answering.recording import InteractionRecorder
 from bot.model.client import ModelClient
-from bot.recording import InteractionRecorder
+from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache

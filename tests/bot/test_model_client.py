@@ -17,6 +17,7 @@ import httpx2
 import pytest
 from pydantic import SecretStr, ValidationError
 
+from bot.config.model_settings import ModelSettings
 from bot.model.client import ModelClient
 from bot.model.errors import (
     ModelAuthError,
@@ -30,7 +31,6 @@ from bot.model.errors import (
     ModelStalledError,
     ModelTimeoutError,
 )
-from bot.model.settings import ModelSettings
 from tests.fakes.openai_server import (
     Answer,
     BrokenStream,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.config import ConfigError, load_config
+from bot.cli.main import main
+from bot.config.schema import ConfigError, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-import bot.recording
-from bot.config import Config
-from bot.recording import open_recorder
+import bot.answering.recording
+from bot.answering.recording import open_recorder
+from bot.config.schema import Config
 from bot.storage import Store, StoreError
 from tests.bot.test_storage import make_record
 
@@ -33,7 +33,7 @@ async def test_old_interactions_go_at_start_up_and_then_daily(tmp_path, monkeypa
     async with Store.open(tmp_path / "store.sqlite3") as store:
         await store.record(make_record(1, [(1, 5, "forty days ago")], started=now - 40 * DAY))
         await store.record(make_record(2, [(2, 5, "yesterday")], started=now - DAY))
-    monkeypatch.setattr(bot.recording, "RETENTION_INTERVAL_SECONDS", 0.05)
+    monkeypatch.setattr(bot.answering.recording, "RETENTION_INTERVAL_SECONDS", 0.05)
     async with open_recorder(config_for(tmp_path, 30)) as recorder:
         assert not known(recorder.store, 1) and known(recorder.store, 2)
         # The bot keeps running; an interaction now past the limit goes at the next daily pass.

@@ -217,7 +217,7 @@ async def test_a_model_that_answers_gives_no_warning(tmp_path):
 async def health_check(path: Path) -> int:
     """The image's HEALTHCHECK command."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.health", cwd=ROOT,
+        sys.executable, "-m", "bot.serve.health", cwd=ROOT,
         env={**os.environ, "THREADWISE_HEALTH_FILE": str(path)},
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
@@ -226,8 +226,8 @@ async def health_check(path: Path) -> int:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_the_start_up_probe_sends_the_key_the_way_the_provider_expects(provider):
-    from bot.model.settings import ModelSettings
-    from bot.startup import model_problem
+    from bot.config.model_settings import ModelSettings
+    from bot.serve.startup import model_problem
     from tests.fakes.anthropic_server import FakeAnthropic
 
     fake_server = FakeAnthropic if provider == "anthropic" else FakeOpenAI
@@ -250,16 +250,16 @@ async def test_the_start_up_probe_sends_the_key_the_way_the_provider_expects(pro
 
 
 async def test_the_start_up_probe_knows_ollamas_latest_tag():
-    from bot.model.settings import ModelSettings
-    from bot.startup import model_problem
+    from bot.config.model_settings import ModelSettings
+    from bot.serve.startup import model_problem
 
     async with FakeOpenAI(models=("llama3.1:latest",)) as fake:
         assert await model_problem(ModelSettings(base_url=fake.url, name="llama3.1")) is None
 
 
 async def test_the_start_up_probe_asks_for_the_v1_a_base_url_lacks():
-    from bot.model.settings import ModelSettings
-    from bot.startup import model_problem
+    from bot.config.model_settings import ModelSettings
+    from bot.serve.startup import model_problem
 
     async with FakeOpenAI() as fake:
         bare = fake.url.removesuffix("/v1")

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bot.config import Config, ConfigError, load_config
-from bot.sharding import ShardedThreadwiseClient, client_class, shard_options
+from bot.config.schema import Config, ConfigError, load_config
+from bot.serve.sharding import ShardedThreadwiseClient, client_class, shard_options
 from bot.storage import Store
 from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
 from tests.fakes.openai_server import FakeOpenAI

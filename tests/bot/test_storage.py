@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot.cli import main as cli_main
+from bot.cli.main import main as cli_main
 from bot.storage import (
     MIGRATIONS,
     ArticleEntry,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main as cli_main
+from bot.cli.main import main as cli_main
 from bot.storage import MIGRATIONS, Store, StoreError
 from bot.storage.postgres import connect_postgres
 from bot.storage.schema import migrate, schema_version

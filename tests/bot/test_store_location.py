@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.config import ConfigError, ConfigSource, load_config
-from bot.startup import log_configuration
+from bot.cli.main import main
+from bot.config.schema import ConfigError, ConfigSource, load_config
+from bot.serve.startup import log_configuration
 from bot.storage import Store, StoreError
 from bot.storage.postgres import redact_url
 
@@ -69,7 +69,7 @@ def test_check_config_with_a_url_names_it_and_loads_again(tmp_path, capsys):
 
 def test_the_start_up_log_names_the_server_not_a_file(tmp_path, caplog):
     path = _postgres_config(tmp_path)
-    with caplog.at_level(logging.INFO, logger="bot.startup"):
+    with caplog.at_level(logging.INFO, logger="bot.serve.startup"):
         log_configuration(load_config(path), ConfigSource(path, explicit=True))
     (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("store:")]
     assert line.startswith("store: postgresql://threadwise:***@127.0.0.1:5999/threadwise?…")

@@ -15,10 +15,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.model.settings import ModelSettings
+from bot.cli.studio import running
+from bot.config.model_settings import ModelSettings
 from bot.storage import ContextEntry, InteractionRecord, Store, WorkLogEntry
 from bot.studio.channel import ChannelStudio
-from bot.studio.command import running
 from bot.studio.server import make_app
 from conversation.gold import Score, load_gold
 from conversation.log_contexts import select_contexts

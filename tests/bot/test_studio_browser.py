@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from bot.cli.studio import running
 from bot.storage import Store, WorkLogEntry
 from bot.studio.channel import ChannelStudio
-from bot.studio.command import running
 from bot.studio.server import make_app
 from conversation.settings import ContextSettings
 from tests.bot.test_studio_api import make_record

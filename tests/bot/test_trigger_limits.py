@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from bot.config import ConfigError, load_config
+from bot.config.schema import ConfigError, load_config
 from bot.storage import Store
 from tests.fakes.discord_gateway import INTENT_GUILDS
 from tests.fakes.harness import (

@@ -152,7 +152,7 @@ class FakeDiscord:
     @contextlib.contextmanager
     def nextcord_pointed_here(self) -> Iterator[None]:
         """Point every nextcord client in this process at the fake, restoring on exit."""
-        from bot.compat import rest_base, set_rest_base
+        from bot.discord.compat import rest_base, set_rest_base
 
         previous = rest_base()
         set_rest_base(self.api_base)

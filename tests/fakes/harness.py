@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.app import ThreadwiseClient
-from bot.config import Config
+from bot.answering.recording import InteractionRecorder
+from bot.config.schema import Config
 from bot.model.client import ModelClient
-from bot.recording import InteractionRecorder
+from bot.serve.client import ThreadwiseClient
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 

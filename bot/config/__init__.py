@@ -1,0 +1,15 @@
+"""Configuration: ``config.toml`` read into pydantic models, checked, reported and watched.
+
+What lives here: the sections' models (``schema``; the model's own in ``model_settings``), the
+validators they share, the one-line error texts (``errors``), ``check-config``'s printout
+(``report``), the reload watcher that tells live edits from restart ones (``reload``) and the
+store URL masking (``store_url``). A new setting goes into the section model that reads it.
+
+May import: ``bot.errors`` and ``conversation`` (whose own sections live in
+``conversation.settings``). Nothing here talks to Discord, the model or the store: the layers
+above read the settings.
+"""
+
+from bot.config.schema import Config, ConfigError, load_config
+
+__all__ = ["Config", "ConfigError", "load_config"]
