@@ -19,6 +19,7 @@ const state = {
   timer: null,
   renderedThreshold: null,
   storeOldest: null,
+  storeTokens: { prompt: 0, cached: 0 },  // summed over the answers shown
 };
 
 // ---------------------------------------------------------------- helpers
@@ -505,9 +506,14 @@ async function loadStore() {
     return;
   }
   const body = $("store-list").querySelector("tbody");
+  const sums = state.storeTokens;
   for (const item of items) {
+    const cached = item.usage.cached_prompt_tokens;
     const tokens = item.usage.prompt_tokens !== undefined
-      ? `${item.usage.prompt_tokens}+${item.usage.completion_tokens ?? "?"}` : "–";
+      ? `${item.usage.prompt_tokens}+${item.usage.completion_tokens ?? "?"}` +
+        (cached !== undefined ? ` (${cached} cached)` : "") : "–";
+    sums.prompt += item.usage.prompt_tokens ?? 0;
+    sums.cached += cached ?? 0;
     const row = el("tr", { "data-id": item.interaction_id, onclick: () => showInteraction(item.interaction_id) },
       el("td", { text: item.started_at.slice(0, 19).replace("T", " ") }),
       el("td", { text: String(item.trigger_message_id) }),
@@ -522,6 +528,9 @@ async function loadStore() {
   else if (state.storeOldest === null) state.storeOldest = 0;
   $("store-more").hidden = items.length < 50;
   $("store-more").onclick = loadStore;
+  const share = sums.prompt ? ` (${(100 * sums.cached / sums.prompt).toFixed(1)}%)` : "";
+  $("store-tokens").textContent = `${body.children.length} answers shown: ${sums.prompt} prompt ` +
+    `tokens, ${sums.cached} of them read from the server's prompt cache${share}`;
   setStatus(`${body.children.length} answers shown`);
 }
 
