@@ -151,15 +151,22 @@ def refit_prompt(
     if budget is not None:
         counter = counter or TokenCounter()
         label = counter.scale(node_tokens(OTHERS_NODE)) if others else 0
-        fitted = fit_prompt(
-            system,
-            materialized.nodes,
-            _less(budget, label),
-            counter,
-            articles=materialized.articles,
-            attachments=materialized.attachment_texts,
-        )
-        fitted = _with_label(fitted, others, label, budget)
+
+        def fit(within: Budget) -> FittedPrompt:
+            return fit_prompt(
+                system,
+                materialized.nodes,
+                within,
+                counter,
+                articles=materialized.articles,
+                attachments=materialized.attachment_texts,
+            )
+
+        # The label is needed only while one of the other recent messages is still in; room is
+        # kept for it only when it is needed and would not fit otherwise.
+        fitted = _with_label(fit(budget), others, label, budget)
+        if fitted.total > budget.limit and _has_label(fitted):
+            fitted = _with_label(fit(_less(budget, label)), others, label, budget)
         nodes = fitted.nodes
     graph = MessageGraph()
     graph.extend(nodes)
@@ -191,6 +198,10 @@ def _labelled(nodes: list[MessageNode], others: set[str]) -> list[MessageNode]:
         if node.message_id in others:
             return [*nodes[:index], OTHERS_NODE, *nodes[index:]]
     return nodes
+
+
+def _has_label(fitted: FittedPrompt) -> bool:
+    return any(is_others_label(node) for node in fitted.nodes)
 
 
 def _less(budget: Budget, tokens: int) -> Budget:

@@ -381,7 +381,9 @@ function renderDetail(view) {
   $("detail-title").textContent = `Context of ${trigger.author} at ${trigger.time.slice(0, 16).replace("T", " ")}`;
   $("detail-summary").textContent =
     `${view.context.length} messages chosen · token budget: ${view.budget} ` +
-    `(system prompt ${view.system_tokens}, trigger ${view.trigger_tokens}; linked articles ` +
+    `(system prompt ${view.system_tokens}, trigger ${view.trigger_tokens}` +
+    (view.label_tokens ? `, label of the other recent messages ${view.label_tokens}` : "") +
+    `; linked articles ` +
     `not read here) · ${view.rest_calls} REST call${view.rest_calls === 1 ? "" : "s"} with a cold cache`;
   $("problems").replaceChildren(...view.problems.map((problem) => el("li", { text: problem })));
   $("toml").textContent = view.toml;
