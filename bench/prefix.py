@@ -1,16 +1,20 @@
-"""How much of each prompt a prefix-caching model server could reuse from the previous one.
+"""How much of each prompt a prefix-caching model server could reuse, old layout against new.
 
 Replays the irc-dev triggers in order, channel by channel (one log is one channel), builds the
-prompt each would get, and compares it with the previous prompt of the same channel: the
-longest byte-identical prefix of the two, rendered the way chat templates lay messages out,
-is what llama.cpp, vLLM or Ollama would not need to read again (OpenAI and Anthropic bill it as
-cached). Reported as the share of all prompt tokens, and as tokens saved per answer.
+prompt each would get, and measures the longest byte-identical prefix it shares, rendered the
+way chat templates lay messages out, with:
 
-Two prompt layouts, in the same run: before (the persona starts with "The current time is
-{now}" and the trigger carries no time; ``now`` is the trigger's minute, as for an answer given
-at once) and after (no per-request value at the start; the trigger ends with its own time).
+* the previous prompt of the channel (one llama.cpp slot, Ollama);
+* any of the channel's last 64 prompts (vLLM's prefix cache, several llama.cpp slots, OpenAI
+  and Anthropic, which keep many prefixes).
 
-    python -m bench.prefix [DATA_DIR]
+That prefix is what the server does not read again (OpenAI and Anthropic bill it as cached).
+Reported as the share of all prompt tokens, for two layouts of the same selection, built once
+per trigger: time order (before) and the conversation first, the channel's other recent
+messages after a label (``conversation.layout``). Context F1 and parent recall of the selection
+are printed beside them: the layout moves no message in or out.
+
+    python -m bench.prefix [DATA_DIR] [--window 64]
 """
 
 from __future__ import annotations
@@ -18,41 +22,38 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.context_quality import DEFAULT_DATA, gold_triggers
+from bench.context_quality import DEFAULT_DATA
 from bot.config.model_settings import DEFAULT_SYSTEM_PROMPT
 from conversation.budget import Budget
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.formats import to_openai
+from conversation.gold import Score, load_gold
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
-from conversation.pipeline import persona_for, prepare_prompt
+from conversation.pipeline import conversation_threshold, persona_for, prompt_for
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
 from conversation.tokens import TokenCounter, text_tokens
 
-BEFORE_PROMPT = (
-    "You are {bot_name}, a helpful assistant chatting on the Discord server {server}, "
-    "in #{channel}. The current time is {now}. Several people may be talking at once: each "
-    "message is labelled with its author, answer the one who addressed you. Be concise and use "
-    "Discord markdown."
-)
+LAYOUTS = {"before: time order": True, "after: conversation first": False}
 
 
 @dataclass
 class Tally:
     prompts: int = 0
     tokens: int = 0
-    reused: int = 0
+    previous: int = 0  # tokens shared with the previous prompt
+    recent: int = 0  # tokens shared with the best of the last ``window`` prompts
 
-    @property
-    def share(self) -> float:
-        return self.reused / self.tokens if self.tokens else 0.0
+    def share(self, reused: int) -> float:
+        return reused / self.tokens if self.tokens else 0.0
 
 
 def rendered(messages: list[dict]) -> list[str]:
@@ -79,52 +80,65 @@ def shared_prefix(previous: list[str], current: list[str]) -> str:
     return "".join(parts)
 
 
-async def replay(data: Path, template: str, budget: Budget | None) -> Tally:
-    tally = Tally()
-    settings = ContextSettings()
-    builder = ContextBuilder(settings)
+async def replay(data: Path, window: int) -> tuple[dict[str, Tally], Score]:
+    tallies = {name: Tally() for name in LAYOUTS}
+    score = Score()
+    budget = Budget(window=8192, reserve=1024)
+    builder = ContextBuilder(ContextSettings())
+    threshold = conversation_threshold(builder)
     materializer = Materializer(MaterializeOptions())
     for log_path in sorted(data.glob("*.json")):
         if log_path.name.endswith(".gold.json"):
             continue
         source = LogSource.from_file(log_path)
-        persona = persona_for(template, "threadwise", source.channel)
-        previous: list[str] = []
-        for trigger_id in sorted(gold_triggers(log_path.with_suffix(".gold.json"))):
+        persona = persona_for(DEFAULT_SYSTEM_PROMPT, "threadwise", source.channel)
+        gold = load_gold(log_path.with_suffix(".gold.json"))
+        seen: dict[str, deque[list[str]]] = {name: deque(maxlen=window) for name in LAYOUTS}
+        for trigger_id in sorted(gold):
             trigger = source.message(trigger_id)
             reader = ChannelReader(source, ChannelCache(source.channel_id))
-            prepared = await prepare_prompt(
-                trigger,
-                reader,
-                builder,
-                materializer,
-                persona,
-                now=trigger.created_at,
-                budget=budget,
-                counter=TokenCounter(),
-            )
-            current = rendered(to_openai(prepared.graph.snapshot().nodes()))
-            tally.prompts += 1
-            tally.tokens += text_tokens("".join(current))
-            tally.reused += text_tokens(shared_prefix(previous, current))
-            previous = current
-    return tally
+            selection = await builder.build(trigger, reader)
+            score.add(trigger_id, set(selection.ids), gold[trigger_id])
+            for name, time_order in LAYOUTS.items():
+                prepared = await prompt_for(
+                    selection,
+                    materializer,
+                    persona,
+                    threshold=threshold,
+                    now=trigger.created_at,
+                    budget=budget,
+                    counter=TokenCounter(),
+                    time_order=time_order,
+                )
+                current = rendered(to_openai(prepared.graph.snapshot().nodes()))
+                tally, earlier = tallies[name], seen[name]
+                tally.prompts += 1
+                tally.tokens += text_tokens("".join(current))
+                if earlier:
+                    tally.previous += text_tokens(shared_prefix(earlier[-1], current))
+                    tally.recent += max(text_tokens(shared_prefix(old, current)) for old in earlier)
+                earlier.append(current)
+    return tallies, score
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--window", type=int, default=64, help="prompts a server keeps (64)")
     args = parser.parse_args()
-    budget = Budget(window=8192, reserve=1024)
-    before = asyncio.run(replay(args.data, BEFORE_PROMPT, None))
-    after = asyncio.run(replay(args.data, DEFAULT_SYSTEM_PROMPT, budget))
-    print(f"{before.prompts} triggers of {args.data.name}, replayed in order per channel\n")
-    print("| prompt layout | prompt tokens | reusable prefix | share | tokens not re-read/answer |")
-    print("|---|---|---|---|---|")
-    for name, tally in (("before: {now} in the system prompt", before), ("after", after)):
+    tallies, score = asyncio.run(replay(args.data, args.window))
+    first = next(iter(tallies.values()))
+    print(f"{first.prompts} triggers of {args.data.name}, replayed in order per channel\n")
+    print(
+        f"| prompt layout | prompt tokens | reused from previous | reused from last "
+        f"{args.window} | tokens not re-read/answer | context F1 | parent recall |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, tally in tallies.items():
         print(
-            f"| {name} | {tally.tokens:,} | {tally.reused:,} | {tally.share:.1%} | "
-            f"{tally.reused / max(tally.prompts, 1):.0f} |"
+            f"| {name} | {tally.tokens:,} | {tally.share(tally.previous):.1%} | "
+            f"{tally.share(tally.recent):.1%} | {tally.recent / max(tally.prompts, 1):.0f} | "
+            f"{score.f1:.3f} | {score.parent_recall:.3f} |"
         )
 
 

@@ -53,7 +53,8 @@ class MaterializeOptions(BaseModel):
 
 @dataclass
 class MaterializedContext:
-    """Nodes in chronological order, the trigger last, and what happened to each article."""
+    """Nodes in the selection's order (the prompt's, see ``layout``), the trigger last, and what
+    happened to each article."""
 
     nodes: list[MessageNode]
     articles: list[ArticleResult] = field(default_factory=list)

@@ -2,8 +2,10 @@
 
 The order of the prompt is chosen for servers' prompt caches (llama.cpp, vLLM and Ollama reuse
 the longest prefix they already read; OpenAI and Anthropic bill it cheaper): nothing that
-changes per request comes early. The current time, when the persona does not place ``{now}``
-itself, is the trigger's own time to the minute, written after the trigger's text.
+changes per request comes early. The system prompt, then the trigger's conversation, then the
+channel's other recent messages after a label, then the trigger (``conversation.layout``). The
+current time, when the persona does not place ``{now}`` itself, is the trigger's own time to the
+minute, written after the trigger's text.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from datetime import UTC, datetime
 from conversation.budget import Budget, FittedPrompt, fit_prompt
 from conversation.builder import ContextBuilder
 from conversation.graph import MessageGraph
+from conversation.layout import OTHERS_LABEL, Layout, lay_out
 from conversation.materialize import MaterializedContext, Materializer, render_system_prompt
 from conversation.names import neutral_name
-from conversation.node import MessageNode
+from conversation.node import FrozenMap, MessageNode
 from conversation.reader import ChannelReader
 from conversation.selection import ContextSelection
 from conversation.source import MessageLike
-from conversation.tokens import TokenCounter
+from conversation.tokens import TokenCounter, node_tokens
 
 NOW_PLACEHOLDER = "{now}"
 
@@ -32,10 +35,29 @@ class PreparedPrompt:
     graph: MessageGraph
     system: MessageNode
     fitted: FittedPrompt | None = None  # None when no budget was given
+    layout: Layout | None = None  # None: time order (a graph built elsewhere)
 
     @property
     def request_messages(self) -> list[dict]:
         return self.graph.to_openai()
+
+    @property
+    def stable_end(self) -> int:
+        """How many request messages make the part a follow-up in the same conversation sends
+        again unchanged: the system prompt and the conversation, up to the label of the other
+        messages (or the trigger)."""
+        nodes = self.graph.snapshot().nodes()
+        for index, node in enumerate(nodes):
+            if is_others_label(node):
+                return index
+        return max(len(nodes) - 1, 0)
+
+    @property
+    def cache_key(self) -> str:
+        """One key per conversation (its oldest message), the same for its follow-ups, so a
+        server that routes by key sends them to the cache that holds their start."""
+        root = self.layout.root if self.layout else self.selection.trigger.id
+        return f"conversation-{root}"
 
 
 @dataclass
@@ -65,7 +87,35 @@ async def prepare_prompt(
     written after it, so the prompt of a message is the same whenever it is built.
     """
     selection = await builder.build(trigger, reader)
-    materialized = await materializer.materialize(selection)
+    return await prompt_for(
+        selection,
+        materializer,
+        persona,
+        threshold=conversation_threshold(builder),
+        now=now,
+        budget=budget,
+        counter=counter,
+    )
+
+
+async def prompt_for(
+    selection: ContextSelection,
+    materializer: Materializer,
+    persona: Persona,
+    *,
+    threshold: float | None,
+    now: datetime | None = None,
+    budget: Budget | None = None,
+    counter: TokenCounter | None = None,
+    time_order: bool = False,
+) -> PreparedPrompt:
+    """The prompt of a selection already built (``threshold``: see ``lay_out``).
+
+    ``time_order`` lays every message out in time order, as the bot did before the layout
+    (``bench.prefix`` compares the two).
+    """
+    layout = None if time_order else lay_out(selection, threshold)
+    materialized = await materializer.materialize(layout.selection if layout else selection)
     system = MessageNode(
         role="system",
         content=render_system_prompt(
@@ -79,7 +129,11 @@ async def prepare_prompt(
     if NOW_PLACEHOLDER not in persona.template:
         materialized.nodes = _with_time(materialized.nodes)
     prepared = PreparedPrompt(
-        selection=selection, materialized=materialized, graph=MessageGraph(), system=system
+        selection=selection,
+        materialized=materialized,
+        graph=MessageGraph(),
+        system=system,
+        layout=layout,
     )
     return refit_prompt(prepared, budget, counter)
 
@@ -92,16 +146,27 @@ def refit_prompt(
     materialized = prepared.materialized
     system = prepared.system
     fitted = None
-    nodes: list[MessageNode] = [system, *materialized.nodes]
+    others = {str(m.id) for m in prepared.layout.others} if prepared.layout else set()
+    nodes: list[MessageNode] = _labelled([system, *materialized.nodes], others)
     if budget is not None:
-        fitted = fit_prompt(
-            system,
-            materialized.nodes,
-            budget,
-            counter or TokenCounter(),
-            articles=materialized.articles,
-            attachments=materialized.attachment_texts,
-        )
+        counter = counter or TokenCounter()
+        label = counter.scale(node_tokens(OTHERS_NODE)) if others else 0
+
+        def fit(within: Budget) -> FittedPrompt:
+            return fit_prompt(
+                system,
+                materialized.nodes,
+                within,
+                counter,
+                articles=materialized.articles,
+                attachments=materialized.attachment_texts,
+            )
+
+        # The label is needed only while one of the other recent messages is still in; room is
+        # kept for it only when it is needed and would not fit otherwise.
+        fitted = _with_label(fit(budget), others, label, budget)
+        if fitted.total > budget.limit and _has_label(fitted):
+            fitted = _with_label(fit(_less(budget, label)), others, label, budget)
         nodes = fitted.nodes
     graph = MessageGraph()
     graph.extend(nodes)
@@ -111,7 +176,61 @@ def refit_prompt(
         graph=graph,
         system=system,
         fitted=fitted,
+        layout=prepared.layout,
     )
+
+
+OTHERS_NODE = MessageNode(role="user", content=OTHERS_LABEL, metadata={"layout": "others"})
+
+
+def is_others_label(node: MessageNode) -> bool:
+    """Whether ``node`` is the label before the channel's other recent messages."""
+    return (
+        node.message_id is None
+        and bool(node.metadata)
+        and node.metadata.get("layout") == ("others")
+    )
+
+
+def _labelled(nodes: list[MessageNode], others: set[str]) -> list[MessageNode]:
+    """The label before the first of the other recent messages still in (none: no label)."""
+    for index, node in enumerate(nodes):
+        if node.message_id in others:
+            return [*nodes[:index], OTHERS_NODE, *nodes[index:]]
+    return nodes
+
+
+def _has_label(fitted: FittedPrompt) -> bool:
+    return any(is_others_label(node) for node in fitted.nodes)
+
+
+def _less(budget: Budget, tokens: int) -> Budget:
+    """The budget with ``tokens`` more kept aside (for the label), while any room is left."""
+    reserve = min(budget.reserve + tokens, budget.window - 1)
+    return budget.model_copy(update={"reserve": reserve})
+
+
+def _with_label(fitted: FittedPrompt, others: set[str], label: int, budget: Budget) -> FittedPrompt:
+    """The fitted prompt with the label in, counted, against the budget really in force."""
+    nodes = _labelled(fitted.nodes, others)
+    tokens = list(fitted.tokens)
+    total = fitted.total
+    if len(nodes) > len(fitted.nodes):
+        index = next(i for i, node in enumerate(nodes) if is_others_label(node))
+        nodes[index] = OTHERS_NODE.model_copy(
+            update={"metadata": FrozenMap({**OTHERS_NODE.metadata, "tokens": label})}
+        )
+        tokens.insert(index, label)
+        total += label
+    return FittedPrompt(nodes=nodes, tokens=tokens, total=total, budget=budget, cuts=fitted.cuts)
+
+
+def conversation_threshold(builder: ContextBuilder) -> float | None:
+    """The learned score's threshold in force (None when the rules decide)."""
+    if builder.model is None:
+        return None
+    setting = builder.settings.relevance_threshold
+    return builder.model.threshold if setting is None else setting
 
 
 def _with_time(nodes: list[MessageNode]) -> list[MessageNode]:

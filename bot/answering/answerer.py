@@ -21,7 +21,7 @@ from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
 from bot.discord.posting import ReplyStreamer
 from bot.discord.triggers import TriggerMessage
-from bot.model.call import Completion, DeltaCallback
+from bot.model.call import CacheHints, Completion, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.errors import ModelContextTooLongError, ModelError
 from conversation.builder import ContextBuilder
@@ -65,6 +65,11 @@ class AnswerResult:
 
 
 Recorder = Callable[[AnswerResult], Awaitable[None]]
+
+
+def cache_hints(prepared: PreparedPrompt) -> CacheHints:
+    """The prompt cache's key (the conversation) and the end of the prompt's reusable start."""
+    return CacheHints(key=prepared.cache_key, stable_end=prepared.stable_end)
 
 
 @contextlib.asynccontextmanager
@@ -213,7 +218,9 @@ class Answerer:
         while True:
             try:
                 return await self.model.complete(
-                    result.prepared.request_messages, on_delta=on_delta
+                    result.prepared.request_messages,
+                    on_delta=on_delta,
+                    cache=cache_hints(result.prepared),
                 )
             except ModelContextTooLongError as error:
                 if len(result.refits) >= MAX_REFITS or error.partial_text:

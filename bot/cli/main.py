@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
@@ -84,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     contexts.add_argument("log", type=Path, help="DiscordChatExporter JSON export")
     contexts.add_argument(
         "--triggers", type=Path, help="file of message ids, one per line (default: every message)"
+    )
+    contexts.add_argument(
+        "--prompts",
+        action="store_true",
+        help='each line also holds "prompt": the messages exactly as they would be sent (as '
+        "replay --format json shows them)",
     )
     contexts.set_defaults(handler=_contexts)
 
@@ -202,7 +209,17 @@ def _contexts(args: argparse.Namespace, config: Config) -> int:
             report = selection.report()
             sys.stdout.write(report.model_dump_json(exclude={"problems"}) + "\n")
 
-    asyncio.run(emit())
+    async def emit_prompts() -> None:
+        from bot.cli.replay import log_prompts, offline_pages
+
+        wanted = [source.message(t) for t in triggers] if triggers else source.messages
+        pages = offline_pages(args.log)
+        async for prepared in log_prompts(source, wanted, config, pages):
+            report = prepared.selection.report().model_dump(mode="json", exclude={"problems"})
+            report["prompt"] = prepared.request_messages
+            sys.stdout.write(json.dumps(report, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    asyncio.run(emit_prompts() if args.prompts else emit())
     return 0
 
 

@@ -12,10 +12,12 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.answering.answerer import cache_hints
 from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.config.schema import Config
@@ -28,7 +30,7 @@ from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
-from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt
+from conversation.pipeline import PreparedPrompt, is_others_label, persona_for, prepare_prompt
 from conversation.reader import ChannelReader
 
 
@@ -39,7 +41,7 @@ def replay(args: argparse.Namespace, config: Config) -> int:
     trigger = source.messages[-1] if args.trigger is None else source.message(args.trigger)
     if trigger is None:
         raise CommandError(f"{args.log}: no message {args.trigger} in the log")
-    pages = _offline_pages(args.log)
+    pages = offline_pages(args.log)
     prepared, answer = asyncio.run(_prepare(source, trigger, config, pages, not args.no_model))
     if args.format == "json":
         print(json.dumps(_as_json(prepared, answer), indent=2, ensure_ascii=False))
@@ -54,7 +56,7 @@ class ModelAnswer:
     failed: bool = False
 
 
-def _offline_pages(log: Path) -> dict[str, Path]:
+def offline_pages(log: Path) -> dict[str, Path]:
     """Bundled copies of linked pages beside the log (``pages/index.json``: url -> file)."""
     index = log.parent / "pages" / "index.json"
     if not index.exists():
@@ -77,7 +79,18 @@ def _offline_pages(log: Path) -> dict[str, Path]:
 async def _prepare(
     source: LogSource, trigger: Any, config: Config, pages: dict[str, Path], ask_model: bool
 ) -> tuple[PreparedPrompt, str]:
-    reader = ChannelReader(source, ChannelCache(source.channel_id))
+    async for prepared in log_prompts(source, [trigger], config, pages):
+        if not ask_model:
+            return prepared, ModelAnswer("(not asked: --no-model shows only the prompt)")
+        return prepared, await _ask_model(prepared, config)
+    raise AssertionError("one trigger gives one prompt")
+
+
+async def log_prompts(
+    source: LogSource, triggers: Iterable[Any], config: Config, pages: dict[str, Path]
+) -> AsyncIterator[PreparedPrompt]:
+    """The prompt of each trigger as the bot would send it at the time (``{now}`` is the
+    trigger's time), each built from a cold cache; one article service for them all."""
     options = MaterializeOptions(
         bot_user_id=source.bot_user_id,
         vision=config.model.vision,
@@ -85,24 +98,23 @@ async def _prepare(
         max_text_attachments=config.attachments.max_text_attachments,
         notices=bot_notices(),
     )
+    builder = ContextBuilder(config.context)
     async with ArticleService(config.articles, offline_pages=pages) as articles:
         materializer = Materializer(options, articles)
-        bot_name = source.bot_name
-        persona = persona_for(config.model.system_prompt, bot_name, source.channel)
-        budgeter = PromptBudgeter(config.model)  # the conservative count: no store here
-        prepared = await prepare_prompt(
-            trigger,
-            reader,
-            ContextBuilder(config.context),
-            materializer,
-            persona,
-            budget=budgeter.budget(),
-            counter=budgeter.counter(),
-            now=trigger.created_at,
-        )
-    if not ask_model:
-        return prepared, ModelAnswer("(not asked: --no-model shows only the prompt)")
-    return prepared, await _ask_model(prepared, config)
+        persona = persona_for(config.model.system_prompt, source.bot_name, source.channel)
+        for trigger in triggers:
+            reader = ChannelReader(source, ChannelCache(source.channel_id))
+            budgeter = PromptBudgeter(config.model)  # the conservative count: no store here
+            yield await prepare_prompt(
+                trigger,
+                reader,
+                builder,
+                materializer,
+                persona,
+                budget=budgeter.budget(),
+                counter=budgeter.counter(),
+                now=trigger.created_at,
+            )
 
 
 async def _ask_model(prepared: PreparedPrompt, config: Config) -> ModelAnswer:
@@ -111,7 +123,9 @@ async def _ask_model(prepared: PreparedPrompt, config: Config) -> ModelAnswer:
     )
     async with ModelClient(settings) as client:
         try:
-            completion = await client.complete(prepared.request_messages)
+            completion = await client.complete(
+                prepared.request_messages, cache=cache_hints(prepared)
+            )
         except ModelError as error:
             return ModelAnswer(
                 f"(no model answered at {settings.base_url}: {error.detail}; "
@@ -182,6 +196,8 @@ def _print_text(
             label = "trigger"
         elif node.role == "system":
             label = "system prompt"
+        elif is_others_label(node):
+            label = "label: the other recent messages follow"
         else:
             reasons = selection.reasons.get(int(node.message_id or 0), [])
             label = (

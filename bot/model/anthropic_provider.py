@@ -4,8 +4,10 @@ The OpenAI-format messages are translated by the message graph (``to_anthropic``
 prompt apart, consecutive turns merged, images as image blocks). The ``name`` of each message
 is left out first: the materializer already writes who speaks at the start of the text, and
 ``to_anthropic`` would repeat it as ``[name]`` (teaching the model to prefix its answers too).
-Two prompt-cache breakpoints: the system prompt, and the end of the conversation, so the next
-answer in the channel reads everything this one sent, as long as its start stays the same.
+Two prompt-cache breakpoints: the end of the system prompt, and the end of the part a
+follow-up in the same conversation sends again unchanged (the conversation, before the channel's
+other recent messages and the message answered: ``CacheHints.stable_end``; without hints, the
+last turn). The next answer in the conversation reads that part from the cache.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import anthropic
 import httpx2
 
 from bot.config.model_settings import ModelSettings
-from bot.model.call import Call, Usage
+from bot.model.call import CacheHints, Call, Usage
 from bot.model.errors import ModelProtocolError
 from bot.model.provider import Provider, as_dict
 from conversation.graph import MessageGraph
@@ -42,17 +44,24 @@ class AnthropicProvider(Provider):
         # No key: send no Authorization (not an empty one, nor one the SDK finds elsewhere).
         self.headers = {} if self.key else {"Authorization": anthropic.omit}
 
-    def build(self, messages: Sequence[Mapping[str, Any]], stream: bool) -> dict[str, Any]:
+    def build(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        stream: bool,
+        cache: CacheHints | None = None,
+    ) -> dict[str, Any]:
         unnamed = [{k: v for k, v in m.items() if k != "name"} for m in messages]
-        system, turns = MessageGraph.from_openai(unnamed).to_anthropic()
-        if turns and turns[0]["role"] == "assistant":
-            turns.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING}]})
+        system, turns = _turns(unnamed)
         settings = self.settings
         body: dict[str, Any] = {"model": settings.name, "max_tokens": settings.answer_reserve}
         if system:
             body["system"] = [{"type": "text", "text": system, "cache_control": _BREAKPOINT}]
-        if turns:
-            turns[-1]["content"][-1]["cache_control"] = _BREAKPOINT
+        blocks = [block for turn in turns for block in turn["content"]]
+        end = len(blocks)
+        if cache is not None and cache.stable_end is not None:
+            end = len([b for t in _turns(unnamed[: cache.stable_end])[1] for b in t["content"]])
+        if 0 < end <= len(blocks):
+            blocks[end - 1]["cache_control"] = _BREAKPOINT
         body["messages"] = turns
         body |= {
             k: v
@@ -87,6 +96,15 @@ class AnthropicProvider(Provider):
                 total = (call.usage.prompt_tokens or 0) + output
                 update = {"completion_tokens": output, "total_tokens": total}
                 call.usage = call.usage.model_copy(update=update)
+
+
+def _turns(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The system prompt and the turns; the turns of a start of ``messages`` are a start of the
+    turns of all of them (merging only appends), which is how a breakpoint finds its block."""
+    system, turns = MessageGraph.from_openai(messages).to_anthropic()
+    if turns and turns[0]["role"] == "assistant":
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING}]})
+    return system, turns
 
 
 def _usage(usage: object, with_output: bool = False) -> Usage | None:

@@ -26,6 +26,17 @@ class Usage(_Record):
     cached_prompt_tokens: int | None = None
 
 
+class CacheHints(_Record):
+    """Where a prompt's reusable start ends and which cache it belongs to, for the providers'
+    prompt caches: ``key`` is the same for every answer in one conversation (OpenAI's
+    ``prompt_cache_key`` routes by it); ``stable_end`` counts the request messages a follow-up
+    in the same conversation sends again unchanged (system prompt and conversation), where
+    Anthropic gets its second cache breakpoint."""
+
+    key: str | None = None
+    stable_end: int | None = None
+
+
 class Attempt(_Record):
     """One HTTP request of a call, for the work log (``status`` None: no response came)."""
 

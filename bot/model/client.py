@@ -20,7 +20,14 @@ from typing import Any, Literal
 import httpx2
 
 from bot.config.model_settings import CONNECTION_KEYS, ModelSettings
-from bot.model.call import Attempt, Call, CallbackFailed, Completion, DeltaCallback
+from bot.model.call import (
+    Attempt,
+    CacheHints,
+    Call,
+    CallbackFailed,
+    Completion,
+    DeltaCallback,
+)
 from bot.model.errors import (
     ModelConnectionError,
     ModelError,
@@ -80,10 +87,15 @@ class ModelClient:
         return getattr(self.provider, "stream_options_ok", False)
 
     def build_request(
-        self, messages: Sequence[Mapping[str, Any]], *, stream: bool | None = None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        stream: bool | None = None,
+        cache: CacheHints | None = None,
     ) -> dict[str, Any]:
         """The JSON body :meth:`complete` would send now; ``TypeError`` if it is not JSON."""
-        body = self.provider.build(messages, self.settings.stream if stream is None else stream)
+        stream = self.settings.stream if stream is None else stream
+        body = self.provider.build(messages, stream, cache)
         try:
             return json.loads(json.dumps(body, ensure_ascii=False, allow_nan=False))
         except (TypeError, ValueError) as exc:
@@ -95,18 +107,20 @@ class ModelClient:
         *,
         on_delta: DeltaCallback | None = None,
         stream: bool | None = None,
+        cache: CacheHints | None = None,
     ) -> Completion:
         """Answer ``messages`` (OpenAI chat format; a provider may translate them).
 
-        ``on_delta`` gets the text as it arrives (once, whole, when not streaming). Raises a
+        ``on_delta`` gets the text as it arrives (once, whole, when not streaming); ``cache``
+        tells the provider where the prompt's reusable start ends and whose it is. Raises a
         :class:`ModelError`; an exception raised by ``on_delta`` propagates unchanged.
         """
         stream = self.settings.stream if stream is None else stream
-        self.build_request(messages, stream=stream)  # fail fast on unserializable input
+        self.build_request(messages, stream=stream, cache=cache)  # fail fast: unserializable
         call, limit = Call(on_delta), self.settings.timeout_seconds
         try:
             async with asyncio.timeout(limit) as deadline:
-                return await self._attempts(messages, stream, call)
+                return await self._attempts(messages, stream, call, cache)
         except CallbackFailed as failed:
             raise failed.__cause__ from None  # type: ignore[misc]
         except TimeoutError:
@@ -123,11 +137,15 @@ class ModelClient:
             raise self._finish(final, call) from None
 
     async def _attempts(
-        self, messages: Sequence[Mapping[str, Any]], stream: bool, call: Call
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        stream: bool,
+        call: Call,
+        cache: CacheHints | None = None,
     ) -> Completion:
         sdk, retries = self.provider.sdk, 0
         while True:
-            body = call.request = self.build_request(messages, stream=stream)
+            body = call.request = self.build_request(messages, stream=stream, cache=cache)
             call.fresh()
             try:
                 await self.provider.send(body, call)

@@ -1,4 +1,10 @@
-"""Any OpenAI-compatible ``/chat/completions`` server, through the ``openai`` SDK."""
+"""Any OpenAI-compatible ``/chat/completions`` server, through the ``openai`` SDK.
+
+With cache hints, ``prompt_cache_key`` names the conversation (OpenAI routes requests with the
+same key to the same prompt cache, so a follow-up finds its start there); an operator's
+``extra_body`` may set or override it. Servers that do not know the field ignore it (vLLM,
+llama.cpp, Ollama and OpenRouter do).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ import httpx2
 import openai
 
 from bot.config.model_settings import ModelSettings
-from bot.model.call import Call, Usage
+from bot.model.call import CacheHints, Call, Usage
 from bot.model.errors import ModelError, ModelRejectedError, reported_error
 from bot.model.provider import Provider, as_dict
 
@@ -33,9 +39,15 @@ class OpenAIProvider(Provider):
         self.headers = {"OpenAI-Organization": openai.omit, "OpenAI-Project": openai.omit}
         self.headers |= {} if self.key else {"Authorization": openai.omit}
 
-    def build(self, messages: Sequence[Mapping[str, Any]], stream: bool) -> dict[str, Any]:
+    def build(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        stream: bool,
+        cache: CacheHints | None = None,
+    ) -> dict[str, Any]:
         body = {"model": self.settings.name, "messages": [dict(m) for m in messages]}
         body |= {k: v for k in SAMPLING if (v := getattr(self.settings, k)) is not None}
+        body |= {"prompt_cache_key": cache.key} if cache is not None and cache.key else {}
         body |= {"stream": stream, **self.settings.extra_body}
         if stream and self.stream_options_ok:
             body["stream_options"] = {"include_usage": True}

@@ -15,7 +15,7 @@ from typing import Any
 import httpx2
 
 from bot.config.model_settings import ModelSettings
-from bot.model.call import Call
+from bot.model.call import CacheHints, Call
 from bot.model.errors import (
     ModelConnectionError,
     ModelError,
@@ -38,7 +38,12 @@ class Provider:
         self.settings, self.url = settings, settings.base_url + self.path
         self.key = settings.api_key.get_secret_value() if settings.api_key else ""
 
-    def build(self, messages: Sequence[Mapping[str, Any]], stream: bool) -> dict[str, Any]:
+    def build(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        stream: bool,
+        cache: CacheHints | None = None,
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
     async def whole(self, answer: dict[str, Any], call: Call) -> None:

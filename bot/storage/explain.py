@@ -117,6 +117,7 @@ def render_text(explanation: Explanation, limit: int | None = None) -> str:
         + (
             f" · tokens {e.usage.get('prompt_tokens', '?')}+"
             f"{e.usage.get('completion_tokens', '?')}={e.usage.get('total_tokens', '?')}"
+            + cached_note(e.usage)
             if e.usage
             else ""
         ),
@@ -139,6 +140,14 @@ def render_text(explanation: Explanation, limit: int | None = None) -> str:
         if len(text) <= limit:
             return text
     return _fit(head, body, limit)
+
+
+def cached_note(usage: dict[str, int]) -> str:
+    """`` (800 of the prompt's tokens from the server's prompt cache)``, when it said so."""
+    cached = usage.get("cached_prompt_tokens")
+    if cached is None:
+        return ""
+    return f" ({cached} of the prompt's tokens from the server's prompt cache)"
 
 
 def _body(e: Explanation, excerpt_chars: int | None) -> list[str]:

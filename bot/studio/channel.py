@@ -25,7 +25,7 @@ from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
 from conversation.names import shown_name
-from conversation.pipeline import persona_for, prepare_prompt
+from conversation.pipeline import is_others_label, persona_for, prepare_prompt
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
 from conversation.source import created_ms, reference_id
@@ -128,6 +128,8 @@ class ContextView(BaseModel):
     trigger: str
     trigger_tokens: int
     system_tokens: int
+    # The label before the recent messages that are not part of the conversation (0: none).
+    label_tokens: int = 0
     context: list[ChosenMessage]
     edges: list[Edge]
     tokens: int  # the whole prompt, estimated
@@ -301,6 +303,11 @@ class ChannelStudio:
             trigger=str(trigger_id),
             trigger_tokens=sent.get(trigger_id, ("", 0))[1],
             system_tokens=fitted.tokens[0],
+            label_tokens=sum(
+                tokens
+                for node, tokens in zip(fitted.nodes, fitted.tokens, strict=True)
+                if is_others_label(node)
+            ),
             context=chosen,
             edges=edges,
             tokens=fitted.total,

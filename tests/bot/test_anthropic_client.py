@@ -9,6 +9,8 @@ import pytest
 from pydantic import SecretStr
 
 from bot.config.model_settings import ModelSettings
+from bot.model.anthropic_provider import OPENING
+from bot.model.call import CacheHints
 from bot.model.client import ModelClient
 from bot.model.errors import (
     ModelAuthError,
@@ -138,6 +140,31 @@ async def test_the_next_answer_reads_the_prompt_cache(fake) -> None:
     assert second.usage is not None and second.usage.cached_prompt_tokens
     # Everything the first request sent was read back from the cache.
     assert second.usage.cached_prompt_tokens == first.usage.prompt_tokens
+
+
+async def test_breakpoints_end_the_system_prompt_and_the_stable_part(fake) -> None:
+    """``stable_end`` (messages) becomes a block: the assistant turn opens with the inserted
+    user turn, and merged user messages are blocks of one turn."""
+    messages = [
+        {"role": "system", "content": "You are a test."},
+        {"role": "assistant", "content": "hello all"},
+        {"role": "user", "content": "alice: hi"},
+        {"role": "user", "content": "(other recent messages)"},
+        {"role": "user", "content": "bob: lunch?"},
+        {"role": "user", "content": "alice: and now?"},
+    ]
+    async with ModelClient(make_settings(fake)) as client:
+        await client.complete(messages, cache=CacheHints(stable_end=3))
+        await client.complete(messages, cache=CacheHints(stable_end=1))
+        await client.complete(messages)
+    marked = []
+    for request in fake.message_requests:
+        body = request.body
+        assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+        blocks = [b for turn in body["messages"] for b in turn["content"]]
+        marked.append([b["text"] for b in blocks if "cache_control" in b])
+    assert marked == [["alice: hi"], [], ["alice: and now?"]]
+    assert fake.message_requests[0].body["messages"][0]["content"][0]["text"] == OPENING
 
 
 async def test_sampling_keys_extra_body_and_headers_pass_through(fake) -> None:

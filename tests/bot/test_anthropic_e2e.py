@@ -94,7 +94,9 @@ async def test_answers_through_the_messages_api_and_records_what_it_was_built_fr
     roles = [turn["role"] for turn in body["messages"]]
     assert all(a != b for a, b in itertools.pairwise(roles))  # merged, alternating
     assert roles[-1] == "user" and "assistant" in roles
-    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    # The second breakpoint ends the conversation, before the message answered (see below).
+    marked = [b for turn in body["messages"] for b in turn["content"] if "cache_control" in b]
+    assert len(marked) == 1 and "cache_control" not in body["messages"][-1]["content"][-1]
     # The second answer in the channel read at least the system prompt from the prompt cache.
     assert second_request.cache_read_tokens >= len(PERSONA.split())
     # The store and export keep the OpenAI-format messages the request was translated from.

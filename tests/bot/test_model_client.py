@@ -18,6 +18,7 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from bot.config.model_settings import ModelSettings
+from bot.model.call import CacheHints
 from bot.model.client import ModelClient
 from bot.model.errors import (
     ModelAuthError,
@@ -38,6 +39,7 @@ from tests.fakes.openai_server import (
     FakeOpenAI,
     Hang,
     RateLimited,
+    count_tokens,
     long_answer_with_code,
 )
 
@@ -163,6 +165,37 @@ async def test_keepalive_comments_and_reasoning_are_handled(fake: FakeOpenAI) ->
         completion = await client.complete(MESSAGES, on_delta=deltas)
     assert completion.text == "42" == deltas.text
     assert completion.reasoning == "Let me think."
+
+
+async def test_prompt_cache_key_routes_follow_ups_to_their_cache(fake: FakeOpenAI) -> None:
+    follow_up = [
+        *MESSAGES,
+        {"role": "assistant", "content": "echo"},
+        {"role": "user", "content": "alice: ok"},
+    ]
+    async with ModelClient(make_settings(fake)) as client:
+        first = await client.complete(MESSAGES, cache=CacheHints(key="conversation-1"))
+        elsewhere = await client.complete(follow_up, cache=CacheHints(key="conversation-2"))
+        second = await client.complete(follow_up, cache=CacheHints(key="conversation-1"))
+        await client.complete(MESSAGES)
+    bodies = [request.body for request in fake.chat_requests]
+    assert [b.get("prompt_cache_key") for b in bodies] == [
+        "conversation-1",
+        "conversation-2",
+        "conversation-1",
+        None,
+    ]
+    assert first.usage is not None and first.usage.cached_prompt_tokens == 0
+    assert elsewhere.usage is not None and elsewhere.usage.cached_prompt_tokens == 0
+    assert second.usage is not None and second.usage.cached_prompt_tokens == count_tokens(MESSAGES)
+    assert second.request == bodies[2]  # what the store keeps is what was sent
+
+
+async def test_an_operators_extra_body_wins_over_the_cache_key(fake: FakeOpenAI) -> None:
+    settings = make_settings(fake, extra_body={"prompt_cache_key": "mine"})
+    async with ModelClient(settings) as client:
+        await client.complete(MESSAGES, cache=CacheHints(key="conversation-1"))
+    assert fake.chat_requests[0].body["prompt_cache_key"] == "mine"
 
 
 async def test_no_usage_when_the_server_sends_none(fake: FakeOpenAI) -> None:

@@ -89,8 +89,10 @@ async def test_a_trigger_context_follows_changed_settings():
     assert question in chosen  # the question the guide answered, reached through it
     assert all(item["tokens"] > 0 and item["text"] for item in wide["context"])
     parts = (
-        wide["system_tokens"] + wide["trigger_tokens"] + sum(i["tokens"] for i in wide["context"])
-    )
+        wide["system_tokens"] + wide["trigger_tokens"] + wide["label_tokens"]
+        + sum(i["tokens"] for i in wide["context"])
+    )  # fmt: skip
+    assert wide["label_tokens"] > 0  # the lunch talk comes after its label
     assert 0 <= wide["tokens"] - parts <= 10  # the chat template's reply priming, rounding
     assert wide["budget"].startswith(f"prompt ~{wide['tokens']} of 7168 tokens (window 8192")
     assert all(item["cuts"] == [] for item in wide["context"])

@@ -158,6 +158,7 @@ async def test_browsing_the_store_in_the_browser(tmp_path, browser):
             make_record(
                 1,
                 answer="<script>window.__pwned=3</script>",
+                usage={"prompt_tokens": 121, "completion_tokens": 30, "cached_prompt_tokens": 100},
                 work_log=[
                     WorkLogEntry(action="history_page", detail="before 1", count=50),
                     WorkLogEntry(action="budget", detail="prompt ~140 of 7168 tokens"),
@@ -170,6 +171,11 @@ async def test_browsing_the_store_in_the_browser(tmp_path, browser):
             rows = page.locator("#store-list tbody tr")
             await rows.first.wait_for()
             assert await rows.count() == 2
+            assert "121+30 (100 cached)" in await rows.first.inner_text()
+            assert await page.locator("#store-tokens").inner_text() == (
+                "2 answers shown: 241 prompt tokens, 100 of them read from the server's prompt "
+                "cache (41.5%)"
+            )
             await rows.first.click()
             await page.wait_for_selector("#store-detail .sent")
             detail = await page.locator("#store-detail").inner_text()

@@ -95,6 +95,25 @@ def test_contexts_default_is_every_message():
     assert len(result.stdout.splitlines()) == 9
 
 
+def test_contexts_with_prompts_gives_each_trigger_the_prompt_replay_would_send(tmp_path):
+    example = LOGS.parents[1] / "examples" / "support-channel.json"
+    ids = [m["id"] for m in json.loads(example.read_text())["messages"]]
+    triggers = tmp_path / "triggers.txt"
+    triggers.write_text(f"{ids[-1]}\n{ids[5]}\n")
+    result = run_cli("contexts", str(example), "--triggers", str(triggers), "--prompts")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["trigger"] for line in lines] == [ids[-1], ids[5]]
+    plain = run_cli("contexts", str(example), "--triggers", str(triggers))
+    for line, alone in zip(lines, plain.stdout.splitlines(), strict=True):
+        assert {k: v for k, v in line.items() if k != "prompt"} == json.loads(alone)
+        replayed = run_cli("replay", "--no-model", "--format", "json", str(example),
+                           "--trigger", line["trigger"])  # fmt: skip
+        assert line["prompt"] == json.loads(replayed.stdout)["messages"]
+    # The linked guide is read from the offline pages beside the log, as replay reads it.
+    assert any('<embedding type="article"' in m["content"] for m in lines[0]["prompt"])
+
+
 def test_contexts_on_a_missing_trigger_is_one_line(tmp_path):
     triggers = tmp_path / "t.txt"
     triggers.write_text("123\n")

@@ -34,6 +34,11 @@ answer a prompt whose tokens plus ``max_tokens`` pass the window as OpenAI does:
 ``code: "context_length_exceeded"``, "This model's maximum context length is N tokens. However,
 your messages resulted in M tokens..." (``overflow_wording`` picks vLLM's or llama.cpp's form
 instead). The reported ``usage.prompt_tokens`` uses the same count.
+
+The prompt cache is simulated per ``prompt_cache_key`` (requests without one share a cache): a
+request whose messages start with the whole messages of an earlier request under the same key
+reports the tokens of that longest start as ``usage.prompt_tokens_details.cached_tokens`` (and
+in :attr:`RecordedRequest.cached_tokens`). Unlike OpenAI there is no 1,024-token minimum.
 """
 
 from __future__ import annotations
@@ -142,6 +147,8 @@ class RecordedRequest:
     """What the fake answered with (chat requests only)."""
     client_disconnected: bool = False
     """True when the client hung up before the answer was fully written."""
+    cached_tokens: int = 0
+    """Prompt tokens the simulated prompt cache held (reported in ``usage``)."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -174,6 +181,7 @@ class FakeOpenAI:
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._arrived = asyncio.Condition()
+        self._prompts: dict[str, list[list[Any]]] = {}  # prompt_cache_key -> prompts seen
 
     # -- scripting -----------------------------------------------------------------------------
 
@@ -307,6 +315,23 @@ class FakeOpenAI:
             return web.Response(status=499)
         raise AssertionError(f"unknown behaviour {behaviour!r}")
 
+    def _use_cache(self, recorded: RecordedRequest) -> int:
+        """Tokens of the longest run of whole messages an earlier prompt under the same key
+        started with; this prompt is kept for the next ones."""
+        messages = recorded.messages
+        key = str(recorded.body.get("prompt_cache_key") or "")
+        seen = self._prompts.setdefault(key, [])
+        shared = 0
+        for earlier in seen:
+            count = 0
+            for old, new in zip(earlier, messages, strict=False):
+                if old != new:
+                    break
+                count += 1
+            shared = max(shared, count)
+        seen.append(list(messages))
+        return count_tokens(messages[:shared]) if shared else 0
+
     def _overflow(self, body: dict[str, Any]) -> web.Response | None:
         """The 400 a server with a context window gives a request that does not fit it."""
         if self.context_window is None:
@@ -348,7 +373,8 @@ class FakeOpenAI:
         if answer.first_byte_delay:
             await self._sleep(answer.first_byte_delay)
         pieces = _pieces(text, answer.chunk_chars)
-        usage = _usage(recorded.messages, len(pieces))
+        recorded.cached_tokens = self._use_cache(recorded)
+        usage = _usage(recorded.messages, len(pieces), recorded.cached_tokens)
         if not recorded.stream:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if answer.reasoning is not None:
@@ -517,12 +543,13 @@ def count_tokens(messages: list[dict[str, Any]]) -> int:
     return total
 
 
-def _usage(messages: list[dict[str, Any]], completion_tokens: int) -> dict[str, int]:
+def _usage(messages: list[dict[str, Any]], completion_tokens: int, cached: int = 0) -> dict:
     prompt = count_tokens(messages)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached},
     }
 
 

@@ -19,6 +19,7 @@ const state = {
   timer: null,
   renderedThreshold: null,
   storeOldest: null,
+  storeTokens: { prompt: 0, cached: 0 },  // summed over the answers shown
 };
 
 // ---------------------------------------------------------------- helpers
@@ -380,7 +381,9 @@ function renderDetail(view) {
   $("detail-title").textContent = `Context of ${trigger.author} at ${trigger.time.slice(0, 16).replace("T", " ")}`;
   $("detail-summary").textContent =
     `${view.context.length} messages chosen · token budget: ${view.budget} ` +
-    `(system prompt ${view.system_tokens}, trigger ${view.trigger_tokens}; linked articles ` +
+    `(system prompt ${view.system_tokens}, trigger ${view.trigger_tokens}` +
+    (view.label_tokens ? `, label of the other recent messages ${view.label_tokens}` : "") +
+    `; linked articles ` +
     `not read here) · ${view.rest_calls} REST call${view.rest_calls === 1 ? "" : "s"} with a cold cache`;
   $("problems").replaceChildren(...view.problems.map((problem) => el("li", { text: problem })));
   $("toml").textContent = view.toml;
@@ -505,9 +508,14 @@ async function loadStore() {
     return;
   }
   const body = $("store-list").querySelector("tbody");
+  const sums = state.storeTokens;
   for (const item of items) {
+    const cached = item.usage.cached_prompt_tokens;
     const tokens = item.usage.prompt_tokens !== undefined
-      ? `${item.usage.prompt_tokens}+${item.usage.completion_tokens ?? "?"}` : "–";
+      ? `${item.usage.prompt_tokens}+${item.usage.completion_tokens ?? "?"}` +
+        (cached !== undefined ? ` (${cached} cached)` : "") : "–";
+    sums.prompt += item.usage.prompt_tokens ?? 0;
+    sums.cached += cached ?? 0;
     const row = el("tr", { "data-id": item.interaction_id, onclick: () => showInteraction(item.interaction_id) },
       el("td", { text: item.started_at.slice(0, 19).replace("T", " ") }),
       el("td", { text: String(item.trigger_message_id) }),
@@ -522,6 +530,9 @@ async function loadStore() {
   else if (state.storeOldest === null) state.storeOldest = 0;
   $("store-more").hidden = items.length < 50;
   $("store-more").onclick = loadStore;
+  const share = sums.prompt ? ` (${(100 * sums.cached / sums.prompt).toFixed(1)}%)` : "";
+  $("store-tokens").textContent = `${body.children.length} answers shown: ${sums.prompt} prompt ` +
+    `tokens, ${sums.cached} of them read from the server's prompt cache${share}`;
   setStatus(`${body.children.length} answers shown`);
 }
 
