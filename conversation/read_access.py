@@ -8,8 +8,8 @@ the message it replies to (they saw it to reply to it), their own messages, and 
 answers to them (replies to one of their messages).
 
 Deciding *whether* an asker may read the history is Discord's business and lives in the bot
-(``bot.visibility.history_restriction``); this module only says what the restriction lets in,
-so that the builder, and anything else that reads a channel on someone's behalf (following,
+(``bot.discord.visibility.history_restriction``); this module only says what the restriction
+lets in, so that the builder, and anything else that reads a channel on someone's behalf (following,
 tools), applies the same rule. ``RestrictedReader`` applies it to every question the builder
 asks, from the cache alone: it never fetches a page of history it would then have to drop.
 """

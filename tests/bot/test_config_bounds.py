@@ -22,7 +22,7 @@ import annotated_types
 import pytest
 from pydantic import BaseModel
 
-from bot.cli import main
+from bot.cli.main import main
 from bot.config import Config
 from tests.bot.test_run_lifecycle import BOT_ID, EXAMPLE, bot_process, config_file
 from tests.fakes.discord_server import FakeDiscord

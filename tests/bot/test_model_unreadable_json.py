@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from bot.config.model_settings import ModelSettings
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError, ModelProtocolError, retry_after
-from bot.model.settings import ModelSettings
 from tests.bot.test_model_client import MESSAGES
 from tests.fakes.openai_server import Answer, FakeOpenAI, RateLimited
 
