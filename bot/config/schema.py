@@ -33,14 +33,14 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.store_url import redact_url, userinfo_problem
-from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl
+from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
 from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
@@ -109,7 +109,7 @@ class DiscordSettings(StrictSection):
         description="Total shards across all processes; unset: one unsharded client.",
         json_schema_extra={"bound_note": "Discord's largest bots run a few thousand"},
     )
-    shard_ids: tuple[int, ...] = Field(
+    shard_ids: tuple[Annotated[int, Field(ge=0, lt=MAX_SHARDS)], ...] = Field(
         (), description="The shards this process runs; empty: all of them (with shard_count)."
     )
 
@@ -132,7 +132,7 @@ class TriggerSettings(StrictSection):
     """When the bot answers."""
 
     allow_dms: bool = Field(True, description="Answer direct messages.")
-    always_on_channels: tuple[int, ...] = Field(
+    always_on_channels: tuple[Snowflake, ...] = Field(
         (), description="Channels where every message is answered."
     )
     answer_bots: bool = Field(False, description="Answer messages written by other bots.")
@@ -155,12 +155,12 @@ class TriggerSettings(StrictSection):
 class PermissionSettings(StrictSection):
     """Who may use the bot where. Empty allow-lists allow everyone; blocks always win."""
 
-    allowed_users: tuple[int, ...] = ()
-    blocked_users: tuple[int, ...] = ()
-    allowed_roles: tuple[int, ...] = ()
-    blocked_roles: tuple[int, ...] = ()
-    allowed_channels: tuple[int, ...] = ()
-    blocked_channels: tuple[int, ...] = ()
+    allowed_users: tuple[Snowflake, ...] = ()
+    blocked_users: tuple[Snowflake, ...] = ()
+    allowed_roles: tuple[Snowflake, ...] = ()
+    blocked_roles: tuple[Snowflake, ...] = ()
+    allowed_channels: tuple[Snowflake, ...] = ()
+    blocked_channels: tuple[Snowflake, ...] = ()
 
 
 class ReplySettings(StrictSection):

@@ -33,7 +33,9 @@ HUGE_FLOAT = 1e300
 
 
 def _number_type(annotation: Any) -> type | None:
-    """int or float for a (possibly optional) numeric field; None for anything else."""
+    """int or float for a (possibly optional or constrained) number; None for anything else."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
         annotation = kinds[0] if len(kinds) == 1 else None
@@ -42,7 +44,17 @@ def _number_type(annotation: Any) -> type | None:
     return None
 
 
+def _list_of_numbers(annotation: Any) -> type | None:
+    """The number type of a ``tuple[number, ...]`` field (lists of Discord ids, shard ids)."""
+    if typing.get_origin(annotation) is not tuple:
+        return None
+    args = typing.get_args(annotation)
+    return _number_type(args[0]) if len(args) == 2 and args[1] is Ellipsis else None
+
+
 def numeric_fields() -> list[tuple[str, str, type]]:
+    """Every number of every section: ``int`` and ``float`` fields, and ``tuple[int, ...]`` ones
+    as ``list`` (written as a one-item array)."""
     found = []
     for section, field in Config.model_fields.items():
         model = field.annotation
@@ -51,6 +63,8 @@ def numeric_fields() -> list[tuple[str, str, type]]:
             kind = _number_type(inner.annotation)
             if kind is not None:
                 found.append((section, key, kind))
+            elif _list_of_numbers(inner.annotation) is not None:
+                found.append((section, key, list))
     return found
 
 
@@ -61,7 +75,8 @@ def test_the_walk_finds_the_numbers_of_every_section() -> None:
     sections = {section for section, _, _ in FIELDS}
     assert {"discord", "model", "context", "articles", "triggers", "replies"} <= sections
     assert {"attachments", "cache", "storage"} <= sections
-    assert len(FIELDS) >= 45
+    assert len(FIELDS) >= 55
+    assert ("permissions", "allowed_users", list) in FIELDS
 
 
 def toml_value(value: int | float) -> str:
@@ -83,7 +98,7 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tupl
 def test_every_number_is_bounded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], section: str, key: str, kind: type
 ) -> None:
-    huge = HUGE_INT if kind is int else HUGE_FLOAT
+    huge = HUGE_FLOAT if kind is float else HUGE_INT
     for value, must_refuse in [
         (0, False),
         (-1, False),
@@ -92,7 +107,8 @@ def test_every_number_is_bounded(
         (-math.inf, True),
         (math.nan, True),
     ]:
-        code, lines = check(tmp_path, capsys, f"[{section}]\n{key} = {toml_value(value)}\n")
+        written = f"[{toml_value(value)}]" if kind is list else toml_value(value)
+        code, lines = check(tmp_path, capsys, f"[{section}]\n{key} = {written}\n")
         said = f"{section}.{key} = {value}: exit {code}, {lines}"
         if code == 0:
             assert not must_refuse, said
@@ -100,7 +116,7 @@ def test_every_number_is_bounded(
             continue
         assert code == 2, said
         assert len(lines) == 1, said
-        assert lines[0].startswith("error: ") and f"[{section}] {key}: " in lines[0], said
+        assert lines[0].startswith("error: ") and f"[{section}] {key}" in lines[0], said
         assert "Traceback" not in lines[0], said
 
 
@@ -154,8 +170,8 @@ def highest_accepted() -> str:
                 ("model", "max_tokens"), ("model", "reserve_tokens"), ("model", "seed"),
                 ("model", "top_k"), ("articles", "extract_max_workers")}  # fmt: skip
     sections: dict[str, list[str]] = {}
-    for section, key, _ in FIELDS:
-        if (section, key) in left_out:
+    for section, key, kind in FIELDS:
+        if (section, key) in left_out or kind is list:  # ids: any real one will do
             continue
         field = Config.model_fields[section].annotation.model_fields[key]  # type: ignore[union-attr]
         bound = next((m.le for m in field.metadata if isinstance(m, annotated_types.Le)), None)
