@@ -78,13 +78,18 @@ async def test_without_read_history_the_context_holds_only_what_the_asker_may_re
     assert "cannot read this channel's history" in shown
 
 
-async def test_the_restriction_is_in_the_stored_work_log_and_problems(tmp_path):
+async def test_the_restriction_is_in_the_stored_work_log_and_links_say_why(tmp_path):
+    rotate = 1350031449784320000  # Ben: "I'll rotate the old snapshots, they go back to 2023."
+    link = f"https://discord.com/channels/{GUILD}/{CHANNEL}/{rotate}"
     with Store.open(tmp_path / "store.sqlite3") as store:
         async with running_bot(store=store) as bot:
             await deny_history(bot, ANA)
-            trigger, _ = await asks(bot, ANA, "anything new?")
+            trigger, sent = await asks(bot, ANA, f"is this done? {link}")
             await settled(bot)
             explanation = store.explain(trigger)
+    assert "rotate the old snapshots" not in sent
     actions = [entry.action for entry in explanation.work_log]
     assert "history_restricted" in actions
     assert "history_page" not in actions
+    (followed,) = [e.detail for e in explanation.work_log if e.action == "link_followed"]
+    assert "not among what the asker may read" in followed
