@@ -133,6 +133,18 @@ class _Exploration:
         return any(user in self.participants for user in addressed)
 
 
+def _restricted(problems: list[str], trigger: MessageLike, note: str) -> list[str]:
+    """The problems of a context its asker may not see the history of: why it is short first,
+    and a message beyond the trigger's own reply not called gone (it is only not theirs)."""
+    own = f"message {trigger.id} replies to "
+    return [note] + [
+        problem
+        if problem.startswith(own) or not problem.endswith(", which is gone")
+        else problem.removesuffix(", which is gone") + ", which the asker may not read"
+        for problem in problems
+    ]
+
+
 class ContextBuilder:
     """Builds the context of a trigger from a channel reader (cache, payloads, then REST)."""
 
@@ -152,6 +164,8 @@ class ContextBuilder:
     async def build(self, trigger: MessageLike, reader: ChannelReader) -> ContextSelection:
         reader.learn(trigger)
         calls_before, log_start = reader.rest_calls, len(reader.log)
+        if (note := reader.restriction_note) is not None:
+            reader.log.append(WorkEntry(action="history_restricted", detail=note))
         linked, left_out = await self._linked(trigger, reader)
         room = max(1, self.settings.max_total - len(linked))
         if self.model is not None:
@@ -168,6 +182,8 @@ class ContextBuilder:
                 known.add(message.id)
         selection.messages.sort(key=lambda m: m.id)
         selection.problems[:0] = left_out
+        if reader.restriction_note is not None:  # the asker may not read the history: say so
+            selection.problems = _restricted(selection.problems, trigger, reader.restriction_note)
         selection.rest_calls = reader.rest_calls - calls_before
         selection.work_log = reader.log[log_start:]
         return selection
@@ -206,7 +222,7 @@ class ContextBuilder:
         if link.channel_id == reader.source.channel_id:
             message = await reader.get(link.message_id)
             if message is None:
-                return LinkOutcome(left_out="it no longer exists")
+                return LinkOutcome(left_out=reader.unreadable or "it no longer exists")
             return LinkOutcome(message=message)
         if self.links is None:
             return LinkOutcome(left_out="only this channel can be read here")
@@ -395,10 +411,11 @@ class ContextBuilder:
     ) -> MessageLike | None:
         reference = message.reference
         resolved = reference.resolved if reference is not None else None
-        if resolved is not None and getattr(resolved, "content", None) is not None:
-            return resolved  # type: ignore[return-value]
-        known = reader.cache.get(parent_id)
-        return None if known is UNKNOWN else known
+        if resolved is None or getattr(resolved, "content", None) is None:
+            resolved = reader.cache.get(parent_id)
+        if resolved is UNKNOWN or resolved is None or not reader.allows(resolved):  # type: ignore[arg-type]
+            return None
+        return resolved  # type: ignore[return-value]
 
     def _clue(self, message: MessageLike) -> Clue:
         """The message's clue, kept while the message is unchanged (an edit makes a new one)."""
@@ -522,7 +539,7 @@ class ContextBuilder:
         reference = message.reference
         resolved = reference.resolved if reference is not None else None
         if resolved is not None and getattr(resolved, "content", None) is not None:
-            return resolved  # type: ignore[return-value]
+            return resolved if reader.allows(resolved) else None  # type: ignore[arg-type,return-value]
         channel_id = getattr(reference, "channel_id", None)
         if channel_id is not None and channel_id != reader.source.channel_id:
             return None

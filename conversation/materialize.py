@@ -23,7 +23,7 @@ from conversation.articles.service import ArticleService
 from conversation.articles.urls import url_key
 from conversation.continuation import continuation_lines
 from conversation.log_source import AttachmentNotInLog
-from conversation.names import neutral_name, shown_name
+from conversation.names import SpeakerLabels, neutral_name, shown_name, speaker_labels
 from conversation.node import MessageNode
 from conversation.notices import notices_of
 from conversation.selection import ContextSelection, Reason
@@ -93,9 +93,9 @@ class Materializer:
         if ordered and self.articles is not None:
             results = await self.articles.fetch_many(ordered)
         attachments = await self._attachments(messages)
-        names = _ambiguous_names(messages)
-        repeats = _repeated_links(messages, links, results)
         by_id = {message.id: message for message in messages}
+        names = speaker_labels(_header_people(messages, by_id))
+        repeats = _repeated_links(messages, links, results)
         nodes = [
             self._node(
                 message,
@@ -137,7 +137,7 @@ class Materializer:
         reasons: Sequence[Reason],
         articles: list[ArticleResult],
         attachment_text: tuple[str, tuple[str, ...], tuple[str, ...]],
-        ambiguous: set[str],
+        labels: SpeakerLabels,
         *,
         is_trigger: bool,
         shown_earlier: frozenset[str] = frozenset(),
@@ -181,8 +181,8 @@ class Materializer:
                 created_at=created_at,
                 metadata=metadata,
             )
-        speaker = name if name not in ambiguous else f"{name} (user {author.id})"
-        replying = _reply_target(message, context or {})
+        speaker = labels.label(author.id, shown_name(author))
+        replying = _reply_target(message, context or {}, labels)
         header = f"{speaker} (replying to {replying})" if replying else speaker
         return MessageNode(
             role="user",
@@ -342,19 +342,26 @@ def _embed_lines(message: Any) -> list[str]:
     return lines
 
 
-def _reply_target(message: Any, context: dict[int, Any]) -> str | None:
+def _reply_target(message: Any, context: dict[int, Any], labels: SpeakerLabels) -> str | None:
     """Whom a message replies to. Discord resolves only some references in the payload (not
     one that reached us as another message's reference), so the context is asked too."""
     reference = getattr(message, "reference", None)
     if reference is None or reference.message_id is None:
         return None
-    resolved = reference.resolved
-    author = getattr(resolved, "author", None)
+    author = _replied_author(message, context)
+    if author is not None:
+        return labels.label(author.id, shown_name(author))
+    return "a deleted message" if reference.resolved is not None else "an earlier message"
+
+
+def _replied_author(message: Any, context: dict[int, Any]) -> Any:
+    reference = getattr(message, "reference", None)
+    if reference is None or reference.message_id is None:
+        return None
+    author = getattr(reference.resolved, "author", None)
     if author is None and reference.message_id in context:
         author = context[reference.message_id].author
-    if author is not None:
-        return display_name(author)
-    return "a deleted message" if resolved is not None else "an earlier message"
+    return author
 
 
 def _repeated_links(
@@ -383,12 +390,13 @@ def _repeated_links(
     return repeats
 
 
-def _ambiguous_names(messages: Sequence[Any]) -> set[str]:
-    """Display names shared by different people in this context (then user ids tell them apart)."""
-    people: dict[str, set[int]] = {}
-    for message in messages:
-        people.setdefault(display_name(message.author), set()).add(message.author.id)
-    return {name for name, ids in people.items() if len(ids) > 1}
+def _header_people(messages: Sequence[Any], context: dict[int, Any]) -> list[Any]:
+    """Everyone a header of this context names: the authors and the people they reply to."""
+    people = [message.author for message in messages]
+    people.extend(
+        author for message in messages if (author := _replied_author(message, context)) is not None
+    )
+    return people
 
 
 def _size(size: int) -> str:

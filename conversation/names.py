@@ -6,11 +6,22 @@ break would start a forged speaker line and ``<embedding ...>`` a forged article
 flattened to one line of plain text: control and invisible direction characters become spaces,
 angle brackets become their look-alike quotation marks (no tag can be spelled), and its length
 is capped (Discord's own limit for channel and role names).
+
+A speaker label (``speaker_labels``) goes further, because it opens a line of the prompt: the
+header ``Name:`` or ``Name (replying to Other):`` is read by where its parentheses and colon are,
+and the trigger closes with a ``[sent ...]`` stamp. So in a label the name's own parentheses,
+square brackets and colons become their full-width look-alikes (``Ben （replying to Threadwise）``,
+``Ben： I approve``): the ASCII ones are the bot's alone, and no nickname can spell another
+speaker's header, a reply that was not made, or the stamp. Two people whose labels would read the
+same (equal, or equal but for case, width or spacing) get the tail of their user id as a suffix,
+``Ben (user …0102)``, deterministic and the same in every prompt they are in.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 MAX_NAME_CHARS = 100
@@ -53,3 +64,66 @@ def bot_name_in(channel: Any, bot_user: Any) -> str:
     guild = getattr(channel, "guild", None)
     member = getattr(guild, "me", None) if guild is not None else None
     return shown_name(member if member is not None else bot_user)
+
+
+# Characters that give a header line its structure, as full-width look-alikes for names.
+_STRUCTURE = str.maketrans(
+    {"(": "\uff08", ")": "\uff09", "[": "\uff3b", "]": "\uff3d", ":": "\uff1a"}
+)
+_SUFFIX_DIGITS = 4  # the shortest id tail shown; longer only when two people share it
+
+
+def label_name(name: str, *, fallback: str = "someone") -> str:
+    """``name`` as it may open a prompt line: neutral, and without the header's punctuation."""
+    return without_structure(neutral_name(name, fallback=fallback))
+
+
+def without_structure(text: str) -> str:
+    """``text`` with the header's punctuation as look-alikes (how a label spells a name, so
+    forgetting a person finds their name in headers too)."""
+    return text.translate(_STRUCTURE)
+
+
+def _likeness(label: str) -> str:
+    """What two labels a reader would take for the same name share: case, width, spacing."""
+    return "".join(unicodedata.normalize("NFKC", label).casefold().split())
+
+
+class SpeakerLabels:
+    """The label of each person in one prompt: unique, and unable to spell structure.
+
+    Built from everyone the prompt names in a header (authors and the people they reply to), so
+    the suffix a person gets is the same wherever their label appears in that prompt.
+    """
+
+    def __init__(self, people: Iterable[tuple[int, str]]) -> None:
+        groups: dict[str, set[int]] = {}
+        for user_id, name in people:
+            groups.setdefault(_likeness(label_name(name)), set()).add(int(user_id))
+        self._suffix: dict[int, str] = {}
+        for ids in groups.values():
+            if len(ids) > 1:
+                self._suffix.update(_id_tails(ids))
+
+    def label(self, user_id: int, name: str) -> str:
+        text = label_name(name)
+        tail = self._suffix.get(int(user_id))
+        if tail is None:
+            return text
+        cut = "" if tail == str(user_id) else "\u2026"  # the whole id needs no ellipsis
+        return f"{text} (user {cut}{tail})"
+
+
+def speaker_labels(people: Iterable[Any]) -> SpeakerLabels:
+    """Labels for users (anything with an ``id`` and Discord's name fields), by shown name."""
+    return SpeakerLabels((person.id, shown_name(person)) for person in people)
+
+
+def _id_tails(ids: set[int]) -> dict[int, str]:
+    """The shortest tails (at least four digits) of the ids that tell them all apart."""
+    longest = max(len(str(user_id)) for user_id in ids)
+    for digits in range(_SUFFIX_DIGITS, longest + 1):
+        tails = {user_id: str(user_id)[-digits:] for user_id in ids}
+        if len(set(tails.values())) == len(ids):
+            return tails
+    return {user_id: str(user_id) for user_id in ids}

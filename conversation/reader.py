@@ -23,7 +23,14 @@ class WorkEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    action: Literal["history_page", "cache_hit", "reference_followed", "link_followed"]
+    action: Literal[
+        "history_page",
+        "cache_hit",
+        "reference_followed",
+        "link_followed",
+        "message_fetched",
+        "history_restricted",
+    ]
     detail: str
     messages: int = 0
     status: Literal["success", "failure"] = "success"
@@ -31,6 +38,11 @@ class WorkEntry(BaseModel):
 
 class ChannelReader:
     """Answers the builder's questions about one channel, counting what they cost."""
+
+    unreadable: str | None = None
+    """Why ``get`` may return None besides a deleted message (see ``conversation.read_access``)."""
+    restriction_note: str | None = None
+    """Why the context holds only part of the channel, when it does."""
 
     def __init__(
         self, source: ChannelSource, cache: ChannelCache, *, page_limit: int = PAGE_LIMIT
@@ -41,6 +53,10 @@ class ChannelReader:
         self.rest_calls = 0
         self.log: list[WorkEntry] = []
         self.errors: list[SourceError] = []
+
+    def allows(self, message: MessageLike) -> bool:
+        """Whether the asker may read ``message`` (a payload's copy, say): here, always."""
+        return True
 
     def learn(self, message: MessageLike) -> None:
         """Take a message we were handed (the trigger) into the cache with its reference."""

@@ -16,16 +16,23 @@ from pydantic import BaseModel, ConfigDict, Field, IPvAnyNetwork, model_validato
 class StrictSection(BaseModel):
     """Base for a config section: unknown keys are errors, so a typo never silently falls back."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # inf and nan are no setting: every float is finite (TOML can spell both).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
 
 
 class ContextSettings(StrictSection):
     """Thresholds of the tik/tok context builder."""
 
-    min_linear: int = Field(4, ge=0, description="Recent messages always included.")
-    max_total: int = Field(30, ge=1, description="Hard cap on messages in a context.")
+    min_linear: int = Field(4, ge=0, le=1000, description="Recent messages always included.")
+    max_total: int = Field(30, ge=1, le=1000, description="Hard cap on messages in a context.")
     time_threshold_minutes: float = Field(
-        30, gt=0, description="A silence longer than this seals a direction of history."
+        30,
+        gt=0,
+        le=525_600,
+        description="A silence longer than this seals a direction of history.",
+        json_schema_extra={"bound_note": "a year"},
     )
     participants_only: bool = Field(
         True,
@@ -35,6 +42,7 @@ class ContextSettings(StrictSection):
     small_group_size: int = Field(
         3,
         ge=0,
+        le=1000,
         description="When at most this many people spoke in the recent messages, they all take "
         "part in the conversation, mentions or not.",
     )
@@ -42,10 +50,16 @@ class ContextSettings(StrictSection):
         True, description="A message mentioning someone is linked to that person's latest message."
     )
     mention_scan_limit: int = Field(
-        200, ge=0, description="How many messages back to look for a mentioned person's message."
+        200,
+        ge=0,
+        le=10_000,
+        description="How many messages back to look for a mentioned person's message.",
     )
     neighbour_scan_limit: int = Field(
-        200, ge=1, description="How many other conversations' messages a temporal step may skip."
+        200,
+        ge=1,
+        le=10_000,
+        description="How many other conversations' messages a temporal step may skip.",
     )
     learned_relevance: bool = Field(
         True,
@@ -101,10 +115,18 @@ class ArticleSettings(StrictSection):
         description="Allow fetching from loopback/private/link-local addresses. Keep off: SSRF.",
     )
     timeout_seconds: float = Field(
-        10.0, gt=0, description="Total time for one page, redirects included (default 10)."
+        10.0,
+        gt=0,
+        le=300,
+        description="Total time for one page, redirects included (default 10).",
+        json_schema_extra={"bound_note": "5 minutes"},
     )
     max_bytes: int = Field(
-        2_000_000, gt=0, description="Download cap per page, decompressed (default 2 MB)."
+        2_000_000,
+        gt=0,
+        le=100_000_000,
+        description="Download cap per page, decompressed (default 2 MB).",
+        json_schema_extra={"bound_note": "100 MB"},
     )
     allowed_networks: tuple[IPvAnyNetwork, ...] = Field(
         (),
@@ -112,31 +134,53 @@ class ArticleSettings(StrictSection):
         "default none.",
     )
     max_redirects: int = Field(
-        5, ge=0, description="Redirect hops followed, each re-checked by the address policy."
+        5,
+        ge=0,
+        le=20,
+        description="Redirect hops followed, each re-checked by the address policy.",
     )
     max_chars: int = Field(
-        20_000, ge=100, description="Article text kept per link; longer text is cut and marked."
+        20_000,
+        ge=100,
+        le=1_000_000,
+        description="Article text kept per link; longer text is cut and marked.",
     )
-    max_urls_per_message: int = Field(3, ge=0, description="Links read from one message.")
-    max_urls_per_context: int = Field(10, ge=0, description="Links read for one whole context.")
+    max_urls_per_message: int = Field(3, ge=0, le=100, description="Links read from one message.")
+    max_urls_per_context: int = Field(
+        10, ge=0, le=100, description="Links read for one whole context."
+    )
     max_concurrent_fetches: int = Field(
-        10, ge=1, description="Pages downloaded at once, across all contexts (default 10)."
+        10, ge=1, le=100, description="Pages downloaded at once, across all contexts (default 10)."
     )
-    cache_max_entries: int = Field(256, ge=1, description="Results kept in the cache (LRU).")
+    cache_max_entries: int = Field(
+        256, ge=1, le=100_000, description="Results kept in the cache (LRU)."
+    )
     cache_ttl_seconds: float = Field(
-        3600.0, gt=0, description="How long an extracted article is reused (default 1 h)."
+        3600.0,
+        gt=0,
+        le=2_592_000,
+        description="How long an extracted article is reused (default 1 h).",
+        json_schema_extra={"bound_note": "30 days"},
     )
     failure_ttl_seconds: float = Field(
-        300.0, ge=0, description="How long a failure is reused before the link is tried again."
+        300.0,
+        ge=0,
+        le=86_400,
+        description="How long a failure is reused before the link is tried again.",
+        json_schema_extra={"bound_note": "a day"},
     )
     extract_workers: Literal["process", "thread"] = Field(
         "process",
         description="Where goose3 runs: 'process' never stalls the event loop; 'thread' uses "
         "less memory but the GIL can stall the loop ~100 ms on a 1 MB page.",
     )
-    extract_max_workers: int = Field(2, ge=1, description="goose3 workers (default 2).")
+    extract_max_workers: int = Field(2, ge=1, le=32, description="goose3 workers (default 2).")
     extract_timeout_seconds: float = Field(
-        15.0, gt=0, description="Time allowed for extracting one page (default 15)."
+        15.0,
+        gt=0,
+        le=300,
+        description="Time allowed for extracting one page (default 15).",
+        json_schema_extra={"bound_note": "5 minutes"},
     )
     user_agent: str = Field(
         "Mozilla/5.0 (compatible; threadwise/0.1; +article reader)",
@@ -152,8 +196,11 @@ class CacheSettings(StrictSection):
     max_messages: int = Field(
         200_000,
         ge=1,
+        le=10_000_000,
         description="Messages held across all channels; the least recently used channels give "
         "way first. The bot's caches are the only ones (nextcord's own holds none).",
     )
-    max_messages_per_channel: int = Field(5000, ge=1, description="Messages held per channel.")
-    max_channels: int = Field(500, ge=1, description="Channels with a cache.")
+    max_messages_per_channel: int = Field(
+        5000, ge=1, le=1_000_000, description="Messages held per channel."
+    )
+    max_channels: int = Field(500, ge=1, le=1_000_000, description="Channels with a cache.")

@@ -21,6 +21,7 @@ from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
 from bot.discord.posting import ReplyStreamer
 from bot.discord.triggers import TriggerMessage
+from bot.discord.visibility import history_restriction
 from bot.model.call import CacheHints, Completion, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.errors import ModelContextTooLongError, ModelError
@@ -29,6 +30,7 @@ from conversation.cache import CacheRegistry
 from conversation.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
 from conversation.materialize import Materializer
 from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt, refit_prompt
+from conversation.read_access import RestrictedReader
 from conversation.reader import ChannelReader
 from conversation.text import clean_text
 
@@ -139,9 +141,7 @@ class Answerer:
 
         try:
             async with typing_indicator(channel):
-                reader = ChannelReader(
-                    DiscordChannelSource(channel), self.caches.for_channel(channel.id)
-                )
+                reader = self._reader(trigger)
                 persona = persona_for(
                     self.config.model.system_prompt, self.bot_name(channel), channel
                 )
@@ -207,6 +207,17 @@ class Answerer:
         if abandoned:
             raise asyncio.CancelledError
         return result
+
+    def _reader(self, trigger: TriggerMessage) -> ChannelReader:
+        """The channel as the trigger's author may read it: all of it, or (without Read Message
+        History there) only their messages and the bot's answers to them."""
+        channel = trigger.channel
+        source, cache = DiscordChannelSource(channel), self.caches.for_channel(channel.id)
+        me = getattr(getattr(channel, "guild", None), "me", None)
+        restriction = history_restriction(trigger, me.id if me is not None else 0)
+        if restriction is None:
+            return ChannelReader(source, cache)
+        return RestrictedReader(source, cache, restriction)
 
     async def _complete(self, result: AnswerResult, on_delta: DeltaCallback) -> Completion:
         """Ask the model; on "context too long", rebuild a smaller prompt and ask again.

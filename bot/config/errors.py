@@ -45,11 +45,53 @@ def _describe(path: Path, detail: ErrorDetails, schema: type[BaseModel]) -> str:
             where, message = named, rest
     elif location[-1:] and location[-1] in SECRET_KEYS:
         message = detail["msg"]
+    elif kind in BOUND_WORDS:
+        message = _bound(kind, detail, _field_note(schema, location))
     else:
         message = f"{detail['msg']} (got {_shown(detail.get('input'))})"
         if kind in ("int_type", "int_parsing") and _quoted_number(detail.get("input")):
             message += " (write ids without quotes)"
     return f"{path}: {where}: {message}"
+
+
+# Pydantic's bound checks, told as "[storage] retention_days: at most 36500 (100 years), got
+# 1000000": the bound, what it means when the field says (``bound_note``), what was written.
+BOUND_WORDS = {
+    "less_than_equal": ("at most", "le"),
+    "less_than": ("less than", "lt"),
+    "greater_than_equal": ("at least", "ge"),
+    "greater_than": ("more than", "gt"),
+    "finite_number": ("a finite number", None),
+}
+
+
+def _bound(kind: str, detail: ErrorDetails, note: str | None) -> str:
+    words, key = BOUND_WORDS[kind]
+    context: Mapping[str, Any] = detail.get("ctx") or {}
+    bound = f" {_number(context[key])}" if key is not None and key in context else ""
+    said = f" ({note})" if note and kind in ("less_than_equal", "less_than") else ""
+    return f"{words}{bound}{said}, got {_shown(detail.get('input'))}"
+
+
+def _number(value: Any) -> str:
+    """A bound as written in config.toml: 36500, 0.2, 1000000 (not 1e+06)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _field_note(schema: type[BaseModel], location: list[str]) -> str | None:
+    """The ``bound_note`` a field gives its upper bound ("100 years"), if any."""
+    model: Any = schema
+    field = None
+    for part in location:
+        fields = getattr(model, "model_fields", None)
+        if not isinstance(fields, dict) or part not in fields:
+            return None
+        field = fields[part]
+        model = field.annotation
+    extra = field.json_schema_extra if field is not None else None
+    return extra.get("bound_note") if isinstance(extra, dict) else None  # type: ignore[return-value]
 
 
 def _unknown_top_level(name: str, value: Any, schema: type[BaseModel]) -> str:

@@ -27,6 +27,7 @@ DEFAULT_SYSTEM_PROMPT = (
 CONNECTION_KEYS = ("provider", "base_url", "api_key", "extra_headers", "connect_timeout_seconds")
 PERSONA_PLACEHOLDERS = ("bot_name", "server", "channel", "now")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
+MAX_TOKENS = 100_000_000  # far past any model's window, and still a number every counter takes
 
 
 class ModelSettings(StrictSection):
@@ -53,13 +54,24 @@ class ModelSettings(StrictSection):
         None, ge=0, le=2, description="Sampling temperature (0..2); unset: not sent."
     )
     max_tokens: int | None = Field(
-        None, gt=0, description="Cap on answer tokens; unset: not sent (anthropic: reserve_tokens)."
+        None,
+        gt=0,
+        le=MAX_TOKENS,
+        description="Cap on answer tokens; unset: not sent (anthropic: reserve_tokens).",
     )
     top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling; unset: not sent.")
-    top_k: int | None = Field(None, gt=0, description="Top-k sampling; unset: not sent.")
+    top_k: int | None = Field(
+        None, gt=0, le=1_000_000, description="Top-k sampling; unset: not sent."
+    )
     presence_penalty: float | None = Field(None, ge=-2, le=2, description="openai only.")
     frequency_penalty: float | None = Field(None, ge=-2, le=2, description="openai only.")
-    seed: int | None = Field(None, description="openai only: reproducible sampling.")
+    seed: int | None = Field(
+        None,
+        ge=-(2**63),
+        le=2**63 - 1,
+        description="openai only: reproducible sampling.",
+        json_schema_extra={"bound_note": "a 64-bit integer"},
+    )
     stop: list[str] | None = Field(None, description="Stop sequences; unset: not sent.")
     extra_headers: dict[str, SecretStr] = Field(
         default_factory=dict, description="HTTP headers added to each request (kept secret)."
@@ -74,36 +86,57 @@ class ModelSettings(StrictSection):
     )
     stream: bool = Field(True, description="Stream the answer (messages update as it is written).")
     timeout_seconds: float = Field(
-        300.0, gt=0, description="Total time for one answer, retries and waits included."
+        300.0,
+        gt=0,
+        le=3600,
+        description="Total time for one answer, retries and waits included.",
+        json_schema_extra={"bound_note": "an hour"},
     )
     connect_timeout_seconds: float = Field(
-        10.0, gt=0, description="Time allowed to open the TCP/TLS connection."
+        10.0,
+        gt=0,
+        le=300,
+        description="Time allowed to open the TCP/TLS connection.",
+        json_schema_extra={"bound_note": "5 minutes"},
     )
     idle_timeout_seconds: float = Field(
         120.0,
         gt=0,
+        le=3600,
+        json_schema_extra={"bound_note": "an hour"},
         description="Streaming only: longest silence from the server (before the first token "
         "too, so it must cover loading the model and reading the prompt).",
     )
     max_retries: int = Field(
-        3, ge=0, description="Extra attempts after a connection error, 408, 429 or 5xx."
+        3, ge=0, le=100, description="Extra attempts after a connection error, 408, 429 or 5xx."
     )
     retry_base_seconds: float = Field(
-        1.0, ge=0, description="First backoff delay; doubles each retry, with jitter."
+        1.0,
+        ge=0,
+        le=3600,
+        description="First backoff delay; doubles each retry, with jitter.",
+        json_schema_extra={"bound_note": "an hour"},
     )
     retry_max_seconds: float = Field(
-        30.0, ge=0, description="Cap on one backoff delay, including a server's Retry-After."
+        30.0,
+        ge=0,
+        le=3600,
+        description="Cap on one backoff delay, including a server's Retry-After.",
+        json_schema_extra={"bound_note": "an hour"},
     )
     vision: bool = Field(False, description="Send images as image parts (the model must see).")
     context_tokens: int = Field(
         8192,
         ge=256,
+        le=MAX_TOKENS,
+        json_schema_extra={"bound_note": "100 million tokens"},
         description="The model's context window in tokens (prompt and answer together); the "
         "prompt is cut to fit it. On Ollama, set the model's num_ctx to the same value.",
     )
     reserve_tokens: int = Field(
         1024,
         gt=0,
+        le=MAX_TOKENS,
         description="Tokens kept free for the answer when max_tokens is unset (not sent, but "
         "for anthropic, which requires a cap).",
     )

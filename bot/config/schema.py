@@ -33,14 +33,14 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.store_url import redact_url, userinfo_problem
-from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl
+from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
 from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
@@ -86,17 +86,30 @@ def locate_config(path: Path | str | None, env: Mapping[str, str] | None = None)
     return ConfigSource(DEFAULT_CONFIG_PATH, explicit=False)
 
 
+MAX_SHARDS = 10_000
+
+
 class DiscordSettings(StrictSection):
     token: OptionalSecret = Field(None, description="Bot token; DISCORD_TOKEN wins.")
     api_base: HttpUrl = Field(
         "https://discord.com/api/v10",
         description="REST base URL; the gateway URL is asked from it (proxies and tests set it).",
     )
-    guild_ready_timeout: float = Field(2.0, gt=0, description="Seconds to wait for guild data.")
-    shard_count: int | None = Field(
-        None, ge=1, description="Total shards across all processes; unset: one unsharded client."
+    guild_ready_timeout: float = Field(
+        2.0,
+        gt=0,
+        le=60,
+        description="Seconds to wait for guild data.",
+        json_schema_extra={"bound_note": "a minute"},
     )
-    shard_ids: tuple[int, ...] = Field(
+    shard_count: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_SHARDS,
+        description="Total shards across all processes; unset: one unsharded client.",
+        json_schema_extra={"bound_note": "Discord's largest bots run a few thousand"},
+    )
+    shard_ids: tuple[Annotated[int, Field(ge=0, lt=MAX_SHARDS)], ...] = Field(
         (), description="The shards this process runs; empty: all of them (with shard_count)."
     )
 
@@ -119,12 +132,16 @@ class TriggerSettings(StrictSection):
     """When the bot answers."""
 
     allow_dms: bool = Field(True, description="Answer direct messages.")
-    always_on_channels: tuple[int, ...] = Field(
+    always_on_channels: tuple[Snowflake, ...] = Field(
         (), description="Channels where every message is answered."
     )
     answer_bots: bool = Field(False, description="Answer messages written by other bots.")
     burst_window_seconds: float = Field(
-        1.5, ge=0, description="Messages from one person within this window get one answer."
+        1.5,
+        ge=0,
+        le=60,
+        description="Messages from one person within this window get one answer.",
+        json_schema_extra={"bound_note": "a minute"},
     )
     max_concurrent_answers: int = Field(
         8,
@@ -138,17 +155,21 @@ class TriggerSettings(StrictSection):
 class PermissionSettings(StrictSection):
     """Who may use the bot where. Empty allow-lists allow everyone; blocks always win."""
 
-    allowed_users: tuple[int, ...] = ()
-    blocked_users: tuple[int, ...] = ()
-    allowed_roles: tuple[int, ...] = ()
-    blocked_roles: tuple[int, ...] = ()
-    allowed_channels: tuple[int, ...] = ()
-    blocked_channels: tuple[int, ...] = ()
+    allowed_users: tuple[Snowflake, ...] = ()
+    blocked_users: tuple[Snowflake, ...] = ()
+    allowed_roles: tuple[Snowflake, ...] = ()
+    blocked_roles: tuple[Snowflake, ...] = ()
+    allowed_channels: tuple[Snowflake, ...] = ()
+    blocked_channels: tuple[Snowflake, ...] = ()
 
 
 class ReplySettings(StrictSection):
     edit_interval_seconds: float = Field(
-        1.0, ge=0.2, description="While streaming, edit the answer at most this often."
+        1.0,
+        ge=0.2,
+        le=60,
+        description="While streaming, edit the answer at most this often.",
+        json_schema_extra={"bound_note": "a minute"},
     )
     max_messages_per_answer: int = Field(
         5, ge=1, le=100, description="Discord messages one answer may take; the rest is cut."
@@ -171,8 +192,16 @@ class MentionSettings(StrictSection):
 
 
 class AttachmentSettings(StrictSection):
-    max_text_chars: int = Field(8000, ge=0, description="Text attachments inlined up to this size.")
-    max_text_attachments: int = Field(3, ge=0, description="Text attachments read per message.")
+    max_text_chars: int = Field(
+        8000, ge=0, le=1_000_000, description="Text attachments inlined up to this size."
+    )
+    max_text_attachments: int = Field(
+        3,
+        ge=0,
+        le=10,
+        description="Text attachments read per message.",
+        json_schema_extra={"bound_note": "a Discord message holds 10"},
+    )
 
 
 DEFAULT_RETENTION_DAYS = 30
@@ -190,7 +219,9 @@ class StorageSettings(StrictSection):
     retention_days: int = Field(
         DEFAULT_RETENTION_DAYS,
         ge=0,
+        le=36_500,
         description="Drop interactions older than this many days; 0 keeps them forever.",
+        json_schema_extra={"bound_note": "100 years"},
     )
 
     @field_validator("url")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Annotated
 
-from pydantic import AfterValidator, SecretStr
+from pydantic import AfterValidator, Field, SecretStr
 
 
 def _http_url(value: str) -> str:
@@ -58,3 +58,7 @@ def snowflake(text: str) -> int:
 def _shown(text: str) -> str:
     """The input as quoted in the error, cut so that a pasted novel stays one line."""
     return repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
+
+
+# A Discord id (user, role, channel): a positive 64-bit snowflake; 0, -1 or 10**30 are typos.
+Snowflake = Annotated[int, Field(ge=1, le=2**63 - 1)]

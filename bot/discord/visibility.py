@@ -12,6 +12,10 @@ who may manage threads. Without the privileged members intent the bot does not s
 thread, so membership it has not cached is asked of Discord (one request, only for a private
 thread). When in doubt (no parent channel, a failed request) the answer is no.
 
+The context of an answer follows the same rule: an asker without Read Message History in the
+channel gets a context of only what they may read (``history_restriction``; what it lets in is
+``conversation.read_access``), so the bot is no window into the history either.
+
 For ``/context``, an answer in a DM is shown only to the person the bot talked with there, and
 anyone refused is told the answer does not exist, in the same words as for an id that was never
 answered, so asking does not reveal that it exists.
@@ -26,6 +30,7 @@ import aiohttp
 import nextcord
 
 from bot.discord.compat import is_thread_member
+from conversation.read_access import HistoryRestriction
 
 log = logging.getLogger(__name__)
 # Every way a request to Discord can fail: its answers, and a connection that drops
@@ -33,17 +38,53 @@ log = logging.getLogger(__name__)
 REQUEST_FAILED = (nextcord.HTTPException, aiohttp.ClientError, OSError, TimeoutError)
 
 
-async def can_view(channel: Any, member: nextcord.Member) -> bool:
-    """Whether ``member`` can open ``channel`` and read its messages, right now."""
+async def can_view(channel: Any, member: nextcord.Member, *, history: bool = True) -> bool:
+    """Whether ``member`` can open ``channel`` and read its messages, right now; with
+    ``history=False``, only what is said there (an answer whose context held only what they
+    may read without Read Message History)."""
     try:
         permissions = channel.permissions_for(member)
     except nextcord.ClientException:  # a thread whose parent channel is not cached
         return False
-    if not (permissions.view_channel and permissions.read_message_history):
+    if not (permissions.view_channel and (permissions.read_message_history or not history)):
         return False
     if isinstance(channel, nextcord.Thread) and channel.is_private():
         return permissions.manage_threads or await _in_thread(channel, member)
     return True
+
+
+def may_read_history(channel: Any, user: Any) -> bool:
+    """Whether ``user`` has Read Message History in ``channel`` (a thread: its parent's), now.
+
+    In a DM the person talking with the bot reads the whole conversation. In a server, a user the
+    bot cannot resolve to a member, or a thread whose parent is not cached, is refused: when in
+    doubt, only what they wrote and were answered is theirs.
+    """
+    guild = getattr(channel, "guild", None)
+    if guild is None:
+        return True
+    member = member_in(guild, user)
+    if member is None:
+        return False
+    try:
+        permissions = channel.permissions_for(member)
+    except nextcord.ClientException:  # a thread whose parent channel is not cached
+        return False
+    return bool(permissions.read_message_history)
+
+
+def history_restriction(trigger: Any, bot_id: int) -> HistoryRestriction | None:
+    """What the context of ``trigger`` may hold when its author may not read the history of its
+    channel; None when they may read all of it.
+
+    The one rule for everything that reads a channel on a member's behalf (the context builder,
+    following a conversation, tools that read Discord): call it with the message that asked,
+    and keep to ``HistoryRestriction.allows`` (or read through
+    ``conversation.read_access.RestrictedReader``) whenever it is not None.
+    """
+    if may_read_history(trigger.channel, trigger.author):
+        return None
+    return HistoryRestriction.for_trigger(trigger, bot_id)
 
 
 async def _in_thread(thread: nextcord.Thread, member: nextcord.Member) -> bool:
@@ -65,12 +106,15 @@ async def may_view_channel(
     guild_id: int | None,
     channel_id: int,
     dm_participant_id: int,
+    restricted: bool = False,
 ) -> bool:
     """Whether ``asker`` can view the channel an interaction happened in, right now.
 
     ``dm_participant_id`` is the person a DM interaction answered (its trigger's author); it is
     only consulted when ``guild_id`` is None. Unknown channels, guilds the bot left, members it
     cannot resolve and failed requests are refused: when in doubt, nothing is shown.
+    ``restricted``: the interaction's context held only what its asker may read without Read
+    Message History (see ``history_restriction``); then that asker may see it without it.
     """
     if guild_id is None:
         return asker.id == dm_participant_id
@@ -82,7 +126,12 @@ async def may_view_channel(
     except REQUEST_FAILED:
         return False
     member = member_in(guild, asker)
-    return channel is not None and member is not None and await can_view(channel, member)
+    history = not (restricted and asker.id == dm_participant_id)
+    return (
+        channel is not None
+        and member is not None
+        and await can_view(channel, member, history=history)
+    )
 
 
 async def channel_in(guild: nextcord.Guild, channel_id: int) -> Any:

@@ -94,17 +94,21 @@ def recognize_overflow(
 
 
 def _parse(body: bytes | str | Mapping[str, Any]) -> tuple[Any, str]:
-    if isinstance(body, Mapping):
-        return body, json.dumps(body, ensure_ascii=False)
-    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    """The body as data and as plain text; a body nested too deeply to read is neither."""
     try:
-        payload = json.loads(text)
-    except ValueError:
-        payload = None
-    if isinstance(payload, Mapping):
-        # Messages may be nested or escaped; search their plain text, not the JSON spelling.
-        text = " ".join(_strings(payload))
-    return payload, text
+        if isinstance(body, Mapping):
+            return body, json.dumps(body, ensure_ascii=False)
+        text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            payload = None
+        if isinstance(payload, Mapping):
+            # Messages may be nested or escaped; search their plain text, not the JSON spelling.
+            text = " ".join(_strings(payload))
+        return payload, text
+    except RecursionError:
+        return None, ""
 
 
 def _strings(value: Any) -> list[str]:

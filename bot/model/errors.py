@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
-import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -126,11 +126,35 @@ class ModelPartialError(ModelError):
         self.cause, self.partial_text = cause, partial_text
 
 
+def too_deep(url: str, what: str) -> ModelProtocolError:
+    """JSON from the server nested deeper than Python reads (an error body, an event, the
+    answer): the server's fault, said in one line rather than a RecursionError traceback."""
+    return ModelProtocolError(
+        f"{what} from {url} is JSON nested too deeply to read: the model server sent a "
+        "malformed answer"
+    )
+
+
+def unreadable_event(data: str, url: str) -> ModelProtocolError:
+    """An error event whose data is not JSON the SDK could read: nested too deeply, or not JSON
+    at all. Either way the server broke the protocol."""
+    try:
+        json.loads(data)
+    except RecursionError:
+        return too_deep(url, "an error event")
+    except ValueError:
+        pass
+    return ModelProtocolError(f"an error event from {url} is not readable JSON: {data[:200]!r}")
+
+
 def status_error(
     status: int, body: Any, url: str, model: str, headers: Mapping[str, str], where: str = ""
 ) -> ModelError:
     """An error status and the server's answer (text or JSON) as one of our errors."""
-    text = body if isinstance(body, str) else json.dumps(body)
+    try:
+        text = body if isinstance(body, str) else json.dumps(body)
+    except RecursionError:
+        text = "an error body nested too deeply to read (malformed JSON from the server)"
     detail = f"{where or f'HTTP {status} from'} {url}: {server_message(text) or 'no message'}"
     if status in (401, 403):
         hint = "check [model] api_key (or the MODEL_API_KEY environment variable)"
@@ -176,6 +200,8 @@ def server_message(text: str) -> str:
         payload = json.loads(text)
     except ValueError:
         return " ".join(text.split())[:500]
+    except RecursionError:
+        return "an error body nested too deeply to read (malformed JSON from the server)"
     for key in ("error", "detail", "message") if isinstance(payload, dict) else ():
         value = payload.get(key)
         if isinstance(value, dict):
@@ -186,14 +212,40 @@ def server_message(text: str) -> str:
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date), if usable:
-    ``nan`` and infinities are no advice (they would hold the channel until the total timeout)."""
-    for name, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
-        with contextlib.suppress(ValueError):
-            if math.isfinite(seconds := float(headers.get(name) or "x") / scale):
-                return max(seconds, 0.0)
-    with contextlib.suppress(TypeError, ValueError):
-        when = email.utils.parsedate_to_datetime(headers.get("retry-after") or "")
+    """Seconds from ``retry-after-ms`` or ``Retry-After``, read by their grammar, else None
+    (the client's own backoff).
+
+    ``Retry-After`` is ``1*DIGIT`` or an HTTP date (RFC 9110 10.2.3); OpenAI's
+    ``retry-after-ms`` is digits with an optional fraction. Anything else is no advice: Python's
+    ``float()`` and ``int()`` would read ``" 1_000 "`` as 1000 seconds and ``"1e400"`` as
+    infinity, holding the channel until the total timeout.
+    """
+    milliseconds = _header(headers, "retry-after-ms")
+    if _MILLISECONDS.fullmatch(milliseconds):
+        return float(milliseconds) / 1000
+    value = _header(headers, "retry-after")
+    if _DELAY_SECONDS.fullmatch(value):
+        return float(value)
+    if not _HTTP_DATE.fullmatch(value):
+        return None
+    with contextlib.suppress(TypeError, ValueError, OverflowError):
+        when = email.utils.parsedate_to_datetime(value)
         wait = when.replace(tzinfo=when.tzinfo or UTC) - datetime.now(UTC)
         return max(wait.total_seconds(), 0.0)
     return None
+
+
+# Only ASCII digits (``\d`` takes any script's), no sign, no exponent, no underscores.
+_DELAY_SECONDS = re.compile(r"[0-9]{1,12}")
+_MILLISECONDS = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,6})?")
+# The three HTTP date forms: "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT",
+# "Sun Nov  6 08:49:37 1994".
+_HTTP_DATE = re.compile(
+    r"[A-Za-z]{3,9}, [0-9]{2}[ -][A-Za-z]{3}[ -][0-9]{2,4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT"
+    r"|[A-Za-z]{3} [A-Za-z]{3} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}"
+)
+
+
+def _header(headers: Mapping[str, str], name: str) -> str:
+    """The field's value without the optional whitespace HTTP allows around it."""
+    return (headers.get(name) or "").strip(" \t")

@@ -23,6 +23,8 @@ from bot.model.errors import (
     ModelStalledError,
     reported_error,
     status_error,
+    too_deep,
+    unreadable_event,
 )
 
 
@@ -74,21 +76,27 @@ class Provider:
         call.status = response.status_code
         kind = response.headers.get("content-type", "").lower()
         async with answer:  # closes the response, however the reading ends
-            if "json" in kind or not stream:  # some servers ignore stream=true
-                await self.whole(self.object(json.loads(await response.aread())), call)
-            elif "text/event-stream" not in kind:
-                snippet = (await response.aread())[:300].decode(errors="replace")
-                raise ModelProtocolError(
-                    f"expected an event stream from {self.url}, got {kind or 'no'} content "
-                    f"type: {snippet!r}"
-                )
-            else:
-                try:
-                    async for event in answer:
-                        await self.event(self.object(event), call)
-                except httpx2.TimeoutException:
-                    if call.finish_reason is None:  # else finished; only closing was late
-                        raise
+            try:
+                await self._read(answer, response, kind, stream, call)
+            except RecursionError:  # json, repr or our reading went as deep as it nests
+                raise too_deep(self.url, "a stream event" if stream else "the answer") from None
+
+    async def _read(self, answer: Any, response: Any, kind: str, stream: bool, call: Call) -> None:
+        if "json" in kind or not stream:  # some servers ignore stream=true
+            await self.whole(self.object(json.loads(await response.aread())), call)
+        elif "text/event-stream" not in kind:
+            snippet = (await response.aread())[:300].decode(errors="replace")
+            raise ModelProtocolError(
+                f"expected an event stream from {self.url}, got {kind or 'no'} content "
+                f"type: {snippet!r}"
+            )
+        else:
+            try:
+                async for event in answer:
+                    await self.event(self.object(event), call)
+            except httpx2.TimeoutException:
+                if call.finish_reason is None:  # else finished; only closing was late
+                    raise
 
     @property
     def extra_headers(self) -> dict[str, str]:
@@ -109,6 +117,14 @@ def as_dict(value: object) -> dict[str, Any]:
 
 def sdk_error(exc: Exception, provider: Provider, call: Call, stream: bool) -> ModelError:
     """What an ``openai`` or ``anthropic`` SDK exception (one family of classes) means here."""
+    try:
+        return _sdk_error(exc, provider, call, stream)
+    except RecursionError:  # reading a deeply nested error body the SDK carried
+        what = "an error" if isinstance(exc, provider.sdk.APIError) else "the answer"
+        return too_deep(provider.url, what)
+
+
+def _sdk_error(exc: Exception, provider: Provider, call: Call, stream: bool) -> ModelError:
     sdk, settings, url = provider.sdk, provider.settings, provider.url
     if isinstance(exc, sdk.APIStatusError) and exc.status_code >= 300:
         response = exc.response
@@ -134,6 +150,8 @@ def sdk_error(exc: Exception, provider: Provider, call: Call, stream: bool) -> M
             f"the connection to {url} broke mid-answer: {exc.__cause__ or exc!r}"
         )
     if isinstance(exc, sdk.APIError):  # reported inside a 200 answer or its stream
+        if isinstance(exc.body, str):  # the SDK could not read the event's JSON
+            return unreadable_event(exc.body, url)
         return reported_error(exc.body, url, settings.name)
     what = "bad JSON in a stream data line from" if stream else "the answer is not JSON from"
     return ModelProtocolError(f"{what} {url}: {exc}")

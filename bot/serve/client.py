@@ -159,6 +159,7 @@ class ThreadwiseClient(nextcord.Client):
             guild_id=explanation.guild_id,
             channel_id=explanation.channel_id,
             dm_participant_id=explanation.trigger_author_id,
+            restricted=any(e.action == "history_restricted" for e in explanation.work_log),
         ):
             return str(not_in_store(target))
         return render_text(without_linked_text(explanation), limit=DISCORD_MESSAGE_LIMIT)

@@ -152,6 +152,12 @@ def cached_note(usage: dict[str, int]) -> str:
 
 def _body(e: Explanation, excerpt_chars: int | None) -> list[str]:
     body: list[str] = []
+    # Why the context is only part of the channel, before the list it explains.
+    body.extend(
+        f"Only part of the channel: {entry.detail}"
+        for entry in e.work_log
+        if entry.action == "history_restricted"
+    )
     # First: a linked message left out matters to the asker more than the list below.
     links = [entry.detail for entry in e.work_log if entry.action == "link_followed"]
     if links:

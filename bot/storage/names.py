@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.storage.models import REMOVED
+from conversation.names import without_structure
 
 FREE_TEXT_MIN_LENGTH = 3
 
@@ -29,6 +30,9 @@ def folded(name: str) -> str:
 def name_spellings(names: Iterable[str], *, free_text: bool) -> list[str]:
     """The spellings to look for, longest first (so "Chloé B" wins over "Chloé")."""
     spellings: set[str] = set()
+    # A header spells a name with look-alike parentheses, brackets and colons (see
+    # conversation.names): that spelling is theirs too.
+    names = [variant for name in names for variant in {name, without_structure(name)}]
     for name in names:
         name = name.strip()
         if not name:

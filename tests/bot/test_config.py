@@ -62,7 +62,7 @@ def test_every_setting_is_written_in_config_toml():
         ("[contxt]\nmin_linear = 4\n", "[contxt]: unknown section"),
         ('[context]\nmax_total = "many"\n', "[context] max_total: Input should be a valid integer"),
         ("[context]\ntime_threshold_minutes = -5\n", "[context] time_threshold_minutes:"),
-        ("[context]\nmin_linear = -1\n", "[context] min_linear: Input should be greater than"),
+        ("[context]\nmin_linear = -1\n", "[context] min_linear: at least 0, got -1"),
         (
             "[context]\nmin_linear = 40\n",
             "[context] min_linear: must not exceed max_total "
@@ -90,7 +90,7 @@ def test_every_setting_is_written_in_config_toml():
         ),
         ('[logging]\nlevel = "verbose"\n', "[logging] level:"),
         ('[model]\nbase_url = "localhost:1234"\n', "[model] base_url:"),
-        ("[model]\ncontext_tokens = 100\n", "[model] context_tokens: Input should be greater"),
+        ("[model]\ncontext_tokens = 100\n", "[model] context_tokens: at least 256, got 100"),
         (
             "[model]\nreserve_tokens = 9000\n",
             "[model] reserve_tokens: 9000 leaves no room for the prompt in context_tokens=8192",

@@ -254,18 +254,19 @@ async def test_borrowed_http_client_is_left_open(fake: FakeOpenAI) -> None:
 
 
 async def test_429_is_retried_after_the_servers_retry_after(fake: FakeOpenAI) -> None:
-    fake.queue(RateLimited(retry_after="0.2"), Answer(text="finally"))
+    # Retry-After is whole seconds (RFC 9110: 1*DIGIT); a fraction is no advice.
+    fake.queue(RateLimited(retry_after="1"), Answer(text="finally"))
     async with ModelClient(make_settings(fake)) as client:
         completion = await client.complete(MESSAGES)
     assert completion.text == "finally"
     limited, ok = completion.attempts
     assert (limited.status, limited.outcome) == (429, "retried")
-    assert limited.retry_after_seconds == pytest.approx(0.2)
-    assert limited.delay_seconds == pytest.approx(0.2)
+    assert limited.retry_after_seconds == pytest.approx(1)
+    assert limited.delay_seconds == pytest.approx(1)
     assert (ok.status, ok.outcome, ok.number) == (200, "ok", 2)
     # The second request really came after the wait.
     first, second = fake.chat_requests
-    assert (second.received_at - first.received_at).total_seconds() >= 0.19
+    assert (second.received_at - first.received_at).total_seconds() >= 0.99
 
 
 async def test_retry_after_is_capped(fake: FakeOpenAI) -> None:

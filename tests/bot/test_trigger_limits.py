@@ -129,14 +129,16 @@ async def test_answers_across_channels_wait_for_a_free_slot():
     assert (second - first).total_seconds() >= answer.first_byte_delay
 
 
-@pytest.mark.parametrize(("bad", "bound"), [(0, "greater than or equal to 1"), (1001, "1000")])
+@pytest.mark.parametrize(
+    ("bad", "bound"), [(0, "at least 1, got 0"), (1001, "at most 1000, got 1001")]
+)
 def test_max_concurrent_answers_out_of_range_is_one_line(tmp_path, bad, bound):
     path = tmp_path / "config.toml"
     path.write_text(f"[triggers]\nmax_concurrent_answers = {bad}\n")
     with pytest.raises(ConfigError) as error:
         load_config(path, env={})
     message = str(error.value)
-    assert "[triggers] max_concurrent_answers: Input should be" in message, message
+    assert "[triggers] max_concurrent_answers: " in message, message
     assert bound in message and "\n" not in message
 
 

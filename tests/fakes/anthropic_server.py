@@ -5,7 +5,7 @@ A real aiohttp server (real sockets, real HTTP, real server-sent events) answeri
 
     async with FakeAnthropic() as fake:                # fake.url is the API root, no /v1
         settings = ModelSettings(provider="anthropic", base_url=fake.url, ...)
-        fake.queue(RateLimited(retry_after="0.1"), Answer(text="hello"))
+        fake.queue(RateLimited(retry_after="1"), Answer(text="hello"))
         fake.message_requests[-1].body["system"]       # every request is recorded
 
 Behaviours (one per request; streamed or not as the request asks):

@@ -5,7 +5,7 @@ under test runs exactly as in production. Usage::
 
     async with FakeOpenAI() as fake:                 # random free port
         settings = ModelSettings(base_url=fake.url, ...)   # fake.url ends in /v1
-        fake.queue(RateLimited(retry_after="0.1"), Answer(text="hello"))
+        fake.queue(RateLimited(retry_after="1"), Answer(text="hello"))
         ...                                          # 1st chat request gets a 429, 2nd "hello"
         fake.requests[-1].body["messages"]           # every request is recorded
 
