@@ -1,0 +1,147 @@
+"""Fit the follow decision on the IRC training split and write conversation/follow_weights.json.
+
+    python -m bench.train_follow [TRAIN_DIR] [--dry-run] [--hold-out FRACTION]
+
+The messages are those ``bench.follow`` decides (the three most active annotated speakers of each
+log standing in for the bot), from irc-train only. The rules decide the messages that call
+someone (a mention or a reply to someone else: never followed); the others are described by
+``conversation.follow.FOLLOW_FEATURES`` and a logistic model is fitted on them (numpy, a
+training-only dependency: ``pip install -e '.[train]'``). The default threshold is then chosen
+on the same training messages, favouring precision (a bot that interrupts is worse than one
+that waits to be called): the best F1 among thresholds whose precision is at least
+``PRECISION_FLOOR``. No figure on irc-dev is ever used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.boosting import fit_logistic
+from bench.follow import DATA, SPEAKERS, Item, all_items, logs_in
+from conversation.follow import (
+    FOLLOW_FEATURES,
+    FOLLOW_WEIGHTS_FILE,
+    WINDOW_MESSAGES,
+    FollowModel,
+    explicit,
+    follow_row,
+)
+from conversation.relevance import LogisticStage, load_model
+
+OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / FOLLOW_WEIGHTS_FILE
+PRECISION_FLOOR = 0.8
+L2 = 1.0
+
+
+def rows_of(decided: list[Item]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Feature rows and labels of the messages the model decides, and the gold follow-ups the
+    rules turn down (they count as missed)."""
+    relevance = load_model()
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    ruled_out = 0
+    for item in decided:
+        clue = item.clue
+        earlier = item.earlier
+        authors = {c.id: c.author for c in earlier[-200:]}
+        if explicit(clue, item.speaker, authors.get) is not None:
+            ruled_out += item.follow_up
+            continue
+        found = follow_row(item.speaker, earlier, clue, relevance, WINDOW_MESSAGES)
+        if found is None:
+            ruled_out += item.follow_up
+            continue
+        rows.append(found[0])
+        labels.append(int(item.follow_up))
+    return np.array(rows), np.array(labels, dtype=float), ruled_out
+
+
+def choose_threshold(
+    scores: np.ndarray, labels: np.ndarray, missed: int
+) -> tuple[float, list[tuple[float, float, float, float]]]:
+    """The best F1 whose precision is at least the floor; the curve it was chosen from."""
+    gold = labels.sum() + missed
+    curve = []
+    for threshold in np.round(np.arange(0.10, 0.95, 0.01), 2):
+        predicted = scores >= threshold
+        tp = float((predicted & (labels > 0)).sum())
+        p = tp / predicted.sum() if predicted.sum() else 0.0
+        r = tp / gold if gold else 0.0
+        f = 2 * p * r / (p + r) if p + r else 0.0
+        curve.append((float(threshold), p, r, f))
+    allowed = [c for c in curve if c[1] >= PRECISION_FLOOR] or curve
+    best = max(allowed, key=lambda c: (c[3], c[0]))
+    return best[0], curve
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", nargs="?", type=Path, default=DATA / "irc-train")
+    parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--hold-out",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="fit on the other logs and report on this seeded fraction of whole training logs "
+        "(nothing is written); measures a change without touching irc-dev",
+    )
+    args = parser.parse_args()
+    started = time.perf_counter()
+    logs = logs_in(args.data)
+    held: list = []
+    if args.hold_out:
+        random.Random(args.seed).shuffle(logs)
+        cut = round(len(logs) * args.hold_out)
+        held, logs = logs[:cut], logs[cut:]
+        args.dry_run = True
+    decided = all_items(logs, SPEAKERS)
+    x, y, missed = rows_of(decided)
+    print(
+        f"{len(logs)} logs, {len(decided)} messages decided, {len(y)} scored "
+        f"({int(y.sum())} follow-ups), {missed} follow-ups turned down by the rules",
+        flush=True,
+    )
+    means, scales, weights, bias = fit_logistic(x, y, l2=L2)
+    stage = LogisticStage(
+        features=FOLLOW_FEATURES,
+        means=tuple(round(v, 6) for v in means),
+        scales=tuple(round(v, 6) for v in scales),
+        weights=tuple(round(v, 6) for v in weights),
+        bias=round(bias, 6),
+    )
+    for name, weight in sorted(zip(FOLLOW_FEATURES, weights, strict=True), key=lambda p: -abs(p[1])):
+        print(f"  {weight:+.3f}  {name}")
+    model = FollowModel(
+        stage=stage,
+        threshold=0.5,
+        trained_on=f"irc-train, {len(logs)} logs, {SPEAKERS} speakers each, {len(y)} messages",
+    )
+    scores = np.array([model.score(row) for row in x.tolist()])
+    threshold, curve = choose_threshold(scores, y, missed)
+    for t, p, r, f in curve:
+        if abs(t - threshold) <= 0.1 + 1e-9:
+            mark = " <- default" if t == threshold else ""
+            print(f"  threshold {t:.2f}: P {p:.3f} R {r:.3f} F1 {f:.3f}{mark}")
+    model = model.model_copy(update={"threshold": threshold})
+    if held:
+        hx, hy, hmissed = rows_of(all_items(held, SPEAKERS))
+        hscores = np.array([model.score(row) for row in hx.tolist()])
+        _, hcurve = choose_threshold(hscores, hy, hmissed)
+        t, p, r, f = next(c for c in hcurve if c[0] == threshold)
+        print(f"held out ({len(held)} logs): P {p:.3f} R {r:.3f} F1 {f:.3f} at {t:.2f}")
+    if not args.dry_run:
+        OUTPUT.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {OUTPUT}")
+    print(f"{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
