@@ -32,19 +32,24 @@ from conversation.follow import (
     explicit,
     follow_row,
 )
-from conversation.relevance import LogisticStage, load_model
+from conversation.relevance import FEATURES, RELATIVE_FEATURES, LogisticStage, load_model
 
 OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / FOLLOW_WEIGHTS_FILE
 PRECISION_FLOOR = 0.8
 L2 = 1.0
 
 
-def rows_of(decided: list[Item]) -> tuple[np.ndarray, np.ndarray, int]:
-    """Feature rows and labels of the messages the model decides, and the gold follow-ups the
-    rules turn down (they count as missed)."""
+def rows_of(
+    decided: list[Item], parent: LogisticStage | None = None
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
+    """Feature rows and labels of the messages the model decides, the gold follow-ups the
+    rules turn down (they count as missed), and the relevance rows of the earlier messages
+    with whether each is a gold parent (what the parent stage is fitted on)."""
     relevance = load_model()
     rows: list[list[float]] = []
     labels: list[int] = []
+    pair_rows: list[tuple[float, ...]] = []
+    pair_labels: list[int] = []
     ruled_out = 0
     for item in decided:
         clue = item.clue
@@ -53,13 +58,33 @@ def rows_of(decided: list[Item]) -> tuple[np.ndarray, np.ndarray, int]:
         if explicit(clue, item.speaker, authors.get) is not None:
             ruled_out += item.follow_up
             continue
-        found = follow_row(item.speaker, earlier, clue, relevance, WINDOW_MESSAGES)
+        found = follow_row(item.speaker, earlier, clue, relevance, WINDOW_MESSAGES, parent)
         if found is None:
             ruled_out += item.follow_up
             continue
-        rows.append(found[0])
+        rows.append(found.row)
         labels.append(int(item.follow_up))
-    return np.array(rows), np.array(labels, dtype=float), ruled_out
+        gold = item.log.parents.get(clue.id, set())
+        pair_rows.extend(found.relevance_rows)
+        pair_labels.extend(int(c.id in gold) for c in found.earlier)
+    return (
+        np.array(rows),
+        np.array(labels, dtype=float),
+        ruled_out,
+        np.array(pair_rows),
+        np.array(pair_labels, dtype=float),
+    )
+
+
+def logistic(features: tuple[str, ...], x: np.ndarray, y: np.ndarray) -> LogisticStage:
+    means, scales, weights, bias = fit_logistic(x, y, l2=L2)
+    return LogisticStage(
+        features=features,
+        means=tuple(round(v, 6) for v in means),
+        scales=tuple(round(v, 6) for v in scales),
+        weights=tuple(round(v, 6) for v in weights),
+        bias=round(bias, 6),
+    )
 
 
 def choose_threshold(
@@ -103,23 +128,22 @@ def main() -> None:
         held, logs = logs[:cut], logs[cut:]
         args.dry_run = True
     decided = all_items(logs, SPEAKERS)
-    x, y, missed = rows_of(decided)
+    _, _, _, px, py = rows_of(decided)
+    print(f"parent stage: {len(py)} earlier messages, {int(py.sum())} gold parents", flush=True)
+    parent = logistic(FEATURES + RELATIVE_FEATURES, px, py)
+    x, y, missed, _, _ = rows_of(decided, parent)
     print(
         f"{len(logs)} logs, {len(decided)} messages decided, {len(y)} scored "
         f"({int(y.sum())} follow-ups), {missed} follow-ups turned down by the rules",
         flush=True,
     )
-    means, scales, weights, bias = fit_logistic(x, y, l2=L2)
-    stage = LogisticStage(
-        features=FOLLOW_FEATURES,
-        means=tuple(round(v, 6) for v in means),
-        scales=tuple(round(v, 6) for v in scales),
-        weights=tuple(round(v, 6) for v in weights),
-        bias=round(bias, 6),
-    )
-    for name, weight in sorted(zip(FOLLOW_FEATURES, weights, strict=True), key=lambda p: -abs(p[1])):
+    stage = logistic(FOLLOW_FEATURES, x, y)
+    for name, weight in sorted(
+        zip(FOLLOW_FEATURES, stage.weights, strict=True), key=lambda p: -abs(p[1])
+    ):
         print(f"  {weight:+.3f}  {name}")
     model = FollowModel(
+        parent=parent,
         stage=stage,
         threshold=0.5,
         trained_on=f"irc-train, {len(logs)} logs, {SPEAKERS} speakers each, {len(y)} messages",
@@ -132,7 +156,7 @@ def main() -> None:
             print(f"  threshold {t:.2f}: P {p:.3f} R {r:.3f} F1 {f:.3f}{mark}")
     model = model.model_copy(update={"threshold": threshold})
     if held:
-        hx, hy, hmissed = rows_of(all_items(held, SPEAKERS))
+        hx, hy, hmissed, _, _ = rows_of(all_items(held, SPEAKERS), parent)
         hscores = np.array([model.score(row) for row in hx.tolist()])
         _, hcurve = choose_threshold(hscores, hy, hmissed)
         t, p, r, f = next(c for c in hcurve if c[0] == threshold)

@@ -57,6 +57,18 @@ FOLLOW_FEATURES: tuple[str, ...] = (
     "someone else addressed its author since the bot spoke",
     "its author's previous message addressed someone else",
     "its author's previous message addressed the bot",
+    "the bot's latest message addressed someone else",
+    "the bot asked a question",
+    "minutes since its author spoke",
+    "its author spoke right before the bot",
+    "the bot's messages lately",
+    "minutes since the previous message",
+    "likely answers the bot's latest message",
+    "likely answers one of the bot's messages",
+    "likely answers someone else",
+    "the bot's share of what it likely answers",
+    "the bot's message is what it likely answers",
+    "someone else addressed the bot since",
     "right after the bot",
     "right after someone else",
     "a question",
@@ -68,6 +80,7 @@ FOLLOW_FEATURES: tuple[str, ...] = (
 # message is added when it lies further back.
 WINDOW_MESSAGES = 24
 DEFAULT_MINUTES = 30.0
+_NEVER = math.log1p(120.0)  # "minutes since" for what is not in the window
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +112,7 @@ class FollowModel(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    parent: LogisticStage  # over the relevance rows: is this the message it answers?
     stage: LogisticStage
     threshold: float = Field(ge=0.0, le=1.0)
     window_messages: int = Field(WINDOW_MESSAGES, ge=1, le=200)
@@ -134,6 +148,17 @@ def _addressed(clue: Clue, author_of: Callable[[int], int | None]) -> set[int]:
     return people
 
 
+@dataclass(frozen=True, slots=True)
+class FollowEvidence:
+    """What the decision weighs: the feature row, whom the bot talks with, and the relevance
+    rows of the earlier messages (newest first; what the parent stage is fitted on)."""
+
+    row: list[float]
+    partner: int | None
+    earlier: list[Clue]
+    relevance_rows: list[tuple[float, ...]]
+
+
 def conversation_partners(
     bot_id: int, recent: Sequence[Clue], author_of: Callable[[int], int | None]
 ) -> tuple[int | None, set[int]]:
@@ -160,9 +185,14 @@ def follow_row(
     candidate: Clue,
     relevance: RelevanceModel,
     window: int = WINDOW_MESSAGES,
-) -> tuple[list[float], int | None] | None:
+    parent: LogisticStage | None = None,
+) -> FollowEvidence | None:
     """``FOLLOW_FEATURES`` of ``candidate`` given the messages before it (oldest first), and
-    whom the bot's conversation is with; None when the bot has not spoken in ``earlier``."""
+    whom the bot's conversation is with; None when the bot has not spoken in ``earlier``.
+
+    ``parent`` scores each earlier message as the one ``candidate`` answers, from its
+    relevance row (without it, as when that stage is being fitted, those features are 0).
+    """
     last_bot = next((i for i in range(len(earlier) - 1, -1, -1) if earlier[i].author == bot_id), None)
     if last_bot is None:
         return None
@@ -202,7 +232,28 @@ def follow_row(
     )
     own = next((c for c in reversed(recent) if c.author == candidate.author), None)
     own_addressed = _addressed(own, author_of) if own is not None else set()
+    before_bot = earlier[last_bot - 1] if last_bot > 0 else None
+    others_called_bot = any(
+        bot_id in _addressed(c, author_of) for c in since if c.author != candidate.author
+    )
     idf = _idf([candidate, *candidates])
+    answers = [0.0] * 5
+    if parent is not None:
+        likely = [parent.score(s.row)[0] for s in scored]
+        mine = [p for c, p in zip(candidates, likely, strict=True) if c.author == bot_id]
+        theirs = [
+            p
+            for c, p in zip(candidates, likely, strict=True)
+            if c.author not in (bot_id, candidate.author)
+        ]
+        best_theirs = max(theirs, default=0.0)
+        answers = [
+            next(p for c, p in zip(candidates, likely, strict=True) if c.id == bot_clue.id),
+            max(mine),
+            best_theirs,
+            sum(mine) / (sum(mine) + sum(theirs)),
+            float(max(mine) >= best_theirs),
+        ]
     row = [
         latest_score,
         best_bot,
@@ -218,6 +269,14 @@ def follow_row(
         float(called_by_others),
         float(bool(own_addressed - {bot_id})),
         float(bot_id in own_addressed),
+        float(bool(bot_addressed - {candidate.author, bot_id})),
+        float(bot_clue.question),
+        math.log1p((candidate.at_ms - own.at_ms) / 60_000) if own is not None else _NEVER,
+        float(before_bot is not None and before_bot.author == candidate.author),
+        math.log1p(sum(c.author == bot_id for c in recent)),
+        math.log1p(max(0, candidate.at_ms - previous.at_ms) / 60_000),
+        *answers,
+        float(others_called_bot),
         float(previous.author == bot_id),
         float(previous.author not in (bot_id, candidate.author)),
         float(candidate.question),
@@ -225,7 +284,7 @@ def follow_row(
         math.log1p(candidate.size),
     ]
     who = candidate.author if candidate.author in talked else partner
-    return row, who
+    return FollowEvidence(row, who, candidates, [s.row for s in scored])
 
 
 def decide(
@@ -257,10 +316,17 @@ def decide(
     gap = (candidate.at_ms - last_bot.at_ms) / 60_000
     if gap > minutes:
         return FollowDecision(False, None, f"the bot spoke {gap:.0f} minutes ago", "no")
-    found = follow_row(bot_id, earlier, candidate, relevance or load_model(), model.window_messages)
+    found = follow_row(
+        bot_id,
+        earlier,
+        candidate,
+        relevance or load_model(),
+        model.window_messages,
+        model.parent,
+    )
     assert found is not None  # the bot spoke (checked above)
-    row, partner = found
-    score = model.score(row)
+    partner = found.partner
+    score = model.score(found.row)
     limit = model.threshold if threshold is None else threshold
     if score >= limit:
         return FollowDecision(True, score, f"continues the bot's conversation, score {score:.2f}", "followed", partner)
