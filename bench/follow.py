@@ -139,7 +139,9 @@ def items(log: GoldLog, speaker: int, minutes: float = MINUTES) -> Iterator[Item
 
 
 def all_items(logs: list[GoldLog], count: int = SPEAKERS) -> list[Item]:
-    return [item for log in logs for speaker in speakers(log, count) for item in items(log, speaker)]
+    return [
+        item for log in logs for speaker in speakers(log, count) for item in items(log, speaker)
+    ]
 
 
 @dataclass
@@ -193,7 +195,11 @@ def last_interlocutor(item: Item) -> bool:
 def fitted(model: FollowModel, threshold: float | None = None) -> Callable[[Item], bool]:
     def predict(item: Item) -> bool:
         return decide(
-            model, item.speaker, item.earlier, item.clue, minutes=DEFAULT_MINUTES,
+            model,
+            item.speaker,
+            item.earlier,
+            item.clue,
+            minutes=DEFAULT_MINUTES,
             threshold=threshold,
         ).answer
 

@@ -32,9 +32,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conversation.relevance import (
+    FEATURES,
+    MAX_TREE_DEPTH,
+    RELATIVE_FEATURES,
     Clue,
     LogisticStage,
     RelevanceModel,
+    TreeStage,
     WeightsError,
     _idf,
     _similarity,
@@ -103,7 +107,9 @@ class FollowDecision:
         if self.kind != "followed":
             return self.why
         who = name_of(self.partner) if self.partner is not None else "the bot"
-        return f"followed: no mention, continues the conversation with {who}, score {self.score:.2f}"
+        return (
+            f"followed: no mention, continues the conversation with {who}, score {self.score:.2f}"
+        )
 
 
 class FollowModel(BaseModel):
@@ -113,13 +119,13 @@ class FollowModel(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     parent: LogisticStage  # over the relevance rows: is this the message it answers?
-    stage: LogisticStage
+    stage: TreeStage  # boosted trees over FOLLOW_FEATURES
     threshold: float = Field(ge=0.0, le=1.0)
     window_messages: int = Field(WINDOW_MESSAGES, ge=1, le=200)
     trained_on: str = ""
 
     def score(self, row: Sequence[float]) -> float:
-        return self.stage.score(row)[0]
+        return self.stage.probability(row)
 
 
 def explicit(
@@ -193,7 +199,9 @@ def follow_row(
     ``parent`` scores each earlier message as the one ``candidate`` answers, from its
     relevance row (without it, as when that stage is being fitted, those features are 0).
     """
-    last_bot = next((i for i in range(len(earlier) - 1, -1, -1) if earlier[i].author == bot_id), None)
+    last_bot = next(
+        (i for i in range(len(earlier) - 1, -1, -1) if earlier[i].author == bot_id), None
+    )
     if last_bot is None:
         return None
     bot_clue = earlier[last_bot]
@@ -329,7 +337,9 @@ def decide(
     score = model.score(found.row)
     limit = model.threshold if threshold is None else threshold
     if score >= limit:
-        return FollowDecision(True, score, f"continues the bot's conversation, score {score:.2f}", "followed", partner)
+        return FollowDecision(
+            True, score, f"continues the bot's conversation, score {score:.2f}", "followed", partner
+        )
     return FollowDecision(False, score, f"another conversation, score {score:.2f}", "no", partner)
 
 
@@ -362,12 +372,49 @@ def load_follow_model_from(path: Path) -> FollowModel:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
         raise WeightsError(f"{path}: {where}: {first['msg']}; {_REFIT}") from None
-    stage = model.stage
-    if stage.features != FOLLOW_FEATURES:
-        raise WeightsError(f"{path}: fitted for other features; run python -m bench.train_follow")
-    if len({len(stage.means), len(stage.scales), len(stage.weights), len(stage.features)}) != 1:
-        raise WeightsError(f"{path}: stage: features, means, scales and weights differ in length")
-    numbers = [*stage.means, *stage.scales, *stage.weights, stage.bias]
-    if not all(math.isfinite(n) for n in numbers) or 0.0 in stage.scales:
-        raise WeightsError(f"{path}: a number that is not finite (or a zero scale); {_REFIT}")
+    fault = _shape_fault(model)
+    if fault is not None:
+        raise WeightsError(f"{path}: {fault}; {_REFIT}")
     return model
+
+
+def _shape_fault(model: FollowModel) -> str | None:
+    """What would break a decision mid-channel, said once at load (like the relevance
+    weights): other features, arrays of different lengths, numbers that are not finite, tree
+    nodes that lead outside their tree, back up it, or too deep."""
+    parent, stage = model.parent, model.stage
+    if parent.features != FEATURES + RELATIVE_FEATURES or stage.features != FOLLOW_FEATURES:
+        return "fitted for other features"
+    if len({len(parent.means), len(parent.scales), len(parent.weights), len(parent.features)}) != 1:
+        return "parent: features, means, scales and weights differ in length"
+    if len(stage.means) != len(stage.features):
+        return "stage: features and means differ in length"
+    numbers = [
+        *parent.means,
+        *parent.scales,
+        *parent.weights,
+        parent.bias,
+        *stage.means,
+        stage.base,
+    ]
+    if not all(math.isfinite(n) for n in numbers) or 0.0 in parent.scales:
+        return "a number that is not finite (or a zero scale)"
+    for index, tree in enumerate(stage.trees):
+        nodes = len(tree.feature)
+        arrays = (tree.threshold, tree.left, tree.right, tree.values)
+        if nodes == 0 or any(len(array) != nodes for array in arrays):
+            return f"stage.trees.{index}: node arrays empty or of different lengths"
+        if not all(math.isfinite(n) for n in (*tree.threshold, *tree.values)):
+            return f"stage.trees.{index}: a number that is not finite"
+        depth, parents = [0] * nodes, [0] * nodes
+        for node, feature in enumerate(tree.feature):
+            children = (tree.left[node], tree.right[node])
+            if feature >= 0 and (
+                feature >= len(stage.features) or not all(node < c < nodes for c in children)
+            ):
+                return f"stage.trees.{index}: node {node} points outside the tree or its features"
+            for child in children if feature >= 0 else ():
+                depth[child], parents[child] = depth[node] + 1, parents[child] + 1
+        if max(parents) > 1 or max(depth) > MAX_TREE_DEPTH:
+            return f"stage.trees.{index}: a node with two parents, or deeper than {MAX_TREE_DEPTH}"
+    return None

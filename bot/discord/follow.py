@@ -1,0 +1,103 @@
+"""Following in a live channel: whether a message that calls no one is meant for the bot.
+
+The decision itself is ``conversation.follow`` (fitted on IRC logs, pure Python); this module
+feeds it from the channel cache the gateway keeps, so a decision costs no REST call: the walk
+back stops where the cache stops knowing the channel. It applies the ``[triggers]`` follow
+settings (on or off, per channel, how long after the bot's last answer, the threshold) and
+keeps each message's clue once (a busy channel decides every message against the same recent
+ones).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from bot.config.schema import TriggerSettings
+from conversation.cache import ChannelCache, Unknown
+from conversation.follow import FollowDecision, FollowModel, decide, load_follow_model
+from conversation.relevance import Clue, RelevanceModel, clue_of, load_model
+from conversation.source import MessageLike, created_ms
+
+# Messages walked back at most per decision: the bot's latest answer further back than this is
+# not a conversation it is still in.
+MAX_WALK = 200
+CLUES_KEPT = 20_000
+
+
+def follow_enabled(settings: TriggerSettings, channel: Any) -> bool:
+    """Following is on, and not turned off for the channel (or a thread's parent)."""
+    if not settings.follow:
+        return False
+    off = set(settings.follow_off_channels)
+    parent = getattr(channel, "parent_id", None)
+    return channel.id not in off and (parent is None or parent not in off)
+
+
+class Follower:
+    """Decides follow-ups from a channel cache; one per client, shared by its channels."""
+
+    def __init__(
+        self, model: FollowModel | None = None, relevance: RelevanceModel | None = None
+    ) -> None:
+        self.model = model or load_follow_model()
+        self.relevance = relevance or load_model()
+        self._clues: OrderedDict[tuple[int, str], Clue] = OrderedDict()
+
+    def clue(self, message: MessageLike) -> Clue:
+        """The message's clue, built once per text (an edit makes a new one)."""
+        key = (message.id, message.content or "")
+        found = self._clues.get(key)
+        if found is None:
+            found = self._clues[key] = clue_of(message)
+            if len(self._clues) > CLUES_KEPT:
+                self._clues.popitem(last=False)
+        return found
+
+    def earlier(
+        self, cache: ChannelCache, message: MessageLike, bot_id: int, minutes: float
+    ) -> list[Clue]:
+        """The cached messages before ``message``, oldest first: back to the bot's latest one
+        and at least the model's window, never older than ``minutes`` nor past what the cache
+        knows (no REST call)."""
+        oldest = created_ms(message) - int(minutes * 60_000)
+        window = self.model.window_messages
+        found: list[Clue] = []
+        seen_bot = False
+        current: Any = message
+        while len(found) < MAX_WALK:
+            previous = cache.previous(current.id)
+            if previous is None or isinstance(previous, Unknown):
+                break
+            if created_ms(previous) < oldest:
+                break
+            found.append(self.clue(previous))
+            seen_bot = seen_bot or previous.author.id == bot_id
+            if seen_bot and len(found) >= window:
+                break
+            current = previous
+        found.reverse()
+        return found
+
+    def decide(
+        self,
+        message: MessageLike,
+        cache: ChannelCache,
+        bot_id: int,
+        settings: TriggerSettings,
+        earlier: Sequence[Clue] | None = None,
+    ) -> FollowDecision:
+        """Whether to answer ``message`` (which mentions and replies to no one known to be the
+        bot: those are triggers already) as a follow-up of the bot's conversation."""
+        if earlier is None:
+            earlier = self.earlier(cache, message, bot_id, settings.follow_minutes)
+        return decide(
+            self.model,
+            bot_id,
+            earlier,
+            self.clue(message),
+            minutes=settings.follow_minutes,
+            threshold=settings.follow_threshold,
+            relevance=self.relevance,
+        )
