@@ -58,9 +58,9 @@ class Follower:
     def earlier(
         self, cache: ChannelCache, message: MessageLike, bot_id: int, minutes: float
     ) -> list[Clue]:
-        """The cached messages before ``message``, oldest first: back to the bot's latest one
-        and at least the model's window, never older than ``minutes`` nor past what the cache
-        knows (no REST call)."""
+        """The cached messages before ``message``, oldest first: the model's window (whatever
+        their age, as it was fitted) and back to the bot's latest message when that lies within
+        ``minutes``; never past what the cache knows (no REST call)."""
         oldest = created_ms(message) - int(minutes * 60_000)
         window = self.model.window_messages
         found: list[Clue] = []
@@ -70,12 +70,10 @@ class Follower:
             previous = cache.previous(current.id)
             if previous is None or isinstance(previous, Unknown):
                 break
-            if created_ms(previous) < oldest:
+            if len(found) >= window and (seen_bot or created_ms(previous) < oldest):
                 break
             found.append(self.clue(previous))
             seen_bot = seen_bot or previous.author.id == bot_id
-            if seen_bot and len(found) >= window:
-                break
             current = previous
         found.reverse()
         return found
