@@ -73,11 +73,6 @@ async def test_a_message_mentioning_another_member_is_not_answered():
         )
         assert not await answered(bot, said)
         assert len(bot.model.chat_requests) == requests
-        # The same words to no one in particular are the bot's to answer.
-        control = await bot.discord.user_says(
-            CHANNEL, CHLOE, "and does the link mode also rebuild the indexes of the database?"
-        )
-        assert await answered(bot, control)
 
 
 async def test_follow_off_for_the_channel_leaves_the_follow_up_alone():
