@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -233,15 +234,33 @@ def main() -> None:
     model = load_follow_model()
     print(measure(decided, everything).line("baseline: everything within 30 minutes"))
     print(measure(decided, last_interlocutor).line("baseline: last interlocutor within 2 min"))
-    # Warm: the models loaded and compiled before the timed run.
+    # Warm: the models loaded and compiled before the timed runs. The machine is shared, so
+    # each decision keeps its fastest of three runs, and the baseline heuristic is timed the
+    # same way in the same process, for a ratio that holds on a busy machine.
     fitted(model, args.threshold)(decided[0])
-    tally = measure(decided, fitted(model, args.threshold), timed=True)
+    tally = measure(decided, fitted(model, args.threshold))
     threshold = model.threshold if args.threshold is None else args.threshold
     print(tally.line(f"fitted decision (threshold {threshold:.3f})"))
-    times = sorted(tally.seconds)
-    mean = sum(times) / len(times)
-    p95 = times[int(0.95 * (len(times) - 1))]
-    print(f"time per decision: mean {mean * 1000:.3f} ms, p95 {p95 * 1000:.3f} ms")
+    ours = fastest(decided, fitted(model, args.threshold))
+    theirs = fastest(decided, last_interlocutor)
+    mean, p95 = sum(ours) / len(ours), ours[int(0.95 * (len(ours) - 1))]
+    print(
+        f"time per decision (warm, fastest of {RUNS} runs): mean {mean * 1000:.3f} ms, "
+        f"p95 {p95 * 1000:.3f} ms; {mean / (sum(theirs) / len(theirs)):.0f}x the "
+        "last-interlocutor heuristic"
+    )
+
+
+RUNS = 3
+
+
+def fastest(decided: list[Item], predict: Callable[[Item], bool]) -> list[float]:
+    """Each decision's fastest time over ``RUNS`` runs, sorted."""
+    best = [math.inf] * len(decided)
+    for _ in range(RUNS):
+        timed = measure(decided, predict, timed=True).seconds
+        best = [min(a, b) for a, b in zip(best, timed, strict=True)]
+    return sorted(best)
 
 
 if __name__ == "__main__":

@@ -2,66 +2,23 @@
 
 from __future__ import annotations
 
-import copy
 import json
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from bot.cli.main import main
-from conversation.dce import time_snowflake
-from tests.fakes.harness import BOT_ID, EXAMPLE, run_cli
+from tests.fakes.harness import BOT_ID, EXAMPLE, ROOT, run_cli
 
-CHLOE = "1300000000000000103"
-ELI = "1300000000000000105"
-
-
-def _said(log: dict, template_author: str, at: str, content: str, reply_to: str | None = None):
-    """A message appended to ``log`` by the author of an earlier one, at ``at`` (UTC)."""
-    author = next(m["author"] for m in log["messages"] if m["author"]["id"] == template_author)
-    moment = datetime.fromisoformat(f"2025-03-14T{at}+00:00")
-    message = copy.deepcopy(log["messages"][-1])
-    message.update(
-        id=str(time_snowflake(moment)),
-        timestamp=moment.isoformat(),
-        content=content,
-        author=author,
-        mentions=[],
-    )
-    message.pop("reference", None)
-    if reply_to is not None:
-        message["reference"] = {"messageId": reply_to, "channelId": log["channel"]["id"]}
-        message["type"] = "Reply"
-    else:
-        message["type"] = "Default"
-    log["messages"].append(message)
-    return message["id"]
+# The support channel, then the bot answers Chloé, she goes on without a mention, and Eli goes
+# on about lunch (the example of README's Following section).
+FOLLOW_LOG = ROOT / "tests" / "logs" / "follow_up.json"
 
 
 @pytest.fixture
-def follow_log(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """The support channel, then the bot answers Chloé, she goes on without a mention, and
-    Eli goes on about lunch."""
-    log = json.loads(EXAMPLE.read_text(encoding="utf-8"))
-    trigger = log["messages"][-1]["id"]
-    ids = {
-        "answer": _said(
-            log,
-            str(BOT_ID),
-            "13:29:00",
-            "Yes: the hard-link mode upgrades the 800 GB in minutes, but if it fails halfway "
-            "the old cluster cannot be started again, so take a backup first.",
-            reply_to=trigger,
-        ),
-        "follow_up": _said(
-            log, CHLOE, "13:30:00", "how long does the backup of the 800 GB take before that?"
-        ),
-        "lunch": _said(log, ELI, "13:31:00", "who is driving to the ramen place?"),
-    }
-    path = tmp_path / "channel.json"
-    path.write_text(json.dumps(log), encoding="utf-8")
-    return path, ids
+def follow_log() -> tuple[Path, dict[str, str]]:
+    ids = [m["id"] for m in json.loads(FOLLOW_LOG.read_text(encoding="utf-8"))["messages"][-3:]]
+    return FOLLOW_LOG, dict(zip(("answer", "follow_up", "lunch"), ids, strict=True))
 
 
 def _decisions(capsys: pytest.CaptureFixture[str], log: Path) -> list[dict]:
@@ -120,3 +77,13 @@ def test_an_unknown_bot_id_is_one_line():
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == f"error: {EXAMPLE}: user 42 wrote no message in the log"
     assert "Traceback" not in done.stderr
+
+
+def test_the_readme_follow_example_is_the_commands_output(capsys):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = "$ python -m bot follow tests/logs/follow_up.json --bot-id 1300000000000000100"
+    shown = readme[readme.index(command) : readme.index("```", readme.index(command))]
+    lines = [line for line in shown.splitlines()[1:] if line and line != "…"]
+    assert main(["follow", str(FOLLOW_LOG), "--bot-id", str(BOT_ID)]) == 0
+    output = capsys.readouterr().out.splitlines()
+    assert lines == output[-len(lines) :]
