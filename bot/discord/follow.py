@@ -11,12 +11,13 @@ ones).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bot.config.schema import TriggerSettings
 from conversation.cache import ChannelCache, Unknown
-from conversation.follow import FollowDecision, FollowModel, decide, load_follow_model
+from conversation.follow import FollowDecision, FollowModel, decide, explicit, load_follow_model
 from conversation.relevance import Clue, RelevanceModel, clue_of, load_model
 from conversation.source import MessageLike, created_ms
 
@@ -99,3 +100,80 @@ class Follower:
             threshold=settings.follow_threshold,
             relevance=self.relevance,
         )
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One message of a replayed log and what the bot would do with it."""
+
+    message: Any
+    decision: FollowDecision
+    why: str  # the decision's reason, a follow-up's naming whom the bot talks with
+
+    def as_line(self) -> dict[str, Any]:
+        """The ``follow`` command's JSON line."""
+        score = self.decision.score
+        return {
+            "message": str(self.message.id),
+            "answer": self.decision.answer,
+            "score": None if score is None else round(score, 4),
+            "why": self.why,
+        }
+
+
+def replay_decisions(
+    messages: Iterable[Any], bot_id: int, settings: TriggerSettings, follower: Follower
+) -> Iterator[Decided]:
+    """A channel log (oldest first) replayed as if ``bot_id`` were the bot: every message of
+    anyone else after its first one, decided from the messages before it only (as the live bot
+    decides), with the explicit triggers and the ``[triggers]`` follow settings applied."""
+    names: dict[int, str] = {}
+    earlier: list[Clue] = []
+    authors: dict[int, int] = {}
+    started = False
+    for message in messages:
+        clue = follower.clue(message)
+        if message.author.id == bot_id:
+            started = True
+        elif started:
+            decision = _replayed(follower, settings, message, clue, earlier, authors, bot_id)
+            why = decision.describe(lambda user_id: names.get(user_id, f"user {user_id}"))
+            yield Decided(message, decision, why)
+        names[message.author.id] = getattr(message.author, "display_name", str(message.author.id))
+        earlier.append(clue)
+        authors[message.id] = message.author.id
+
+
+def _replayed(
+    follower: Follower,
+    settings: TriggerSettings,
+    message: Any,
+    clue: Clue,
+    earlier: list[Clue],
+    authors: dict[int, int],
+    bot_id: int,
+) -> FollowDecision:
+    """What the live bot would do, from the messages before ``message`` only."""
+    from_bot = bool(getattr(message.author, "bot", False))
+    if from_bot and not settings.answer_bots:
+        return FollowDecision(False, None, "written by a bot", "no")
+    ruled = explicit(clue, bot_id, authors.get)
+    if ruled is not None and ruled.answer:
+        return ruled
+    channel = message.channel
+    always_on = set(settings.always_on_channels)
+    if channel.id in always_on or getattr(channel, "parent_id", None) in always_on:
+        return FollowDecision(True, None, "an always-on channel", "always_on")
+    if ruled is not None:
+        return ruled
+    if from_bot or not follow_enabled(settings, channel):
+        return FollowDecision(False, None, "following is off here", "no")
+    return decide(
+        follower.model,
+        bot_id,
+        earlier,
+        clue,
+        minutes=settings.follow_minutes,
+        threshold=settings.follow_threshold,
+        relevance=follower.relevance,
+    )
