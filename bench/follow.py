@@ -223,6 +223,9 @@ def main() -> None:
     parser.add_argument("data", nargs="?", type=Path, default=DATA / "irc-dev")
     parser.add_argument("--speakers", type=int, default=SPEAKERS)
     parser.add_argument("--threshold", type=float, default=None, help="default: the fitted one")
+    parser.add_argument(
+        "--live", action="store_true", help="also time the bot's path over a channel cache"
+    )
     args = parser.parse_args()
     logs = logs_in(args.data)
     decided = all_items(logs, args.speakers)
@@ -248,6 +251,49 @@ def main() -> None:
         f"time per decision (warm, fastest of {RUNS} runs): mean {mean * 1000:.3f} ms, "
         f"p95 {p95 * 1000:.3f} ms; {mean / (sum(theirs) / len(theirs)):.0f}x the "
         "last-interlocutor heuristic"
+    )
+    if args.live:
+        live(args.data, decided)
+
+
+def live(folder: Path, decided: list[Item]) -> None:
+    """The bot's own path: real nextcord messages in a channel cache, walked back by
+    ``bot.discord.follow.Follower`` (no REST: a walk that needs one stops). Its decisions must
+    be the offline ones; its time includes the walk and the clue cache."""
+    from bot.config.schema import TriggerSettings
+    from bot.discord.follow import Follower
+    from conversation.cache import LIVE, ChannelCache
+    from conversation.log_source import LogSource
+
+    follower = Follower()
+    settings = TriggerSettings()
+    offline = fitted(follower.model)
+    by_log: dict[str, list[Item]] = {}
+    for item in decided:
+        by_log.setdefault(item.log.name, []).append(item)
+    same = total = 0
+    seconds: list[float] = []
+    for name, its in by_log.items():
+        source = LogSource.from_file(folder / f"{name}.json")
+        cache = ChannelCache(source.channel_id, max_messages=100_000)
+        cache.add_page(list(source.messages), 0, LIVE)
+        for item in its:
+            message = source.message(item.clue.id)
+            follower.decide(message, cache, item.speaker, settings)  # warm: clues built
+            best = math.inf
+            for _ in range(RUNS):
+                started = time.perf_counter()
+                answer = follower.decide(message, cache, item.speaker, settings).answer
+                best = min(best, time.perf_counter() - started)
+            seconds.append(best)
+            same += answer == offline(item)
+            total += 1
+    seconds.sort()
+    mean = sum(seconds) / len(seconds)
+    print(
+        f"live path (channel cache, warm, fastest of {RUNS}): mean {mean * 1000:.3f} ms, "
+        f"p95 {seconds[int(0.95 * (len(seconds) - 1))] * 1000:.3f} ms; "
+        f"{same} of {total} decisions as offline"
     )
 
 

@@ -25,6 +25,7 @@ from conversation.source import MessageLike, created_ms
 # not a conversation it is still in.
 MAX_WALK = 200
 CLUES_KEPT = 20_000
+CHANNELS_KEPT = 10_000
 
 
 def follow_enabled(settings: TriggerSettings, channel: Any) -> bool:
@@ -45,6 +46,21 @@ class Follower:
         self.model = model or load_follow_model()
         self.relevance = relevance or load_model()
         self._clues: OrderedDict[tuple[int, str], Clue] = OrderedDict()
+        # Channel id -> when the bot last spoke there (ms), from the gateway: a channel where it
+        # did not speak lately costs no walk at all.
+        self._spoke: OrderedDict[int, int] = OrderedDict()
+
+    def saw_bot_message(self, message: MessageLike, channel_id: int) -> None:
+        self._spoke[channel_id] = created_ms(message)
+        self._spoke.move_to_end(channel_id)
+        if len(self._spoke) > CHANNELS_KEPT:
+            self._spoke.popitem(last=False)
+
+    def spoke_lately(self, message: MessageLike, channel_id: int, minutes: float) -> bool:
+        """Whether the bot spoke in the channel within ``minutes`` before ``message`` (as the
+        gateway showed it since the start)."""
+        spoke = self._spoke.get(channel_id)
+        return spoke is not None and created_ms(message) - spoke <= minutes * 60_000
 
     def clue(self, message: MessageLike) -> Clue:
         """The message's clue, built once per text (an edit makes a new one)."""
@@ -89,13 +105,22 @@ class Follower:
     ) -> FollowDecision:
         """Whether to answer ``message`` (which mentions and replies to no one known to be the
         bot: those are triggers already) as a follow-up of the bot's conversation."""
+        clue = self.clue(message)
+        if earlier is None and (clue.reference is not None or clue.mentions):
+            # The rules decide (someone else is called): only the replied-to message matters.
+            parent = cache.get(clue.reference) if clue.reference is not None else None
+            earlier = (
+                [self.clue(parent)]
+                if parent is not None and not isinstance(parent, Unknown)
+                else []
+            )
         if earlier is None:
             earlier = self.earlier(cache, message, bot_id, settings.follow_minutes)
         return decide(
             self.model,
             bot_id,
             earlier,
-            self.clue(message),
+            clue,
             minutes=settings.follow_minutes,
             threshold=settings.follow_threshold,
             relevance=self.relevance,

@@ -211,6 +211,8 @@ class ThreadwiseClient(nextcord.Client):
             self._channels[message.channel.id] = message.channel
         if self.user is None:
             return
+        if message.author.id == self.user.id:
+            self.follower.saw_bot_message(message, message.channel.id)
         reference = message.reference
         replies_to_bot = False
         if reference is not None and reference.message_id is not None:
@@ -234,6 +236,7 @@ class ThreadwiseClient(nextcord.Client):
             or message.author.id == self.user.id
             or getattr(message.author, "bot", False)
             or not follow_enabled(settings, message.channel)
+            or not self.follower.spoke_lately(message, message.channel.id, settings.follow_minutes)
         ):
             return False
         decision = self.follower.decide(message, cache, self.user.id, settings)
