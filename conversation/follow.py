@@ -106,15 +106,18 @@ class FollowDecision:
         Ana, score 0.83"."""
         if self.kind != "followed":
             return self.why
-        who = name_of(self.partner) if self.partner is not None else "the bot"
+        if self.partner is None:
+            return f"followed: no mention, continues the bot's conversation, score {self.score:.2f}"
+        who = name_of(self.partner)
         return (
             f"followed: no mention, continues the conversation with {who}, score {self.score:.2f}"
         )
 
 
 class FollowModel(BaseModel):
-    """The fitted decision: a logistic model over ``FOLLOW_FEATURES`` and its default
-    threshold (chosen on the training split favouring precision)."""
+    """The fitted decision: which earlier message a message likely answers (logistic, over the
+    relevance rows), boosted trees over ``FOLLOW_FEATURES`` (that evidence among them), and the
+    default threshold (chosen on the training split, favouring precision)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -340,7 +343,8 @@ def decide(
         return FollowDecision(
             True, score, f"continues the bot's conversation, score {score:.2f}", "followed", partner
         )
-    return FollowDecision(False, score, f"another conversation, score {score:.2f}", "no", partner)
+    why = f"not meant for the bot, score {score:.2f} under {limit:.2f}"
+    return FollowDecision(False, score, why, "no", partner)
 
 
 FOLLOW_WEIGHTS_FILE = "follow_weights.json"
