@@ -20,11 +20,11 @@ UPGRADE_ANSWER = (
 )
 
 
-async def talk_to_bot(bot: Harness) -> dict:
+async def talk_to_bot(bot: Harness, channel: int = CHANNEL) -> dict:
     """Chloé asks the bot (a mention) and gets its answer."""
     bot.model.queue(Answer(text=UPGRADE_ANSWER))
     reply = await bot.answer_to(
-        CHANNEL, CHLOE, f"<@{BOT_ID}> how do I upgrade the 800 GB database quickly?"
+        channel, CHLOE, f"<@{BOT_ID}> how do I upgrade the 800 GB database quickly?"
     )
     await settled(bot)
     return reply
@@ -34,28 +34,37 @@ async def answered(bot: Harness, said: dict, wait: float = 0.6) -> bool:
     """Whether the bot answered ``said`` (a reply to it) within ``wait`` seconds."""
     await asyncio.sleep(wait)
     await settled(bot)
+    channel = int(said["channel_id"])
     replies = [
         m
-        for m in bot.discord.bot_messages(CHANNEL, after=int(said["id"]))
+        for m in bot.discord.bot_messages(channel, after=int(said["id"]))
         if (m.get("message_reference") or {}).get("message_id") == said["id"]
     ]
     return bool(replies)
+
+
+async def follow_up(bot: Harness, channel: int = CHANNEL) -> dict:
+    """Chloé goes on about the bot's answer, without a mention."""
+    return await bot.discord.user_says(
+        channel, CHLOE, "and does the link mode also rebuild the indexes of the database?"
+    )
 
 
 async def test_a_follow_up_without_mention_is_answered_as_a_reply():
     async with running_bot() as bot:
         await talk_to_bot(bot)
         requests = len(bot.model.chat_requests)
-        said = await bot.discord.user_says(
-            CHANNEL, CHLOE, "and does the link mode also rebuild the indexes of the database?"
-        )
+        said = await follow_up(bot)
         assert await answered(bot, said)
         assert len(bot.model.chat_requests) == requests + 1
+        trigger = bot.model.chat_requests[-1].messages[-1]["content"]  # the trigger is last
+        assert trigger.startswith("Chloé: and does the link mode also rebuild the indexes")
 
 
 async def test_another_member_starting_another_conversation_is_not_answered():
     async with running_bot() as bot:
         await talk_to_bot(bot)
+        assert await answered(bot, await follow_up(bot))  # following works here
         requests = len(bot.model.chat_requests)
         said = await bot.discord.user_says(CHANNEL, ELI, "lunch at the pizza place at noon?")
         other = await bot.discord.user_says(CHANNEL, DEV, "sure, noon works for me")
@@ -67,6 +76,7 @@ async def test_another_member_starting_another_conversation_is_not_answered():
 async def test_a_message_mentioning_another_member_is_not_answered():
     async with running_bot() as bot:
         await talk_to_bot(bot)
+        assert await answered(bot, await follow_up(bot))  # following works here
         requests = len(bot.model.chat_requests)
         said = await bot.discord.user_says(
             CHANNEL, CHLOE, f"<@{DEV}> does the link mode also rebuild the indexes?"
@@ -75,15 +85,21 @@ async def test_a_message_mentioning_another_member_is_not_answered():
         assert len(bot.model.chat_requests) == requests
 
 
-async def test_follow_off_for_the_channel_leaves_the_follow_up_alone():
-    async with running_bot(triggers={"follow_off_channels": [CHANNEL]}) as bot:
-        await talk_to_bot(bot)
+async def test_follow_off_for_a_channel_leaves_its_follow_ups_alone():
+    thread = 1300000000000000070  # a thread of the channel, where following is off
+    async with running_bot(triggers={"follow_off_channels": [thread]}) as bot:
+        await bot.discord.add_thread(thread, CHANNEL, "upgrade", members=[CHLOE, BOT_ID])
+        for _ in range(100):
+            if bot.client.get_channel(thread) is not None:
+                break
+            await asyncio.sleep(0.05)
+        await talk_to_bot(bot, thread)
         requests = len(bot.model.chat_requests)
-        said = await bot.discord.user_says(
-            CHANNEL, CHLOE, "and does the link mode also rebuild the indexes of the database?"
-        )
-        assert not await answered(bot, said)
+        assert not await answered(bot, await follow_up(bot, thread))
         assert len(bot.model.chat_requests) == requests
+        # In the channel itself following is on.
+        await talk_to_bot(bot)
+        assert await answered(bot, await follow_up(bot))
 
 
 async def test_another_bots_message_is_never_followed():
@@ -99,15 +115,16 @@ async def test_another_bots_message_is_never_followed():
         )
         assert not await answered(bot, said)
         assert len(bot.model.chat_requests) == requests
+        # The same words from a member who talks to the bot are followed.
+        await talk_to_bot(bot)
+        assert await answered(bot, await follow_up(bot))
 
 
 async def test_the_explanation_says_the_answer_followed(tmp_path):
     with Store.open(tmp_path / "store.sqlite3") as store:
         async with running_bot(store=store) as bot:
             await talk_to_bot(bot)
-            said = await bot.discord.user_says(
-                CHANNEL, CHLOE, "and does the link mode also rebuild the indexes of the database?"
-            )
+            said = await follow_up(bot)
             assert await answered(bot, said)
         explanation = await store.explain_async(int(said["id"]))
     text = render_text(explanation)
