@@ -95,6 +95,18 @@ class Follower:
         found.reverse()
         return found
 
+    def author_in(self, cache: ChannelCache, message: MessageLike, user_id: int) -> Any | None:
+        """``user_id`` as the author of ``message`` or of a cached message shortly before it
+        (for their name when the guild's member list does not hold them)."""
+        current: Any = message
+        for _ in range(MAX_WALK):
+            if current.author.id == user_id:
+                return current.author
+            current = cache.previous(current.id)
+            if current is None or isinstance(current, Unknown):
+                return None
+        return None
+
     def decide(
         self,
         message: MessageLike,

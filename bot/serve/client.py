@@ -247,9 +247,8 @@ class ThreadwiseClient(nextcord.Client):
             member = message.guild.get_member(user_id) if message.guild is not None else None
             if member is not None:
                 return member.display_name
-            if user_id == message.author.id:
-                return message.author.display_name
-            return f"user {user_id}"
+            author = self.follower.author_in(cache, message, user_id)
+            return author.display_name if author is not None else f"user {user_id}"
 
         self._followed[message.id] = decision.describe(name_of)
         if len(self._followed) > 1000:  # never answered (a newer message of the burst won)
