@@ -161,7 +161,7 @@ class TriggerSettings(StrictSection):
     follow_threshold: float | None = Field(
         None, ge=0, le=1, description="Score that makes a follow-up answered; unset: fitted."
     )
-    follow_off_channels: tuple[int, ...] = Field(
+    follow_off_channels: tuple[Snowflake, ...] = Field(
         (), description="Channels (or threads' parents) where the bot never follows."
     )
 

@@ -65,9 +65,9 @@ def test_every_setting_is_written_in_config_toml():
         ("[context]\nmin_linear = -1\n", "[context] min_linear: at least 0, got -1"),
         (
             "[triggers]\nfollow_threshold = 2\n",
-            "[triggers] follow_threshold: Input should be less than or equal to 1 (got 2)",
+            "[triggers] follow_threshold: at most 1, got 2",
         ),
-        ("[triggers]\nfollow_minutes = 0\n", "[triggers] follow_minutes: Input should be greater"),
+        ("[triggers]\nfollow_minutes = 0\n", "[triggers] follow_minutes: more than 0, got 0"),
         (
             "[context]\nmin_linear = 40\n",
             "[context] min_linear: must not exceed max_total "
