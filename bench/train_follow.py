@@ -36,6 +36,7 @@ from conversation.follow import (
     FollowModel,
     explicit,
     follow_row,
+    relevance_fingerprint,
 )
 from conversation.relevance import (
     FEATURES,
@@ -196,6 +197,7 @@ def main() -> None:
         stage=trees(x, y),
         threshold=threshold,
         trained_on=f"irc-train, {len(logs)} logs, {SPEAKERS} speakers each, {len(y)} messages",
+        relevance_sha256=relevance_fingerprint(),
     )
     model = model.model_copy(update={"threshold": threshold})
     if held:

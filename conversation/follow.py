@@ -22,6 +22,7 @@ Pure Python over ``relevance.Clue`` views, like the relevance score.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -35,6 +36,7 @@ from conversation.relevance import (
     FEATURES,
     MAX_TREE_DEPTH,
     RELATIVE_FEATURES,
+    WEIGHTS_FILE,
     Clue,
     LogisticStage,
     RelevanceModel,
@@ -126,6 +128,9 @@ class FollowModel(BaseModel):
     threshold: float = Field(ge=0.0, le=1.0)
     window_messages: int = Field(WINDOW_MESSAGES, ge=1, le=200)
     trained_on: str = ""
+    # SHA-256 of the relevance weights file it was fitted over: its features are that model's
+    # scores and rows, so a refitted relevance score needs a refitted follow decision.
+    relevance_sha256: str = ""
 
     def score(self, row: Sequence[float]) -> float:
         return self.stage.probability(row)
@@ -348,6 +353,14 @@ def decide(
 
 
 FOLLOW_WEIGHTS_FILE = "follow_weights.json"
+
+
+def relevance_fingerprint() -> str:
+    """SHA-256 of the shipped relevance weights file (``FollowModel.relevance_sha256``)."""
+    data = resources.files("conversation").joinpath(WEIGHTS_FILE).read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
 _REFIT = "restore it or run python -m bench.train_follow"
 
 

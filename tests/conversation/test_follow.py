@@ -18,6 +18,7 @@ from conversation.follow import (
     decide,
     load_follow_model,
     load_follow_model_from,
+    relevance_fingerprint,
 )
 from conversation.relevance import Clue, WeightsError, words_of
 from tests.fakes.harness import EXAMPLE, ROOT
@@ -133,6 +134,13 @@ def test_a_broken_follow_weights_file_is_one_line_naming_it(tmp_path, content, f
 def test_the_shipped_follow_weights_load():
     model = load_follow_model_from(SHIPPED)
     assert 0 < model.threshold < 1 and model.trained_on.startswith("irc-train")
+
+
+def test_the_follow_weights_were_fitted_over_the_shipped_relevance_weights():
+    """Its features are the relevance model's scores: refit both together."""
+    assert load_follow_model_from(SHIPPED).relevance_sha256 == relevance_fingerprint(), (
+        "conversation/relevance_weights.json changed: run python -m bench.train_follow"
+    )
 
 
 @pytest.fixture
