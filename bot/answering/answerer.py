@@ -64,6 +64,7 @@ class AnswerResult:
     request: dict[str, Any] | None = None
     overhead_seconds: float | None = None  # trigger to model request, our own cost
     refits: list[str] = field(default_factory=list)  # prompts refused as too long, and why
+    followed: str | None = None  # answered without a call: why (see bot.discord.follow)
 
 
 Recorder = Callable[[AnswerResult], Awaitable[None]]
@@ -123,8 +124,10 @@ class Answerer:
         self.recorder = recorder
         self.budgeter = budgeter or PromptBudgeter(config.model)
 
-    async def answer(self, trigger: TriggerMessage) -> AnswerResult:
-        result = AnswerResult(trigger=trigger, started_at=datetime.now(UTC))
+    async def answer(self, trigger: TriggerMessage, followed: str | None = None) -> AnswerResult:
+        """``followed``: why a message that called no one is answered (``bot.discord.follow``),
+        kept in the record for ``/context`` and ``explain``."""
+        result = AnswerResult(trigger=trigger, started_at=datetime.now(UTC), followed=followed)
         began = time.perf_counter()
         channel = trigger.channel
         streamer = ReplyStreamer(

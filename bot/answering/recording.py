@@ -29,6 +29,8 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
     messages = list(sent or (prepared.request_messages if prepared else []))
     context: list[ContextEntry | None] = []
     work: list[WorkLogEntry] = []
+    if result.followed is not None:
+        work.append(WorkLogEntry(action="followed", detail=result.followed))
     articles: list[ArticleEntry] = []
     if prepared is not None:
         nodes = prepared.graph.snapshot().nodes()

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
+from bot.cli import follow
 from bot.config.schema import Config, ConfigError, load_config, locate_config
 from bot.config.validators import snowflake
 from bot.errors import CommandError, StoreError
@@ -135,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     studio.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     studio.set_defaults(handler=_studio)
+    follow.add_parser(commands, common)
     return parser
 
 

@@ -28,7 +28,7 @@ def studio_command(args: argparse.Namespace, config: Config) -> int:
     channel = None
     if args.log is not None:
         try:
-            channel = ChannelStudio(args.log, config.context, config.model)
+            channel = ChannelStudio(args.log, config.context, config.model, config.triggers)
         except GoldError as error:
             raise CommandError(str(error)) from error
         load_model()  # a broken weights file is one line now, not a failed build later

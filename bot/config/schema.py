@@ -150,6 +150,20 @@ class TriggerSettings(StrictSection):
         description="Answers written at once across all channels (one per channel at most); "
         "the rest wait their turn.",
     )
+    follow: bool = Field(
+        True,
+        description="After answering in a channel, answer follow-ups there without a mention "
+        "when they continue the bot's conversation (see conversation.follow).",
+    )
+    follow_minutes: float = Field(
+        30.0, gt=0, le=1440, description="How long after its last answer the bot follows."
+    )
+    follow_threshold: float | None = Field(
+        None, ge=0, le=1, description="Score that makes a follow-up answered; unset: fitted."
+    )
+    follow_off_channels: tuple[Snowflake, ...] = Field(
+        (), description="Channels (or threads' parents) where the bot never follows."
+    )
 
 
 class PermissionSettings(StrictSection):

@@ -25,6 +25,7 @@ from bot.config.schema import Config, ConfigError
 from bot.config.validators import snowflake
 from bot.discord.compat import message_from_payload, set_rest_base
 from bot.discord.dm_roles import DmRoles, RoleLookupFailed
+from bot.discord.follow import Follower, follow_enabled
 from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 from bot.discord.mentions import allowed_mentions
 from bot.discord.triggers import has_role_rules, permitted, trigger_kind
@@ -98,6 +99,9 @@ class ThreadwiseClient(nextcord.Client):
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
         self._channels: dict[int, Any] = {}
         self._pending: dict[tuple[int, int], Any] = {}
+        self.follower = Follower()
+        # Messages answered as follow-ups (no mention): their explanation line, until answered.
+        self._followed: dict[int, str] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.answer_slots = AnswerSlots(lambda: self.config.triggers.max_concurrent_answers)
         self.queue = AnswerQueue(self._answer_now, self.answer_slots, self._spawn)
@@ -207,18 +211,50 @@ class ThreadwiseClient(nextcord.Client):
             self._channels[message.channel.id] = message.channel
         if self.user is None:
             return
+        if message.author.id == self.user.id:
+            self.follower.saw_bot_message(message, message.channel.id)
         reference = message.reference
         replies_to_bot = False
         if reference is not None and reference.message_id is not None:
             known = cache.get(reference.message_id)
             replies_to_bot = getattr(getattr(known, "author", None), "id", None) == self.user.id
         kind = trigger_kind(message, self.user.id, self.config.triggers, bot_message=replies_to_bot)
-        if kind is None:
+        if kind is None and not self._follows(message, cache):
             return
         if not await self._permitted(message):
             log.info("ignored message %s from %s: not permitted", message.id, message.author.id)
             return
         self._spawn(self._debounced_answer(message))
+
+    def _follows(self, message: nextcord.Message, cache: Any) -> bool:
+        """A message that calls no one, answered when it continues the bot's conversation
+        (``bot.discord.follow``): from the cache alone, never for a bot or in a DM."""
+        assert self.user is not None
+        settings = self.config.triggers
+        if (
+            message.guild is None
+            or message.author.id == self.user.id
+            or getattr(message.author, "bot", False)
+            or not follow_enabled(settings, message.channel)
+            or not self.follower.spoke_lately(message, message.channel.id, settings.follow_minutes)
+        ):
+            return False
+        decision = self.follower.decide(message, cache, self.user.id, settings)
+        if not decision.answer or decision.kind != "followed":
+            return False
+
+        def name_of(user_id: int) -> str:
+            member = message.guild.get_member(user_id) if message.guild is not None else None
+            if member is not None:
+                return member.display_name
+            author = self.follower.author_in(cache, message, user_id)
+            return author.display_name if author is not None else f"user {user_id}"
+
+        self._followed[message.id] = decision.describe(name_of)
+        if len(self._followed) > 1000:  # never answered (a newer message of the burst won)
+            del self._followed[next(iter(self._followed))]
+        log.info("following message %s: %s", message.id, self._followed[message.id])
+        return True
 
     async def _permitted(self, message: nextcord.Message) -> bool:
         """The permission lists, with a DM author's roles looked up in the shared guilds."""
@@ -305,7 +341,7 @@ class ThreadwiseClient(nextcord.Client):
         if cache is not None and cache.is_deleted(message.id):
             log.info("message %s was deleted before the answer; not answering", message.id)
             return
-        await self.answerer.answer(message)
+        await self.answerer.answer(message, followed=self._followed.pop(message.id, None))
 
 
 __all__ = ["ConfigError", "ThreadwiseClient"]

@@ -23,6 +23,7 @@ from bot.serve.client import INTENT_HELP
 from bot.serve.sharding import client_class
 from bot.storage import Store
 from conversation.articles.service import ArticleService
+from conversation.follow import load_follow_model
 from conversation.relevance import load_model
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ def run_bot(config: Config, *, config_path: Path | None = None) -> int:
 
     token = require_token(config, config_path)
     load_model()  # read before anything starts: a broken weights file is one line (bot.cli.main)
+    load_follow_model()  # the same for the follow decision's weights
     configure_logging(config)
     source = locate_config(config_path)
     log_configuration(config, source)

@@ -122,6 +122,8 @@ def render_text(explanation: Explanation, limit: int | None = None) -> str:
             else ""
         ),
     ]
+    # Answered without a mention: why comes first (see bot.discord.follow).
+    head.extend(entry.detail for entry in e.work_log if entry.action == "followed")
     if e.error:
         head.append(f"Error: {_one_line(e.error, 300)}")
     if e.removed:

@@ -419,6 +419,14 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
             f"WHERE {conn.dialect.find_function}(detail, ?) > 0",
             (link, REMOVED, link),
         )
+    # A follow-up's explanation names whom the bot was talking with (bot.discord.follow).
+    for name in sorted(names, key=len, reverse=True):
+        shown = f"conversation with {name}, score"
+        conn.execute(
+            "UPDATE work_log SET detail = replace(detail, ?, ?) "
+            f"WHERE action = 'followed' AND {conn.dialect.find_function}(detail, ?) > 0",
+            (shown, f"conversation with {REMOVED}, score", shown),
+        )
     context_changed += _redact_names(conn, cache, user_id, names)
     removed = delete_orphan_nodes(conn)
     cache.clear()

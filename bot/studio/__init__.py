@@ -3,6 +3,7 @@
 What lives here: the page's data for one channel (``channel``) and its HTTP server (``server``);
 its command is ``bot.cli.studio``.
 
-May import: ``bot.answering``, ``bot.storage``, ``bot.model``, ``bot.config``, ``bot.errors``
+May import: ``bot.answering``, ``bot.discord`` (the follow decisions it marks on the timeline),
+``bot.storage``, ``bot.model``, ``bot.config``, ``bot.errors``
 and ``conversation``.
 """

@@ -18,7 +18,8 @@ from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
-from bot.config.schema import Config
+from bot.config.schema import Config, TriggerSettings
+from bot.discord.follow import Follower, replay_decisions
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
@@ -52,6 +53,25 @@ class TimelineMessage(BaseModel):
     reply_to: str | None
     mentions: list[str]
     gold: bool  # an annotated trigger with a gold context
+
+
+class FollowMark(BaseModel):
+    """What the bot would do with one message of the log (``python -m bot follow``'s line)."""
+
+    id: str
+    answer: bool
+    score: float | None
+    why: str
+    followed: bool  # answered without being called: the mark the timeline draws
+
+
+class FollowView(BaseModel):
+    """The follow decisions over the log with one author standing in for the bot."""
+
+    bot_id: str | None  # None: nobody wrote in the log
+    threshold: float
+    fitted_threshold: float
+    marks: list[FollowMark]
 
 
 class SettingField(BaseModel):
@@ -196,9 +216,15 @@ class ChannelStudio:
     """A loaded channel log, its gold labels if any, and builds over it under any settings."""
 
     def __init__(
-        self, log_path: Path, settings: ContextSettings, model: ModelSettings | None = None
+        self,
+        log_path: Path,
+        settings: ContextSettings,
+        model: ModelSettings | None = None,
+        triggers: TriggerSettings | None = None,
     ) -> None:
         self.path = log_path
+        self.triggers = triggers or TriggerSettings()
+        self._follower: Follower | None = None
         self.source = LogSource.from_file(log_path)
         self.settings = settings
         self.model = model or ModelSettings()
@@ -243,6 +269,41 @@ class ChannelStudio:
             reply_to=str(reference) if reference is not None else None,
             mentions=[str(user.id) for user in message.mentions],
             gold=message.id in self.gold,
+        )
+
+    def follow(self, bot_id: int | None, threshold: float | None) -> FollowView:
+        """Which messages the bot (the log's own, or ``bot_id``) would answer without being
+        called, at ``threshold`` (None: ``[triggers] follow_threshold``, else the fitted one)."""
+        if self._follower is None:
+            self._follower = Follower()
+        fitted = self._follower.model.threshold
+        if threshold is None:
+            threshold = self.triggers.follow_threshold
+        triggers = self.triggers.model_copy(
+            update={"follow": True, "follow_off_channels": (), "follow_threshold": threshold}
+        )
+        if bot_id is None:
+            bot_id = self.source.bot_user_id
+        messages = self.source.messages
+        if not any(m.author.id == bot_id for m in messages):
+            return FollowView(
+                bot_id=None, threshold=threshold or fitted, fitted_threshold=fitted, marks=[]
+            )
+        marks = [
+            FollowMark(
+                id=str(decided.message.id),
+                answer=decided.decision.answer,
+                score=decided.decision.score,
+                why=decided.why,
+                followed=decided.decision.kind == "followed",
+            )
+            for decided in replay_decisions(messages, bot_id, triggers, self._follower)
+        ]
+        return FollowView(
+            bot_id=str(bot_id),
+            threshold=fitted if threshold is None else threshold,
+            fitted_threshold=fitted,
+            marks=marks,
         )
 
     async def context(self, trigger_id: int, settings: ContextSettings) -> ContextView:

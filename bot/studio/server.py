@@ -58,6 +58,7 @@ def make_app(
     app.router.add_get("/api/channel", _channel)
     app.router.add_post("/api/context", _context)
     app.router.add_post("/api/score", _score)
+    app.router.add_post("/api/follow", _follow)
     app.router.add_get("/api/store/interactions", _interactions)
     app.router.add_get("/api/store/interactions/{interaction_id}", _interaction)
     app.router.add_static("/static/", STATIC, append_version=False)
@@ -184,6 +185,22 @@ async def _score(request: web.Request) -> web.Response:
     settings = _settings(await _body(request))
     score = await channel.log_score(settings)
     return _json({"score": score.model_dump() if score else None})
+
+
+async def _follow(request: web.Request) -> web.Response:
+    """The follow decisions over the log: ``{"threshold": 0..1 or null, "bot": id or null}``."""
+    channel = _channel_of(request)
+    body = await _body(request)
+    threshold = body.get("threshold")
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not 0 <= threshold <= 1
+    ):
+        raise ApiError(400, f"threshold: a number from 0 to 1, or null (got {threshold!r})")
+    bot = body.get("bot")
+    bot_id = _message_id(bot, "bot") if bot is not None else None
+    return _json(channel.follow(bot_id, None if threshold is None else float(threshold)))
 
 
 async def _interactions(request: web.Request) -> web.Response:

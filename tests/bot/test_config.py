@@ -64,6 +64,11 @@ def test_every_setting_is_written_in_config_toml():
         ("[context]\ntime_threshold_minutes = -5\n", "[context] time_threshold_minutes:"),
         ("[context]\nmin_linear = -1\n", "[context] min_linear: at least 0, got -1"),
         (
+            "[triggers]\nfollow_threshold = 2\n",
+            "[triggers] follow_threshold: at most 1, got 2",
+        ),
+        ("[triggers]\nfollow_minutes = 0\n", "[triggers] follow_minutes: more than 0, got 0"),
+        (
             "[context]\nmin_linear = 40\n",
             "[context] min_linear: must not exceed max_total "
             "(min_linear = 40 > max_total = 30 (the default))",

@@ -801,3 +801,19 @@ async def test_a_short_name_goes_where_it_names_them_but_not_from_common_words(s
     (line,) = store.export()
     assert line["messages"][2]["content"] == f"Eve (replying to {REMOVED}): pasta al dente?"
     assert line["messages"][-1]["content"] == f"{REMOVED} means al dente, Eve."
+
+
+async def test_forget_user_takes_their_name_out_of_a_follow_up_explanation(store: Store) -> None:
+    alice, bob = 1, 2
+    names = {alice: "Alicia", bob: "Bob"}
+    # Bob joined the bot's conversation with Alicia without a mention; the bot followed him.
+    record = make_record(5, [(1, alice, "how do I upgrade?"), (5, bob, "and the indexes?")],
+                         names=names)  # fmt: skip
+    followed = "followed: no mention, continues the conversation with Alicia, score 0.81"
+    work_log = [WorkLogEntry(action="followed", detail=followed), *record.work_log]
+    await store.record(record.model_copy(update={"work_log": work_log}))
+    assert followed in render_text(store.explain(5))
+    await store.forget_user(alice)
+    shown = render_text(store.explain(5))
+    assert "Alicia" not in shown
+    assert f"followed: no mention, continues the conversation with {REMOVED}, score 0.81" in shown

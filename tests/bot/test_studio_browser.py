@@ -188,3 +188,31 @@ async def test_browsing_the_store_in_the_browser(tmp_path, browser):
             assert "interaction=" in page.url and "view=store" in page.url
     finally:
         store.close()
+
+
+async def test_the_timeline_marks_what_the_bot_would_follow(browser):
+    log = ROOT / "tests" / "logs" / "follow_up.json"
+    messages = json.loads(log.read_text(encoding="utf-8"))["messages"]
+    follow_up, lunch = messages[-2]["id"], messages[-1]["id"]
+    channel = ChannelStudio(log, ContextSettings())
+    async with running(make_app(channel, None), "127.0.0.1", 0) as url:
+        page = await browser.new_page(viewport={"width": 1400, "height": 900}, bypass_csp=True)
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.goto(url)
+        mark = page.locator(f'.msg[data-id="{follow_up}"] .follow.yes')
+        await mark.wait_for()
+        assert (await mark.inner_text()).startswith("would answer · 0.")
+        assert "continues the conversation with Chloé" in (await mark.get_attribute("title") or "")
+        assert await page.locator(f'.msg[data-id="{lunch}"] .follow.no').count() == 1
+        # The threshold control re-marks the timeline at once; picking a trigger keeps them.
+        await page.fill("#follow-threshold", "0.99")
+        await page.locator("#follow-threshold").dispatch_event("change")
+        await page.locator(f'.msg[data-id="{follow_up}"] .follow.no').wait_for()
+        await page.click(f'.msg[data-id="{follow_up}"] .author')
+        await page.wait_for_function(
+            f"document.querySelector('.msg[data-id=\"{follow_up}\"]').classList.contains('trigger')"
+        )
+        assert await page.locator(f'.msg[data-id="{follow_up}"] .follow.no').count() == 1
+        assert "0 follow-ups answered" in await page.locator("#follow-note").inner_text()
+        assert errors == []

@@ -20,6 +20,8 @@ const state = {
   renderedThreshold: null,
   storeOldest: null,
   storeTokens: { prompt: 0, cached: 0 },  // summed over the answers shown
+  follow: null, // the latest FollowView: what the bot would answer without being called
+  followRequest: 0,
 };
 
 // ---------------------------------------------------------------- helpers
@@ -144,6 +146,7 @@ async function loadChannel(wantedTrigger) {
   buildControls(channel.fields, channel.settings);
   renderLegend();
   renderTimeline();
+  setupFollow();
   const trigger = wantedTrigger && state.byId.has(wantedTrigger) ? wantedTrigger
     : channel.default_trigger;
   if (wantedTrigger && !state.byId.has(wantedTrigger)) {
@@ -295,6 +298,7 @@ function renderTimeline() {
   }
   state.marked = [];
   container.replaceChildren(fragment);
+  applyFollow();
   $("timeline-note").textContent =
     `${state.channel.messages.length} messages · ${breaks} silences over ${minutes} min`;
   if (state.view) applyView(state.view);
@@ -312,6 +316,7 @@ function timelineRow(message) {
   }
   text.append(message.content);
   text.append(el("span", { class: "badges" }));
+  text.append(el("span", { class: "follows" })); // [triggers] follow marks (applyFollow)
   const row = el("div", {
     class: "msg", "data-id": message.id, title: `${message.time} · id ${message.id}`,
     tabindex: "0", onclick: () => selectTrigger(message.id, false),
@@ -319,6 +324,57 @@ function timelineRow(message) {
   }, el("span", { class: "time", text: hhmm(message.time) }), author, text);
   state.rows.set(message.id, row);
   return row;
+}
+
+// ---------------------------------------------------------------- following
+
+function setupFollow() {
+  const select = $("follow-bot");
+  const counts = new Map();
+  let logBot = null;
+  for (const message of state.channel.messages) {
+    counts.set(message.author_id, (counts.get(message.author_id) || 0) + 1);
+    if (message.bot && logBot === null) logBot = message.author_id;
+  }
+  const authors = [...counts.keys()].sort((a, b) => counts.get(b) - counts.get(a));
+  select.replaceChildren(...authors.map((id) =>
+    el("option", { value: id, text: `${state.channel.messages.find((m) => m.author_id === id).author} (${counts.get(id)})` })));
+  select.value = logBot || authors[0] || "";
+  select.addEventListener("change", loadFollow);
+  $("follow-threshold").addEventListener("change", loadFollow);
+  loadFollow();
+}
+
+async function loadFollow() {
+  const request = ++state.followRequest;
+  const text = $("follow-threshold").value.trim();
+  const body = { bot: $("follow-bot").value || null, threshold: text === "" ? null : Number(text) };
+  try {
+    const view = await api("/api/follow", body);
+    if (request !== state.followRequest) return;
+    state.follow = view;
+    if (text === "") $("follow-threshold").placeholder = view.threshold.toFixed(2);
+    const followed = view.marks.filter((mark) => mark.followed && mark.answer).length;
+    $("follow-note").textContent = view.bot_id === null ? "that author wrote nothing here"
+      : `${followed} follow-ups answered without a call at ${view.threshold.toFixed(2)} ` +
+        `(fitted: ${view.fitted_threshold.toFixed(2)})`;
+    applyFollow();
+  } catch (error) {
+    $("follow-note").textContent = `error: ${error.message}`;
+  }
+}
+
+function applyFollow() {
+  for (const marks of document.querySelectorAll("#timeline .follows")) marks.replaceChildren();
+  if (!state.follow) return;
+  for (const mark of state.follow.marks) {
+    if (mark.score === null) continue; // the rules decided: nothing to tune
+    const row = state.rows.get(mark.id);
+    if (!row) continue;
+    const label = mark.answer ? `would answer · ${mark.score.toFixed(2)}` : mark.score.toFixed(2);
+    row.querySelector(".follows").append(
+      el("span", { class: `follow ${mark.answer ? "yes" : "no"}`, title: mark.why, text: label }));
+  }
 }
 
 function reasonLabel(reason) {

@@ -1,0 +1,216 @@
+"""Fit the follow decision on the IRC training split and write conversation/follow_weights.json.
+
+    python -m bench.train_follow [TRAIN_DIR] [--dry-run] [--hold-out FRACTION]
+
+The messages are those ``bench.follow`` decides (the three most active annotated speakers of each
+log standing in for the bot), from irc-train only. The rules decide the messages that call
+someone (a mention or a reply to someone else: never followed); the others are described by
+``conversation.follow.FOLLOW_FEATURES`` (numpy, a training-only dependency:
+``pip install -e '.[train]'``). Two stages: a logistic model over the relevance rows of the
+earlier messages says which one a message likely answers (a gold parent); boosted trees over the
+follow features, that parent evidence among them, decide. The default threshold is chosen on
+out-of-fold scores (the trees refitted on three quarters of the training logs, scoring the
+fourth, four times), favouring precision (a bot that interrupts is worse than one that waits to
+be called): the best F1 among thresholds whose precision is at least ``PRECISION_FLOOR``.
+No figure on irc-dev is ever used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.boosting import fit_logistic, fit_trees
+from bench.follow import DATA, SPEAKERS, Item, all_items, logs_in
+from conversation.follow import (
+    FOLLOW_FEATURES,
+    FOLLOW_WEIGHTS_FILE,
+    WINDOW_MESSAGES,
+    FollowModel,
+    explicit,
+    follow_row,
+    relevance_fingerprint,
+)
+from conversation.relevance import (
+    FEATURES,
+    RELATIVE_FEATURES,
+    LogisticStage,
+    TreeStage,
+    load_model,
+)
+
+OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / FOLLOW_WEIGHTS_FILE
+PRECISION_FLOOR = 0.78
+L2 = 1.0
+TREES = 150
+DEPTH = 4
+RATE = 0.1
+MIN_HESSIAN = 10.0
+FOLDS = 4
+
+
+def rows_of(
+    decided: list[Item], parent: LogisticStage | None = None
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
+    """Feature rows and labels of the messages the model decides, the gold follow-ups the
+    rules turn down (they count as missed), and the relevance rows of the earlier messages
+    with whether each is a gold parent (what the parent stage is fitted on)."""
+    relevance = load_model()
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    pair_rows: list[tuple[float, ...]] = []
+    pair_labels: list[int] = []
+    ruled_out = 0
+    for item in decided:
+        clue = item.clue
+        earlier = item.earlier
+        authors = {c.id: c.author for c in earlier[-200:]}
+        if explicit(clue, item.speaker, authors.get) is not None:
+            ruled_out += item.follow_up
+            continue
+        found = follow_row(item.speaker, earlier, clue, relevance, WINDOW_MESSAGES, parent)
+        if found is None:
+            ruled_out += item.follow_up
+            continue
+        rows.append(found.row)
+        labels.append(int(item.follow_up))
+        gold = item.log.parents.get(clue.id, set())
+        pair_rows.extend(found.relevance_rows)
+        pair_labels.extend(int(c.id in gold) for c in found.earlier)
+    return (
+        np.array(rows),
+        np.array(labels, dtype=float),
+        ruled_out,
+        np.array(pair_rows),
+        np.array(pair_labels, dtype=float),
+    )
+
+
+def trees(x: np.ndarray, y: np.ndarray) -> TreeStage:
+    base, fitted = fit_trees(x, y, trees=TREES, depth=DEPTH, rate=RATE, min_hessian=MIN_HESSIAN)
+    return TreeStage(
+        features=FOLLOW_FEATURES,
+        means=tuple(round(v, 6) for v in x.mean(axis=0).tolist()),
+        base=round(base, 6),
+        trees=tuple(fitted),
+    )
+
+
+def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int) -> np.ndarray:
+    """Each message scored by trees fitted without its log (folds of whole logs)."""
+    logs = np.unique(groups)
+    np.random.RandomState(seed).shuffle(logs)
+    scores = np.zeros(len(y))
+    for fold in range(FOLDS):
+        held = np.isin(groups, logs[fold::FOLDS])
+        print(f"fold {fold + 1} of {FOLDS}:", flush=True)
+        stage = trees(x[~held], y[~held])
+        scores[held] = [stage.probability(row) for row in x[held].tolist()]
+    return scores
+
+
+def logistic(features: tuple[str, ...], x: np.ndarray, y: np.ndarray) -> LogisticStage:
+    means, scales, weights, bias = fit_logistic(x, y, l2=L2)
+    return LogisticStage(
+        features=features,
+        means=tuple(round(v, 6) for v in means),
+        scales=tuple(round(v, 6) for v in scales),
+        weights=tuple(round(v, 6) for v in weights),
+        bias=round(bias, 6),
+    )
+
+
+def choose_threshold(
+    scores: np.ndarray, labels: np.ndarray, missed: int
+) -> tuple[float, list[tuple[float, float, float, float]]]:
+    """The best F1 whose precision is at least the floor; the curve it was chosen from."""
+    gold = labels.sum() + missed
+    curve = []
+    for threshold in np.round(np.arange(0.10, 0.95, 0.01), 2):
+        predicted = scores >= threshold
+        tp = float((predicted & (labels > 0)).sum())
+        p = tp / predicted.sum() if predicted.sum() else 0.0
+        r = tp / gold if gold else 0.0
+        f = 2 * p * r / (p + r) if p + r else 0.0
+        curve.append((float(threshold), p, r, f))
+    allowed = [c for c in curve if c[1] >= PRECISION_FLOOR] or curve
+    best = max(allowed, key=lambda c: (c[3], c[0]))
+    return best[0], curve
+
+
+def main() -> None:
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # Word-overlap sums follow set order, which follows string hashing: a fixed seed makes
+        # the weights file identical from run to run (as in bench.train_relevance).
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, [sys.executable, "-m", "bench.train_follow", *sys.argv[1:]])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", nargs="?", type=Path, default=DATA / "irc-train")
+    parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--hold-out",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="fit on the other logs and report on this seeded fraction of whole training logs "
+        "(nothing is written); measures a change without touching irc-dev",
+    )
+    args = parser.parse_args()
+    started = time.perf_counter()
+    logs = logs_in(args.data)
+    held: list = []
+    if args.hold_out:
+        random.Random(args.seed).shuffle(logs)
+        cut = round(len(logs) * args.hold_out)
+        held, logs = logs[:cut], logs[cut:]
+        args.dry_run = True
+    decided = all_items(logs, SPEAKERS)
+    _, _, _, px, py = rows_of(decided)
+    print(f"parent stage: {len(py)} earlier messages, {int(py.sum())} gold parents", flush=True)
+    parent = logistic(FEATURES + RELATIVE_FEATURES, px, py)
+    per_log = [rows_of(all_items([log], SPEAKERS), parent) for log in logs]
+    x = np.vstack([part[0] for part in per_log if len(part[1])])
+    y = np.concatenate([part[1] for part in per_log])
+    groups = np.concatenate([np.full(len(part[1]), i) for i, part in enumerate(per_log)])
+    missed = sum(part[2] for part in per_log)
+    print(
+        f"{len(logs)} logs, {len(decided)} messages decided, {len(y)} scored "
+        f"({int(y.sum())} follow-ups), {missed} follow-ups turned down by the rules",
+        flush=True,
+    )
+    threshold, curve = choose_threshold(out_of_fold(x, y, groups, args.seed), y, missed)
+    for t, p, r, f in curve:
+        if abs(t - threshold) <= 0.1 + 1e-9:
+            mark = " <- default" if t == threshold else ""
+            print(f"  out of fold, threshold {t:.2f}: P {p:.3f} R {r:.3f} F1 {f:.3f}{mark}")
+    print("all training logs:", flush=True)
+    model = FollowModel(
+        parent=parent,
+        stage=trees(x, y),
+        threshold=threshold,
+        trained_on=f"irc-train, {len(logs)} logs, {SPEAKERS} speakers each, {len(y)} messages",
+        relevance_sha256=relevance_fingerprint(),
+    )
+    model = model.model_copy(update={"threshold": threshold})
+    if held:
+        hx, hy, hmissed, _, _ = rows_of(all_items(held, SPEAKERS), parent)
+        hscores = np.array([model.score(row) for row in hx.tolist()])
+        _, hcurve = choose_threshold(hscores, hy, hmissed)
+        t, p, r, f = next(c for c in hcurve if c[0] == threshold)
+        print(f"held out ({len(held)} logs): P {p:.3f} R {r:.3f} F1 {f:.3f} at {t:.2f}")
+    if not args.dry_run:
+        OUTPUT.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {OUTPUT}")
+    print(f"{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

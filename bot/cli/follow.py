@@ -1,0 +1,51 @@
+"""``python -m bot follow LOG --bot-id USER_ID``: which messages of a log the bot would answer.
+
+The log is replayed as if USER_ID were the bot: for every message written by anyone else after
+its first message, one JSON line ``{"message", "answer", "score", "why"}``. Explicit triggers
+(a mention of USER_ID, a reply to its message) are answered without a score; a message that
+calls no one is scored by the follow decision (``conversation.follow``) with the ``[triggers]``
+follow settings of the config. Each decision reads only the messages before it, as the live bot
+does: cutting the log anywhere leaves the decisions before the cut as they were. Operators use
+it to see where the bot would step in and to tune ``follow_threshold``; tests, to check the
+decision on bundled logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bot.config.schema import Config
+from bot.config.validators import snowflake
+from bot.discord.follow import Follower, replay_decisions
+from bot.errors import CommandError
+from conversation.log_source import LogSource
+
+
+def add_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    follow = commands.add_parser(
+        "follow",
+        parents=[common],
+        help="which messages of a log the bot would answer, with USER_ID as the bot",
+        description="Replay a DiscordChatExporter JSON log as if USER_ID were the bot and print "
+        "one JSON line per message written by anyone else after its first message: "
+        '{"message", "answer", "score", "why"}. Mentions of USER_ID and replies to it are '
+        "answered; a message that calls no one is answered when it continues the bot's "
+        "conversation ([triggers] follow, follow_minutes, follow_threshold).",
+    )
+    follow.add_argument("log", type=Path, help="DiscordChatExporter JSON export")
+    follow.add_argument(
+        "--bot-id", type=snowflake, required=True, metavar="USER_ID", help="who plays the bot"
+    )
+    follow.set_defaults(handler=follow_command)
+
+
+def follow_command(args: argparse.Namespace, config: Config) -> int:
+    source = LogSource.from_file(args.log)
+    if not any(message.author.id == args.bot_id for message in source.messages):
+        raise CommandError(f"{args.log}: user {args.bot_id} wrote no message in the log")
+    for decided in replay_decisions(source.messages, args.bot_id, config.triggers, Follower()):
+        sys.stdout.write(json.dumps(decided.as_line(), ensure_ascii=False) + "\n")
+    return 0

@@ -1,0 +1,216 @@
+"""Following in a live channel: whether a message that calls no one is meant for the bot.
+
+The decision itself is ``conversation.follow`` (fitted on IRC logs, pure Python); this module
+feeds it from the channel cache the gateway keeps, so a decision costs no REST call: the walk
+back stops where the cache stops knowing the channel. It applies the ``[triggers]`` follow
+settings (on or off, per channel, how long after the bot's last answer, the threshold) and
+keeps each message's clue once (a busy channel decides every message against the same recent
+ones).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.config.schema import TriggerSettings
+from conversation.cache import ChannelCache, Unknown
+from conversation.follow import FollowDecision, FollowModel, decide, explicit, load_follow_model
+from conversation.relevance import Clue, RelevanceModel, clue_of, load_model
+from conversation.source import MessageLike, created_ms
+
+# Messages walked back at most per decision: the bot's latest answer further back than this is
+# not a conversation it is still in.
+MAX_WALK = 200
+CLUES_KEPT = 20_000
+CHANNELS_KEPT = 10_000
+
+
+def follow_enabled(settings: TriggerSettings, channel: Any) -> bool:
+    """Following is on, and not turned off for the channel (or a thread's parent)."""
+    if not settings.follow:
+        return False
+    off = set(settings.follow_off_channels)
+    parent = getattr(channel, "parent_id", None)
+    return channel.id not in off and (parent is None or parent not in off)
+
+
+class Follower:
+    """Decides follow-ups from a channel cache; one per client, shared by its channels."""
+
+    def __init__(
+        self, model: FollowModel | None = None, relevance: RelevanceModel | None = None
+    ) -> None:
+        self.model = model or load_follow_model()
+        self.relevance = relevance or load_model()
+        self._clues: OrderedDict[tuple[int, str], Clue] = OrderedDict()
+        # Channel id -> when the bot last spoke there (ms), from the gateway: a channel where it
+        # did not speak lately costs no walk at all.
+        self._spoke: OrderedDict[int, int] = OrderedDict()
+
+    def saw_bot_message(self, message: MessageLike, channel_id: int) -> None:
+        self._spoke[channel_id] = created_ms(message)
+        self._spoke.move_to_end(channel_id)
+        if len(self._spoke) > CHANNELS_KEPT:
+            self._spoke.popitem(last=False)
+
+    def spoke_lately(self, message: MessageLike, channel_id: int, minutes: float) -> bool:
+        """Whether the bot spoke in the channel within ``minutes`` before ``message`` (as the
+        gateway showed it since the start)."""
+        spoke = self._spoke.get(channel_id)
+        return spoke is not None and created_ms(message) - spoke <= minutes * 60_000
+
+    def clue(self, message: MessageLike) -> Clue:
+        """The message's clue, built once per text (an edit makes a new one)."""
+        key = (message.id, message.content or "")
+        found = self._clues.get(key)
+        if found is None:
+            found = self._clues[key] = clue_of(message)
+            if len(self._clues) > CLUES_KEPT:
+                self._clues.popitem(last=False)
+        return found
+
+    def earlier(
+        self, cache: ChannelCache, message: MessageLike, bot_id: int, minutes: float
+    ) -> list[Clue]:
+        """The cached messages before ``message``, oldest first: the model's window (whatever
+        their age, as it was fitted) and back to the bot's latest message when that lies within
+        ``minutes``; never past what the cache knows (no REST call)."""
+        oldest = created_ms(message) - int(minutes * 60_000)
+        window = self.model.window_messages
+        found: list[Clue] = []
+        seen_bot = False
+        current: Any = message
+        while len(found) < MAX_WALK:
+            previous = cache.previous(current.id)
+            if previous is None or isinstance(previous, Unknown):
+                break
+            if len(found) >= window and (seen_bot or created_ms(previous) < oldest):
+                break
+            found.append(self.clue(previous))
+            seen_bot = seen_bot or previous.author.id == bot_id
+            current = previous
+        found.reverse()
+        return found
+
+    def author_in(self, cache: ChannelCache, message: MessageLike, user_id: int) -> Any | None:
+        """``user_id`` as the author of ``message`` or of a cached message shortly before it
+        (for their name when the guild's member list does not hold them)."""
+        current: Any = message
+        for _ in range(MAX_WALK):
+            if current.author.id == user_id:
+                return current.author
+            current = cache.previous(current.id)
+            if current is None or isinstance(current, Unknown):
+                return None
+        return None
+
+    def decide(
+        self,
+        message: MessageLike,
+        cache: ChannelCache,
+        bot_id: int,
+        settings: TriggerSettings,
+        earlier: Sequence[Clue] | None = None,
+    ) -> FollowDecision:
+        """Whether to answer ``message`` (which mentions and replies to no one known to be the
+        bot: those are triggers already) as a follow-up of the bot's conversation."""
+        clue = self.clue(message)
+        if earlier is None and (clue.reference is not None or clue.mentions):
+            # The rules decide (someone else is called): only the replied-to message matters.
+            parent = cache.get(clue.reference) if clue.reference is not None else None
+            earlier = (
+                [self.clue(parent)]
+                if parent is not None and not isinstance(parent, Unknown)
+                else []
+            )
+        if earlier is None:
+            earlier = self.earlier(cache, message, bot_id, settings.follow_minutes)
+        return decide(
+            self.model,
+            bot_id,
+            earlier,
+            clue,
+            minutes=settings.follow_minutes,
+            threshold=settings.follow_threshold,
+            relevance=self.relevance,
+        )
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One message of a replayed log and what the bot would do with it."""
+
+    message: Any
+    decision: FollowDecision
+    why: str  # the decision's reason, a follow-up's naming whom the bot talks with
+
+    def as_line(self) -> dict[str, Any]:
+        """The ``follow`` command's JSON line."""
+        score = self.decision.score
+        return {
+            "message": str(self.message.id),
+            "answer": self.decision.answer,
+            "score": None if score is None else round(score, 4),
+            "why": self.why,
+        }
+
+
+def replay_decisions(
+    messages: Iterable[Any], bot_id: int, settings: TriggerSettings, follower: Follower
+) -> Iterator[Decided]:
+    """A channel log (oldest first) replayed as if ``bot_id`` were the bot: every message of
+    anyone else after its first one, decided from the messages before it only (as the live bot
+    decides), with the explicit triggers and the ``[triggers]`` follow settings applied."""
+    names: dict[int, str] = {}
+    earlier: list[Clue] = []
+    authors: dict[int, int] = {}
+    started = False
+    for message in messages:
+        clue = follower.clue(message)
+        if message.author.id == bot_id:
+            started = True
+        elif started:
+            decision = _replayed(follower, settings, message, clue, earlier, authors, bot_id)
+            why = decision.describe(lambda user_id: names.get(user_id, f"user {user_id}"))
+            yield Decided(message, decision, why)
+        names[message.author.id] = getattr(message.author, "display_name", str(message.author.id))
+        earlier.append(clue)
+        authors[message.id] = message.author.id
+
+
+def _replayed(
+    follower: Follower,
+    settings: TriggerSettings,
+    message: Any,
+    clue: Clue,
+    earlier: list[Clue],
+    authors: dict[int, int],
+    bot_id: int,
+) -> FollowDecision:
+    """What the live bot would do, from the messages before ``message`` only."""
+    from_bot = bool(getattr(message.author, "bot", False))
+    if from_bot and not settings.answer_bots:
+        return FollowDecision(False, None, "written by a bot", "no")
+    ruled = explicit(clue, bot_id, authors.get)
+    if ruled is not None and ruled.answer:
+        return ruled
+    channel = message.channel
+    always_on = set(settings.always_on_channels)
+    if channel.id in always_on or getattr(channel, "parent_id", None) in always_on:
+        return FollowDecision(True, None, "an always-on channel", "always_on")
+    if ruled is not None:
+        return ruled
+    if from_bot or not follow_enabled(settings, channel):
+        return FollowDecision(False, None, "following is off here", "no")
+    return decide(
+        follower.model,
+        bot_id,
+        earlier,
+        clue,
+        minutes=settings.follow_minutes,
+        threshold=settings.follow_threshold,
+        relevance=follower.relevance,
+    )
