@@ -29,7 +29,7 @@ from bot.discord.follow import Follower, follow_enabled
 from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 from bot.discord.mentions import allowed_mentions
 from bot.discord.triggers import has_role_rules, permitted, trigger_kind
-from bot.discord.visibility import may_view_channel
+from bot.discord.visibility import may_read_history, may_view_channel
 from bot.model.client import ModelClient
 from bot.storage import Store
 from conversation.articles.service import ArticleService
@@ -228,7 +228,9 @@ class ThreadwiseClient(nextcord.Client):
 
     def _follows(self, message: nextcord.Message, cache: Any) -> bool:
         """A message that calls no one, answered when it continues the bot's conversation
-        (``bot.discord.follow``): from the cache alone, never for a bot or in a DM."""
+        (``bot.discord.follow``): from the cache alone, never for a bot or in a DM, and never
+        for a member who may not read the channel's history (the conversation it would
+        continue is that history: issue 23's rule, ``bot.discord.visibility``)."""
         assert self.user is not None
         settings = self.config.triggers
         if (
@@ -236,6 +238,7 @@ class ThreadwiseClient(nextcord.Client):
             or message.author.id == self.user.id
             or getattr(message.author, "bot", False)
             or not follow_enabled(settings, message.channel)
+            or not may_read_history(message.channel, message.author)
             or not self.follower.spoke_lately(message, message.channel.id, settings.follow_minutes)
         ):
             return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.storage import Store, render_text
+from tests.bot.test_read_history import deny_history
 from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, DEV, ELI, Harness, running_bot, settled
 from tests.fakes.openai_server import Answer
 
@@ -129,3 +130,18 @@ async def test_the_explanation_says_the_answer_followed(tmp_path):
         explanation = await store.explain_async(int(said["id"]))
     text = render_text(explanation)
     assert "followed: no mention, continues the conversation with Chloé, score 0." in text
+
+
+async def test_a_member_without_read_history_is_never_followed():
+    """Following reads the channel's conversation on the member's behalf: one who may not read
+    the channel's history is answered when they call the bot, never followed."""
+    async with running_bot() as bot:
+        await talk_to_bot(bot)
+        await deny_history(bot, CHLOE)  # taken away once she talks with the bot
+        requests = len(bot.model.chat_requests)
+        assert not await answered(bot, await follow_up(bot))
+        assert len(bot.model.chat_requests) == requests
+        # Calling the bot still works: she gets an answer from what she may read.
+        bot.model.queue(Answer(text=UPGRADE_ANSWER))
+        reply = await bot.answer_to(CHANNEL, CHLOE, f"<@{BOT_ID}> and the indexes?")
+        assert reply["content"]
