@@ -23,6 +23,7 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
     [cache]        CacheSettings       conversation/settings.py
     [storage]      StorageSettings     bot/config/schema.py
     [logging]      LoggingSettings     bot/config/schema.py
+    [tools]        ToolSettings        bot/config/tool_settings.py
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.store_url import redact_url, userinfo_problem
 from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
+from bot.tools.settings import ToolSettings
 from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
@@ -285,6 +287,7 @@ class Config(StrictSection):
     cache: CacheSettings = CacheSettings()
     storage: StorageSettings = StorageSettings()
     logging: LoggingSettings = LoggingSettings()
+    tools: ToolSettings = ToolSettings()
 
     @model_validator(mode="after")
     def _shards_share_a_store(self) -> Config:
