@@ -1,0 +1,150 @@
+"""The toolbox an answer uses: which tools are offered, and running one round of calls.
+
+A round's calls run in parallel, each under ``call_timeout_seconds``; whatever goes wrong (an
+unknown tool, arguments that are not a JSON object, a server that is down, a tool that raises
+or hangs) becomes an error result the model reads, never an exception for the answer. Each
+result is cut to ``max_result_chars``, defused and escaped (``defuse``) before the model sees
+it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from bot.tools.defuse import cap, wrap
+from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
+from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of
+from bot.tools.settings import ToolSettings
+from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus
+
+log = logging.getLogger(__name__)
+
+BuiltIn = Callable[[dict[str, Any]], Awaitable[str]]
+
+
+class Toolbox:
+    """The built-in tools and the MCP servers' tools, under one ``[tools]`` settings."""
+
+    def __init__(
+        self,
+        settings: ToolSettings,
+        *,
+        pages: PageReader | None = None,
+        servers: McpServers | None = None,
+    ) -> None:
+        self.settings = settings
+        self.pages = pages
+        self.servers = servers or McpServers([])
+
+    def apply_settings(self, settings: ToolSettings) -> None:
+        """A reloaded config's limits, from the next round on (servers stay as started)."""
+        self.settings = settings
+
+    def specs(self) -> list[ToolSpec]:
+        """The tools offered now: read_page first, then each connected server's, in config
+        order; a name already taken is left out (and logged)."""
+        specs: list[ToolSpec] = []
+        if self.pages is not None and self.settings.read_page:
+            specs.append(READ_PAGE)
+        taken = {spec.name for spec in specs}
+        for server in self.servers.servers:
+            if not server.up:
+                continue
+            for spec in server.tools:
+                if spec.name in taken:
+                    log.warning("tool %s of MCP server %s: name taken, not offered", spec.name,
+                                server.name)  # fmt: skip
+                    continue
+                taken.add(spec.name)
+                specs.append(spec)
+        return specs
+
+    def status(self, calls: Sequence[ToolCallRequest]) -> str:
+        """What the streamed message says while the calls run ("reading wiki.example.org …")."""
+        shown: list[str] = []
+        for call in calls:
+            if call.name == READ_PAGE.name:
+                line = f"reading {host_of(_arguments(call) or {})}"
+            else:
+                line = f"using {call.name}"
+            if line not in shown:
+                shown.append(line)
+        return ", ".join(shown[:3]) + (" and more" if len(shown) > 3 else "") + " …"
+
+    async def run(self, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
+        """One outcome per call, in the calls' order; the calls run in parallel."""
+        return list(await asyncio.gather(*(self._one(call) for call in calls)))
+
+    async def _one(self, call: ToolCallRequest) -> ToolOutcome:
+        began = time.monotonic()
+        limit = self.settings.call_timeout_seconds
+        status: ToolStatus = "ok"
+        try:
+            arguments = _arguments(call)
+            if arguments is None:
+                raise ToolFailed("the arguments are not a JSON object")
+            function = self._function(call.name)
+            async with asyncio.timeout(limit):
+                text, failed = await function(arguments)
+            if failed:
+                status = "error"
+        except ToolFailed as error:
+            text, status = str(error), "error"
+        except ServerDown as error:
+            text, status = f"{error}; try again later", "error"
+        except TimeoutError:
+            text, status = f"no result within {limit:g} s", "timeout"
+        except Exception as error:  # a tool's bug must not end the answer
+            log.warning("tool %s failed: %s", call.name, describe(error))
+            text, status = f"the tool failed ({describe(error)})", "error"
+        if status != "ok" and not text:
+            text = "the tool failed without saying why"
+        capped = cap(text, self.settings.max_result_chars)
+        return ToolOutcome(
+            call_id=call.id,
+            name=call.name,
+            content=wrap(call.name, capped, error=status != "ok"),
+            status=status,
+            seconds=time.monotonic() - began,
+            original_chars=len(text),
+            detail=" ".join(text.split())[:200],
+        )
+
+    def _function(self, name: str) -> Callable[[dict[str, Any]], Awaitable[tuple[str, bool]]]:
+        if name == READ_PAGE.name and self.pages is not None and self.settings.read_page:
+            pages = self.pages
+
+            async def read(arguments: dict[str, Any]) -> tuple[str, bool]:
+                return await pages(arguments), False
+
+            return read
+        server = self._server_of(name)
+        if server is None:
+            offered = ", ".join(spec.name for spec in self.specs()) or "none"
+            raise ToolFailed(f"there is no tool named {name[:64]!r} (tools: {offered})")
+
+        async def remote(arguments: dict[str, Any]) -> tuple[str, bool]:
+            return await server.call(name, arguments)
+
+        return remote
+
+    def _server_of(self, name: str) -> McpServer | None:
+        if name == READ_PAGE.name and self.pages is not None and self.settings.read_page:
+            return None
+        for server in self.servers.servers:
+            if server.up and any(spec.name == name for spec in server.tools):
+                return server
+        return None
+
+
+def _arguments(call: ToolCallRequest) -> dict[str, Any] | None:
+    try:
+        value = json.loads(call.arguments or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
