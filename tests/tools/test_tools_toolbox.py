@@ -107,11 +107,10 @@ def _free_port() -> int:
 
 async def test_http_server_with_headers_from_environment() -> None:
     port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(FAKE), "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(FAKE), "http", str(port),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
     settings = McpServerSettings(
         name="remote",
         url=f"http://127.0.0.1:{port}/mcp",
@@ -132,7 +131,7 @@ async def test_http_server_with_headers_from_environment() -> None:
     finally:
         await servers.close()
         process.kill()
-        process.wait()
+        await process.wait()
 
 
 async def test_http_server_missing_header_variable_stays_down() -> None:
