@@ -4,9 +4,9 @@ Each server has a supervisor task that holds its connection: it starts the progr
 connects to the URL (streamable HTTP), lists the tools (only those in ``allow``, when set), then
 lists them again every ``ping_interval`` (the 2026 protocol has no ping; a fresh listing also
 picks up a server's changed tools); when the connection breaks (the program died, the server
-went away, a call found it closed, a listing failed) it connects again after a growing pause. Calls are
-made from the answering tasks on the live connection; the supervisor owning the SDK's task
-group means a broken transport ends the supervisor, never an answer.
+went away, a call found it closed, a listing failed) it connects again after a growing pause.
+Calls are made from the answering tasks on the live connection; the supervisor owning the
+SDK's task group means a broken transport ends the supervisor, never an answer.
 
 The SDK is imported only when a server is configured: it is large, and most bots have none.
 """
