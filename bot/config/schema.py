@@ -41,8 +41,8 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.store_url import redact_url, userinfo_problem
+from bot.config.tool_settings import ToolSettings
 from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
-from bot.tools.settings import ToolSettings
 from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
 DEFAULT_CONFIG_PATH = Path("config.toml")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.tools.settings import McpServerSettings
+from bot.config.tool_settings import McpServerSettings
 from bot.tools.spec import ToolSpec
 
 log = logging.getLogger(__name__)

@@ -16,10 +16,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from bot.config.tool_settings import ToolSettings
 from bot.tools.defuse import cap, wrap
 from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
 from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of
-from bot.tools.settings import ToolSettings
 from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus
 
 log = logging.getLogger(__name__)

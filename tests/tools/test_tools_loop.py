@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.model_settings import ModelSettings
+from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.model.client import ModelClient
-from bot.model.settings import ModelSettings
 from bot.model.tool_loop import complete_with_tools
 from bot.tools.mcp_servers import McpServers
-from bot.tools.settings import McpServerSettings, ToolSettings
 from bot.tools.toolbox import Toolbox
 from tests.fakes import anthropic_server as anthropic_fake
 from tests.fakes import openai_server as openai_fake

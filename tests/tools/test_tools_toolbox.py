@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.tools.mcp_servers import McpServers
 from bot.tools.read_page import PageReader
-from bot.tools.settings import McpServerSettings, ToolSettings
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService, StaticResolver
