@@ -1,0 +1,47 @@
+"""Tools in an answer: whether this trigger gets them, and the model call that uses them.
+
+Tools are offered when ``[tools] enabled`` is on, the toolbox has something to offer, and the
+trigger is in a server's channel (in a DM only with ``in_dms``). Per-channel settings, when
+they come, decide through the same ``ToolSettings``. The streamed message names what runs
+("reading wiki.example.org …") until the model writes again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from bot.config.tool_settings import ToolSettings
+from bot.model.call import DeltaCallback
+from bot.model.client import ModelClient
+from bot.model.tool_loop import LoopResult, complete_with_tools
+from bot.tools.toolbox import Toolbox
+
+
+def toolbox_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Toolbox | None:
+    """The toolbox when this trigger may use tools, else None (the plain model call)."""
+    if toolbox is None or not settings.enabled:
+        return None
+    if getattr(trigger, "guild", None) is None and not settings.in_dms:
+        return None
+    toolbox.apply_settings(settings)
+    return toolbox if toolbox.specs() else None
+
+
+async def complete_using(
+    model: ModelClient,
+    messages: Sequence[Mapping[str, Any]],
+    toolbox: Toolbox,
+    settings: ToolSettings,
+    *,
+    on_delta: DeltaCallback,
+    on_status: Callable[[str], Awaitable[None]],
+) -> LoopResult:
+    return await complete_with_tools(
+        model,
+        messages,
+        toolbox,
+        max_steps=settings.max_steps,
+        on_delta=on_delta,
+        on_status=on_status,
+    )
