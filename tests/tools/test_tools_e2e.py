@@ -6,6 +6,7 @@ posted, the tool calls are in the store and in the export byte for byte as sent,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import sys
@@ -14,10 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from bot.answering.recording import InteractionRecorder
+from bot.config.schema import Config
 from bot.config.tool_settings import McpServerSettings, ToolSettings
+from bot.model.client import ModelClient
+from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from bot.tools.mcp_servers import McpServers
 from bot.tools.toolbox import Toolbox
+from tests.fakes.anthropic_server import Answer as AnthropicAnswer
+from tests.fakes.anthropic_server import FakeAnthropic, UseTools
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.discord_state import DEFAULT_BOT_PERMISSIONS, MENTION_EVERYONE
 from tests.fakes.harness import (
     ALICE,
@@ -25,7 +33,9 @@ from tests.fakes.harness import (
     CHANNEL,
     CHLOE,
     DM_CHANNEL,
+    EXAMPLE,
     ROOT,
+    Harness,
     running_bot,
     settled,
 )
@@ -134,3 +144,63 @@ async def test_a_dead_server_is_restarted_and_the_answer_goes_on(tmp_path, toolb
         bot.model.script(echo_the_tool)
         reply = await ask(bot, "and now?")
         assert re.search(r"echo: back", reply["content"])
+
+
+@contextlib.asynccontextmanager
+async def claude_bot(store: Store, toolbox: Toolbox) -> AsyncIterator[Harness]:
+    """The bot on ``provider = "anthropic"`` with tools on."""
+    async with (
+        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord,
+        FakeAnthropic() as fake,
+    ):
+        await discord.load_log(EXAMPLE)
+        config = Config.model_validate(
+            {
+                "discord": {"token": discord.token, "api_base": discord.api_base,
+                            "guild_ready_timeout": 0.1},
+                "model": {"provider": "anthropic", "base_url": fake.url, "name": "claude-test",
+                          "retry_base_seconds": 0.01, "idle_timeout_seconds": 5},
+                "articles": {"enabled": False},
+                "triggers": {"burst_window_seconds": 0.05},
+                "replies": {"edit_interval_seconds": 0.2},
+                "tools": TOOLS_ON,
+            }
+        )  # fmt: skip
+        async with ModelClient(config.model) as model_client:
+            client = ThreadwiseClient(
+                config, articles=None, model=model_client, store=store, tools=toolbox,
+                recorder=InteractionRecorder(store, config),
+            )  # fmt: skip
+            with discord.nextcord_pointed_here():
+                async with discord.running(client) as ready:
+                    yield Harness(discord=discord, model=fake, client=ready)  # type: ignore[arg-type]
+
+
+async def test_anthropic_tool_use_is_recorded_in_openai_format(tmp_path, toolbox) -> None:
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with claude_bot(store, toolbox) as bot:
+            bot.model.queue(  # type: ignore[attr-defined]
+                UseTools((("echo", '{"text": "a"}'), ("echo", '{"text": "b"}'))),
+                AnthropicAnswer(text="Both said something."),
+            )
+            reply = await ask(bot, "use the echo tool twice")
+            second = bot.model.message_requests[-1].body  # type: ignore[attr-defined]
+        [line] = [json.loads(text) for text in store.export_lines()]
+    assert reply["content"] == "Both said something."
+    assert [b["type"] for b in second["messages"][-1]["content"]][:2] == [
+        "tool_result",
+        "tool_result",
+    ]
+    call_turn, *results, answer = line["messages"][-4:]
+    assert call_turn["role"] == "assistant" and call_turn["content"] is None
+    assert [json.loads(c["function"]["arguments"]) for c in call_turn["tool_calls"]] == [
+        {"text": "a"},
+        {"text": "b"},
+    ]
+    assert [r["content"] for r in results] == [
+        '<tool_result tool="echo">echo: a</tool_result>',
+        '<tool_result tool="echo">echo: b</tool_result>',
+    ]
+    assert [r["tool_call_id"] for r in results] == [c["id"] for c in call_turn["tool_calls"]]
+    assert answer == {"role": "assistant", "content": "Both said something."}
+    assert line["tools"][0]["type"] == "function"  # OpenAI's format, whichever provider
