@@ -132,6 +132,9 @@ class McpServer:
                 await self._connection()
             except asyncio.CancelledError:
                 raise
+            except ValueError as error:  # a header's environment variable is not set
+                self.state = f"down: {error}"
+                log.warning("MCP server %s: %s", self.name, self.state)
             except Exception as error:  # the transport's task group, a refused handshake...
                 self.state = f"down: {describe(error)}"
                 log.warning("MCP server %s: %s", self.name, self.state)

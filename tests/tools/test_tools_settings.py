@@ -79,3 +79,45 @@ def test_secret_header_value_never_printed(tmp_path: Path) -> None:
         load(tmp_path, '[[tools.mcp]]\nname = "a"\nurl = "http://h/mcp"\nheaders = {A = "sk live"}')
     assert "secrets do not belong" in str(raised.value)
     assert "sk live" not in str(raised.value)
+
+
+def test_check_config_lists_each_server_with_its_tools(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    server = root / "tests" / "fakes" / "mcp_server.py"
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f"""
+[tools]
+enabled = true
+[[tools.mcp]]
+name = "test"
+command = {json_string(sys.executable)}
+args = [{json_string(str(server))}]
+allow = ["echo", "huge"]
+[[tools.mcp]]
+name = "remote"
+url = "http://127.0.0.1:9/mcp"
+headers = {{ Authorization = "Bearer ${{NOT_SET_ANYWHERE}}" }}
+"""
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "check-config", "--config", str(path)],
+        capture_output=True, text=True, cwd=root, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "#   MCP test (stdio): up; tools: echo, huge" in lines
+    assert (
+        "#   MCP remote (http): down: [[tools.mcp]] remote: environment variable NOT_SET_ANYWHERE "
+        "is not set (named in headers.Authorization); tools: none"
+    ) in lines
+    assert "#   read_page: built-in, through the article reader ([articles])" in lines
+
+
+def json_string(text: str) -> str:
+    import json
+
+    return json.dumps(text)
