@@ -249,9 +249,11 @@ class Answerer:
                     return await self.model.complete(
                         result.prepared.request_messages, on_delta=on_delta, cache=cache
                     )
+                fitted = result.prepared.fitted
                 result.tool_use = await complete_using(
                     self.model, result.prepared.request_messages, toolbox, settings,
                     on_delta=on_delta, on_status=on_status, cache=cache,
+                    room_tokens=fitted.budget.limit - fitted.total if fitted else None,
                 )  # fmt: skip
                 final = result.tool_use.completion
                 earlier = result.tool_use.attempts[: -len(final.attempts) or None]

@@ -17,6 +17,10 @@ from bot.model.client import ModelClient
 from bot.model.tool_loop import LoopResult, complete_with_tools
 from bot.tools.toolbox import Toolbox
 
+CHARS_PER_TOKEN = 3
+"""Characters of a tool result per token of the budget: on the low side (escaped markup, URLs
+and non-English text take more tokens per character than prose), so the room is not overrun."""
+
 
 def toolbox_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Toolbox | None:
     """The toolbox when this trigger may use tools, else None (the plain model call)."""
@@ -36,7 +40,10 @@ async def complete_using(
     *,
     on_delta: DeltaCallback,
     on_status: Callable[[str], Awaitable[None]],
+    room_tokens: int | None = None,
 ) -> LoopResult:
+    """The tool loop; ``room_tokens``: what the prompt's budget leaves for the tool turns."""
+    room = None if room_tokens is None else max(room_tokens, 0) * CHARS_PER_TOKEN
     return await complete_with_tools(
         model,
         messages,
@@ -44,4 +51,5 @@ async def complete_using(
         max_steps=settings.max_steps,
         on_delta=on_delta,
         on_status=on_status,
+        room_chars=room,
     )

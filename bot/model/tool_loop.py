@@ -33,7 +33,9 @@ class ToolRunner(Protocol):
 
     def status(self, calls: Sequence[ToolCallRequest]) -> str: ...
 
-    async def run(self, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]: ...
+    async def run(
+        self, calls: Sequence[ToolCallRequest], room_chars: int | None = None
+    ) -> list[ToolOutcome]: ...
 
 
 @dataclass
@@ -85,8 +87,11 @@ async def complete_with_tools(
     max_steps: int,
     on_delta: DeltaCallback | None = None,
     on_status: StatusCallback | None = None,
+    room_chars: int | None = None,
 ) -> LoopResult:
-    """Answer ``messages`` with ``tools`` offered (see the module docstring).
+    """Answer ``messages`` with ``tools`` offered (see the module docstring). ``room_chars``:
+    what the prompt's budget leaves for the tool turns (None: no limit); each round's results
+    share what is left of it.
 
     A :class:`ModelError` of any request propagates as ``complete`` raises it (the turns added
     so far are lost with it; the answer failed)."""
@@ -115,7 +120,11 @@ async def complete_with_tools(
             except Exception as error:  # the status line is cosmetic
                 log.debug("tool status not shown: %s", error)
         began = time.monotonic()
-        outcomes = await tools.run(calls)
+        if room_chars is not None:
+            room_chars -= sum(len(c.arguments) + len(c.name) for c in calls) + len(completion.text)
+        outcomes = await tools.run(calls, room_chars)
+        if room_chars is not None:
+            room_chars -= sum(len(outcome.content) for outcome in outcomes)
         rounds.append(ToolRound(calls, outcomes, time.monotonic() - began))
         added.append(assistant_turn(completion.text, calls))
         added.extend(tool_turn(outcome) for outcome in outcomes)

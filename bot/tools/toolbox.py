@@ -5,6 +5,11 @@ unknown tool, arguments that are not a JSON object, a server that is down, a too
 or hangs) becomes an error result the model reads, never an exception for the answer. Each
 result is cut to ``max_result_chars``, defused and escaped (``defuse``) before the model sees
 it.
+
+The prompt's token budget counts the results: given the room left in the window, a round's
+results share it, the largest shortened first (each keeps ``MIN_RESULT_CHARS`` at least, so
+the model learns what the tool said, if not all of it). A result is never shortened after the
+model has read it: the next rounds' turns keep the prefix they were sampled from.
 """
 
 from __future__ import annotations
@@ -25,6 +30,23 @@ from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus
 log = logging.getLogger(__name__)
 
 BuiltIn = Callable[[dict[str, Any]], Awaitable[str]]
+MIN_RESULT_CHARS = 200
+WRAP_CHARS = 100  # the element around a result, and the note saying it was cut
+
+
+def allot(sizes: Sequence[int], room: int | None, cap: int) -> list[int]:
+    """How many characters each result keeps: at most ``cap`` each, and together at most
+    ``room`` (None: no limit), the largest shortened first (water-filling); never below
+    ``MIN_RESULT_CHARS`` unless the result is shorter."""
+    kept = [min(size, cap) for size in sizes]
+    if room is None or sum(kept) <= room:
+        return kept
+    left, order = max(room, 0), sorted(range(len(kept)), key=lambda i: kept[i])
+    for done, index in enumerate(order):
+        share = left // (len(order) - done)
+        kept[index] = max(min(kept[index], share), min(kept[index], MIN_RESULT_CHARS))
+        left -= kept[index]
+    return kept
 
 
 class Toolbox:
@@ -76,11 +98,33 @@ class Toolbox:
                 shown.append(line)
         return ", ".join(shown[:3]) + (" and more" if len(shown) > 3 else "") + " …"
 
-    async def run(self, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
-        """One outcome per call, in the calls' order; the calls run in parallel."""
-        return list(await asyncio.gather(*(self._one(call) for call in calls)))
+    async def run(
+        self, calls: Sequence[ToolCallRequest], room_chars: int | None = None
+    ) -> list[ToolOutcome]:
+        """One outcome per call, in the calls' order; the calls run in parallel. Their results
+        take at most ``room_chars`` together (see the module docstring)."""
+        raw = await asyncio.gather(*(self._one(call) for call in calls))
+        room = None if room_chars is None else room_chars - WRAP_CHARS * len(calls)
+        sizes = allot([len(text) for text, *_ in raw], room, self.settings.max_result_chars)
+        return [
+            self._outcome(call, text, status, seconds, size)
+            for call, (text, status, seconds), size in zip(calls, raw, sizes, strict=True)
+        ]
 
-    async def _one(self, call: ToolCallRequest) -> ToolOutcome:
+    def _outcome(
+        self, call: ToolCallRequest, text: str, status: ToolStatus, seconds: float, size: int
+    ) -> ToolOutcome:
+        return ToolOutcome(
+            call_id=call.id,
+            name=call.name,
+            content=wrap(call.name, cap(text, size), error=status != "ok"),
+            status=status,
+            seconds=seconds,
+            original_chars=len(text),
+            detail=" ".join(text.split())[:200],
+        )
+
+    async def _one(self, call: ToolCallRequest) -> tuple[str, ToolStatus, float]:
         began = time.monotonic()
         limit = self.settings.call_timeout_seconds
         status: ToolStatus = "ok"
@@ -104,16 +148,7 @@ class Toolbox:
             text, status = f"the tool failed ({describe(error)})", "error"
         if status != "ok" and not text:
             text = "the tool failed without saying why"
-        capped = cap(text, self.settings.max_result_chars)
-        return ToolOutcome(
-            call_id=call.id,
-            name=call.name,
-            content=wrap(call.name, capped, error=status != "ok"),
-            status=status,
-            seconds=time.monotonic() - began,
-            original_chars=len(text),
-            detail=" ".join(text.split())[:200],
-        )
+        return text, status, time.monotonic() - began
 
     def _function(self, name: str) -> Callable[[dict[str, Any]], Awaitable[tuple[str, bool]]]:
         if name == READ_PAGE.name and self.pages is not None and self.settings.read_page:

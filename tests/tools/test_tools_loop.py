@@ -186,3 +186,18 @@ async def test_anthropic_last_round_declares_tools_but_forbids_them(toolbox: Too
     assert [r.body.get("tool_choice") for r in fake.message_requests] == [None, {"type": "none"}]
     assert "tools" in fake.message_requests[1].body
     assert result.completion.text == "Done."
+
+
+async def test_results_share_the_budgets_room_and_stay_as_read(toolbox: Toolbox) -> None:
+    toolbox.apply_settings(toolbox.settings.model_copy(update={"max_result_chars": 50_000}))
+    async with openai_fake.FakeOpenAI() as fake, ModelClient(
+        settings_for(fake.url, "openai", True)
+    ) as model:  # fmt: skip
+        huge = openai_fake.CallTools((("huge", '{"size": 9000}'),))
+        fake.queue(huge, huge, openai_fake.Answer(text="Long pages."))
+        result = await complete_with_tools(model, PROMPT, toolbox, max_steps=4, room_chars=12_000)
+    first, second = (m["content"] for m in result.added if m["role"] == "tool")
+    assert len(first) > 9000  # it fitted whole
+    assert len(first) + len(second) < 12_000 and "[result truncated" in second
+    # The first result is sent unchanged in every later request: the prefix of what followed.
+    assert fake.chat_requests[2].messages[3]["content"] == first

@@ -191,3 +191,24 @@ async def test_read_page_uses_the_article_reader(site: str) -> None:
         assert refused.status == "error" and "could not read" in refused.detail
         [bad] = await box.run([call("read_page", '{"url": "file:///etc/passwd"}')])
         assert bad.status == "error" and "not an http(s) address" in bad.detail
+
+
+def test_allot_shortens_the_largest_first() -> None:
+    from bot.tools.toolbox import MIN_RESULT_CHARS, allot
+
+    assert allot([100, 5000, 300], None, 1000) == [100, 1000, 300]  # the per-result cap
+    assert allot([100, 5000, 300], 10_000, 8000) == [100, 5000, 300]  # room enough
+    assert allot([100, 5000, 300], 1000, 8000) == [100, 600, 300]  # only the largest gives
+    assert allot([3000, 5000], 1000, 8000) == [500, 500]
+    assert allot([3000, 50], 0, 8000) == [MIN_RESULT_CHARS, 50]  # no room: a glimpse each
+
+
+async def test_a_rounds_results_share_the_room_left(servers: McpServers) -> None:
+    box = toolbox(servers, max_result_chars=50_000)
+    small, big = await box.run(
+        [call("echo", '{"text": "short"}', "a"), call("huge", '{"size": 20000}', "b")],
+        room_chars=3000,
+    )
+    assert small.content == '<tool_result tool="echo">echo: short</tool_result>'
+    assert big.original_chars == 20_000
+    assert 2500 < len(big.content) <= 3000 and "[result truncated: first" in big.content
