@@ -121,3 +121,10 @@ def json_string(text: str) -> str:
     import json
 
     return json.dumps(text)
+
+
+def test_tool_limits_apply_live_servers_at_restart() -> None:
+    from bot.config.reload import is_live
+
+    assert is_live(("tools", "max_steps")) and is_live(("tools", "in_dms"))
+    assert not is_live(("tools", "enabled")) and not is_live(("tools", "mcp"))
