@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.config.tool_settings import McpServerSettings
+from bot.config.tool_settings import TOOL_NAME, McpServerSettings
 from bot.tools.spec import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class McpServer:
         self._up = asyncio.Event()
         self._broken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._refused: set[str] = set()  # tool names already warned about
 
     @property
     def up(self) -> bool:
@@ -190,6 +191,12 @@ class McpServer:
             page = await client.list_tools(cursor=cursor, cache_mode="refresh" if fresh else "use")
             for tool in page.tools:
                 if allow and tool.name not in allow:
+                    continue
+                if not TOOL_NAME.fullmatch(tool.name):  # the model APIs would refuse the request
+                    if tool.name not in self._refused:
+                        self._refused.add(tool.name)
+                        log.warning("MCP server %s: tool %r not offered: a name the model APIs "
+                                    "refuse", self.name, tool.name[:80])  # fmt: skip
                     continue
                 specs.append(
                     ToolSpec(

@@ -62,6 +62,7 @@ class Toolbox:
         self.settings = settings
         self.pages = pages
         self.servers = servers or McpServers([])
+        self._warned: set[tuple[str, str]] = set()
 
     def apply_settings(self, settings: ToolSettings) -> None:
         """A reloaded config's limits, from the next round on (servers stay as started)."""
@@ -79,8 +80,10 @@ class Toolbox:
                 continue
             for spec in server.tools:
                 if spec.name in taken:
-                    log.warning("tool %s of MCP server %s: name taken, not offered", spec.name,
-                                server.name)  # fmt: skip
+                    if (server.name, spec.name) not in self._warned:
+                        self._warned.add((server.name, spec.name))
+                        log.warning("tool %s of MCP server %s: name taken, not offered",
+                                    spec.name, server.name)  # fmt: skip
                     continue
                 taken.add(spec.name)
                 specs.append(spec)
@@ -160,6 +163,9 @@ class Toolbox:
             return read
         server = self._server_of(name)
         if server is None:
+            gone = [s for s in self.servers.servers if any(t.name == name for t in s.tools)]
+            if gone:  # offered earlier, its server is down now (restarting)
+                raise ServerDown(f"MCP server {gone[0].name} is {gone[0].state}")
             offered = ", ".join(spec.name for spec in self.specs()) or "none"
             raise ToolFailed(f"there is no tool named {name[:64]!r} (tools: {offered})")
 

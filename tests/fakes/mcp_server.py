@@ -3,7 +3,8 @@
 
 Its tools: ``echo`` says the text back (``@everyone`` included: the bot must defuse it),
 ``fail`` raises, ``hang`` never answers, ``huge`` returns ``size`` characters, ``die`` ends the
-process (a crash, for the restart tests) and ``pid`` names the process (to tell a restart)."""
+process (a crash, for the restart tests), ``pid`` names the process (to tell a restart), and
+``not.a.valid.name`` has a name the model APIs refuse."""
 
 from __future__ import annotations
 
@@ -51,6 +52,12 @@ def die() -> str:
 def pid() -> str:
     """The server process's id."""
     return str(os.getpid())
+
+
+@server.tool(name="not.a.valid.name")
+def dotted() -> str:
+    """A name OpenAI and Anthropic refuse: the bot must not offer it."""
+    return "never offered"
 
 
 if __name__ == "__main__":

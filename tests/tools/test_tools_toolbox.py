@@ -212,3 +212,39 @@ async def test_a_rounds_results_share_the_room_left(servers: McpServers) -> None
     assert small.content == '<tool_result tool="echo">echo: short</tool_result>'
     assert big.original_chars == 20_000
     assert 2500 < len(big.content) <= 3000 and "[result truncated: first" in big.content
+
+
+async def test_http_server_that_went_away_is_reconnected() -> None:
+    port = _free_port()
+
+    async def serve() -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, str(FAKE), "http", str(port),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    process = await serve()
+    settings = McpServerSettings(name="remote", url=f"http://127.0.0.1:{port}/mcp")
+    servers = McpServers.from_settings([settings], restart_delays=(0.2,), ping_interval=0.3)
+    try:
+        await servers.start(wait=30)
+        [server] = servers.servers
+        box = toolbox(servers, call_timeout_seconds=5.0)
+        [first] = await box.run([call("pid")])
+        process.kill()
+        await process.wait()
+        async with asyncio.timeout(30):
+            while server.up:
+                await asyncio.sleep(0.05)
+        [down] = await box.run([call("pid")])
+        assert down.status == "error" and down.detail.startswith("MCP server remote is down")
+        process = await serve()
+        async with asyncio.timeout(30):
+            while not (server.up and server.connections == 2):
+                await asyncio.sleep(0.05)
+        [again] = await box.run([call("pid")])
+        assert again.status == "ok" and again.content != first.content
+    finally:
+        await servers.close()
+        process.kill()
+        await process.wait()
