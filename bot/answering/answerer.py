@@ -169,6 +169,8 @@ class Answerer:
             result.request = completion.request
             result.model_attempts.extend(completion.attempts)
             usage = completion.usage
+            if result.tool_use is not None:  # the prompt alone: what the budget estimated
+                usage = result.tool_use.first_usage
             await self.budgeter.observe(
                 result.prepared.fitted, usage.prompt_tokens if usage else None
             )

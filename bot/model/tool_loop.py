@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.model.call import Attempt, Completion, DeltaCallback
+from bot.model.call import Attempt, Completion, DeltaCallback, Usage
 from bot.model.client import ModelClient
 from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec
 
@@ -57,6 +57,7 @@ class LoopResult:
     rounds: list[ToolRound] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     ignored_calls: int = 0  # calls asked for after the last round (not run)
+    first_usage: Usage | None = None  # of the first request: the prompt without tool turns
 
 
 def assistant_turn(text: str, calls: Sequence[ToolCallRequest]) -> dict[str, Any]:
@@ -99,6 +100,7 @@ async def complete_with_tools(
     added: list[dict[str, Any]] = []
     rounds: list[ToolRound] = []
     attempts: list[Attempt] = []
+    first_usage: Usage | None = None
     step = 0
     while True:
         final = step >= max_steps or not specs
@@ -106,13 +108,13 @@ async def complete_with_tools(
             [*messages, *added], on_delta=on_delta, tools=specs, final=final
         )
         attempts.extend(completion.attempts)
+        first_usage = completion.usage if step == 0 else first_usage
         calls = completion.tool_calls
         if not calls or final:
             if calls:
                 log.info("the model asked for %d tool call(s) after the last round", len(calls))
-            return LoopResult(
-                completion, specs, added, rounds, attempts, len(calls) if final else 0
-            )
+            ignored = len(calls) if final else 0
+            return LoopResult(completion, specs, added, rounds, attempts, ignored, first_usage)
         step += 1
         if on_status is not None:
             try:

@@ -100,6 +100,9 @@ async def test_openai_one_call_then_the_answer(toolbox: Toolbox, stream: bool) -
     assert result.added == second.messages[2:]
     assert result.completion.request["messages"] == second.messages  # what is recorded
     assert [o.status for r in result.rounds for o in r.outcomes] == ["ok"]
+    # The budget learns from the prompt alone, not from the prompt plus the tool turns.
+    assert result.first_usage is not None and result.completion.usage is not None
+    assert result.first_usage.prompt_tokens < result.completion.usage.prompt_tokens
 
 
 async def test_openai_parallel_calls_fail_and_hang_as_results(toolbox: Toolbox) -> None:
