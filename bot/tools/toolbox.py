@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from bot.config.tool_settings import ToolSettings
+from bot.config.tool_settings import TOOL_NAME, ToolSettings
 from bot.tools.defuse import cap, wrap
 from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
 from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of
@@ -95,8 +95,8 @@ class Toolbox:
         for call in calls:
             if call.name == READ_PAGE.name:
                 line = f"reading {host_of(_arguments(call) or {})}"
-            else:
-                line = f"using {call.name}"
+            else:  # the name is the model's: shown only when it is a tool name at all
+                line = f"using {call.name if TOOL_NAME.fullmatch(call.name) else 'a tool'}"
             if line not in shown:
                 shown.append(line)
         return ", ".join(shown[:3]) + (" and more" if len(shown) > 3 else "") + " …"
