@@ -216,7 +216,9 @@ LEGACY_REMOVED_NAME = ',"name":' + json.dumps(REMOVED, ensure_ascii=False)
 
 
 def export_lines(conn: Db, since: datetime | None, channel_id: int | None) -> Iterator[str]:
-    """One OpenAI fine-tuning JSONL line per successful interaction, in recording order.
+    """One OpenAI fine-tuning JSONL line per successful interaction, in recording order; an
+    answer that was offered tools has them as the line's ``tools`` (its tool calls and results
+    are among the messages, as sent).
 
     The lines are assembled from the stored node texts without parsing them: the messages come
     out byte for byte as they were stored, and the export runs at the speed of the scan.
