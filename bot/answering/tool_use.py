@@ -28,7 +28,7 @@ def toolbox_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -
         return None
     if getattr(trigger, "guild", None) is None and not settings.in_dms:
         return None
-    toolbox.apply_settings(settings)
+    toolbox = toolbox.under(settings)
     return toolbox if toolbox.specs() else None
 
 

@@ -68,6 +68,15 @@ class Toolbox:
         """A reloaded config's limits, from the next round on (servers stay as started)."""
         self.settings = settings
 
+    def under(self, settings: ToolSettings) -> Toolbox:
+        """The same tools under other limits (a channel's own settings), for one answer: the
+        shared toolbox is not changed under the answers running with it."""
+        if settings == self.settings:
+            return self
+        view = Toolbox(settings, pages=self.pages, servers=self.servers)
+        view._warned = self._warned
+        return view
+
     def specs(self) -> list[ToolSpec]:
         """The tools offered now: read_page first, then each connected server's, in config
         order; a name already taken is left out (and logged)."""
