@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from bot.config.tool_settings import ToolSettings
-from bot.model.call import DeltaCallback
+from bot.model.call import CacheHints, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.tool_loop import LoopResult, complete_with_tools
 from bot.tools.toolbox import Toolbox
@@ -41,6 +41,7 @@ async def complete_using(
     on_delta: DeltaCallback,
     on_status: Callable[[str], Awaitable[None]],
     room_tokens: int | None = None,
+    cache: CacheHints | None = None,
 ) -> LoopResult:
     """The tool loop; ``room_tokens``: what the prompt's budget leaves for the tool turns."""
     room = None if room_tokens is None else max(room_tokens, 0) * CHARS_PER_TOKEN
@@ -52,4 +53,5 @@ async def complete_using(
         on_delta=on_delta,
         on_status=on_status,
         room_chars=room,
+        cache=cache,
     )

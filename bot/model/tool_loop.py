@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.model.call import Attempt, Completion, DeltaCallback, Usage
+from bot.model.call import Attempt, CacheHints, Completion, DeltaCallback, Usage
 from bot.model.client import ModelClient
 from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec
 
@@ -89,10 +89,12 @@ async def complete_with_tools(
     on_delta: DeltaCallback | None = None,
     on_status: StatusCallback | None = None,
     room_chars: int | None = None,
+    cache: CacheHints | None = None,
 ) -> LoopResult:
     """Answer ``messages`` with ``tools`` offered (see the module docstring). ``room_chars``:
     what the prompt's budget leaves for the tool turns (None: no limit); each round's results
-    share what is left of it.
+    share what is left of it. ``cache``: the prompt's cache hints, the same for every round
+    (the prompt is the start of each request).
 
     A :class:`ModelError` of any request propagates as ``complete`` raises it (the turns added
     so far are lost with it; the answer failed)."""
@@ -105,7 +107,7 @@ async def complete_with_tools(
     while True:
         final = step >= max_steps or not specs
         completion = await model.complete(
-            [*messages, *added], on_delta=on_delta, tools=specs, final=final
+            [*messages, *added], on_delta=on_delta, tools=specs, final=final, cache=cache
         )
         attempts.extend(completion.attempts)
         first_usage = completion.usage if step == 0 else first_usage
