@@ -13,7 +13,9 @@ from bot.tools.read_page import READ_PAGE
 CHECK_WAIT_SECONDS = 20.0
 
 
-def tool_lines(settings: ToolSettings, wait: float = CHECK_WAIT_SECONDS) -> list[str]:
+def tool_lines(
+    settings: ToolSettings, *, articles_on: bool = True, wait: float = CHECK_WAIT_SECONDS
+) -> list[str]:
     if not settings.enabled:
         return ["# tools: off ([tools] enabled = false): the model calls nothing"]
     lines = [
@@ -21,8 +23,10 @@ def tool_lines(settings: ToolSettings, wait: float = CHECK_WAIT_SECONDS) -> list
         f"{settings.call_timeout_seconds:g} s per call"
         + ("" if settings.in_dms else ", not in DMs ([tools] in_dms)")
     ]
-    if settings.read_page:
+    if settings.read_page and articles_on:
         lines.append(f"#   {READ_PAGE.name}: built-in, through the article reader ([articles])")
+    elif settings.read_page:
+        lines.append(f"#   {READ_PAGE.name}: not offered, the article reader is off ([articles])")
     if settings.mcp:
         lines.extend(asyncio.run(_servers(settings, wait)))
     return lines

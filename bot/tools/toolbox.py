@@ -77,11 +77,17 @@ class Toolbox:
         view._warned = self._warned
         return view
 
+    @property
+    def _reads_pages(self) -> bool:
+        """read_page is offered: on in [tools], and the article reader is on ([articles])."""
+        pages = self.pages
+        return pages is not None and self.settings.read_page and pages.articles.settings.enabled
+
     def specs(self) -> list[ToolSpec]:
         """The tools offered now: read_page first, then each connected server's, in config
         order; a name already taken is left out (and logged)."""
         specs: list[ToolSpec] = []
-        if self.pages is not None and self.settings.read_page:
+        if self._reads_pages:
             specs.append(READ_PAGE)
         taken = {spec.name for spec in specs}
         for server in self.servers.servers:
@@ -163,7 +169,7 @@ class Toolbox:
         return text, status, time.monotonic() - began
 
     def _function(self, name: str) -> Callable[[dict[str, Any]], Awaitable[tuple[str, bool]]]:
-        if name == READ_PAGE.name and self.pages is not None and self.settings.read_page:
+        if name == READ_PAGE.name and self._reads_pages:
             pages = self.pages
 
             async def read(arguments: dict[str, Any]) -> tuple[str, bool]:
@@ -184,7 +190,7 @@ class Toolbox:
         return remote
 
     def _server_of(self, name: str) -> McpServer | None:
-        if name == READ_PAGE.name and self.pages is not None and self.settings.read_page:
+        if name == READ_PAGE.name and self._reads_pages:
             return None
         for server in self.servers.servers:
             if server.up and any(spec.name == name for spec in server.tools):

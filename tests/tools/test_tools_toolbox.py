@@ -191,6 +191,9 @@ async def test_read_page_uses_the_article_reader(site: str) -> None:
         assert refused.status == "error" and "could not read" in refused.detail
         [bad] = await box.run([call("read_page", '{"url": "file:///etc/passwd"}')])
         assert bad.status == "error" and "not an http(s) address" in bad.detail
+    async with ArticleService(ArticleSettings(enabled=False)) as off:
+        box = Toolbox(ToolSettings(enabled=True), pages=PageReader(off))
+        assert box.specs() == []  # no article reader, no read_page
 
 
 def test_allot_shortens_the_largest_first() -> None:
