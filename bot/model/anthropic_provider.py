@@ -22,7 +22,11 @@ from bot.config.model_settings import ModelSettings
 from bot.model.call import CacheHints, Call, Usage
 from bot.model.errors import ModelProtocolError
 from bot.model.provider import Provider, as_dict
-from bot.model.tool_wire import read_anthropic_block, read_anthropic_delta
+from bot.model.tool_wire import (
+    mark_anthropic_errors,
+    read_anthropic_block,
+    read_anthropic_delta,
+)
 from conversation.graph import MessageGraph
 
 _BREAKPOINT = {"type": "ephemeral"}
@@ -63,6 +67,7 @@ class AnthropicProvider(Provider):
             end = len([b for t in _turns(unnamed[: cache.stable_end])[1] for b in t["content"]])
         if 0 < end <= len(blocks):
             blocks[end - 1]["cache_control"] = _BREAKPOINT
+        mark_anthropic_errors(turns)
         body["messages"] = turns
         body |= {
             k: v

@@ -34,6 +34,23 @@ def tool_fields(provider: str, tools: Sequence[ToolSpec], final: bool) -> dict[s
     return {"tools": [t.openai() for t in tools]} | ({"tool_choice": "none"} if final else {})
 
 
+ERROR_RESULT = "<tool_error "  # how the toolbox marks a failed call's result
+
+
+def mark_anthropic_errors(turns: list[dict[str, Any]]) -> None:
+    """Anthropic's ``is_error`` on the results of failed calls (OpenAI has no such flag: the
+    ``<tool_error>`` element says it to both)."""
+    for turn in turns:
+        for block in turn.get("content") or ():
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and isinstance(block.get("content"), str)
+                and block["content"].startswith(ERROR_RESULT)
+            ):
+                block["is_error"] = True
+
+
 def read_openai_calls(message: dict[str, Any], call: Call) -> None:
     """``tool_calls`` of an OpenAI message or stream delta."""
     calls = message.get("tool_calls")

@@ -34,5 +34,5 @@ def cap(text: str, max_chars: int) -> str:
 def wrap(tool: str, text: str, *, error: bool = False) -> str:
     """The result as the model reads it: defused, escaped, in its element."""
     body = xml_text(defuse_mentions(text))
-    kind = "tool_error" if error else "tool_result"
+    kind = "tool_error" if error else "tool_result"  # model/tool_wire.py reads the name
     return f'<{kind} tool="{xml_attr(tool)}">{body}</{kind}>'

@@ -177,6 +177,19 @@ async def test_anthropic_tool_use_round_trip(toolbox: Toolbox, stream: bool) -> 
     assert [t["role"] for t in result.added] == ["assistant", "tool", "tool"]
 
 
+async def test_anthropic_failed_calls_are_marked_is_error(toolbox: Toolbox) -> None:
+    async with anthropic_fake.FakeAnthropic() as fake, ModelClient(
+        settings_for(fake.url, "anthropic", True)
+    ) as model:  # fmt: skip
+        fake.queue(
+            anthropic_fake.UseTools((("fail", "{}"), ("echo", '{"text": "ok"}'))),
+            anthropic_fake.Answer(text="One failed."),
+        )
+        await complete_with_tools(model, PROMPT, toolbox, max_steps=4)
+    results = fake.message_requests[1].body["messages"][-1]["content"]
+    assert [b.get("is_error", False) for b in results[:2]] == [True, False]
+
+
 async def test_anthropic_last_round_declares_tools_but_forbids_them(toolbox: Toolbox) -> None:
     async with anthropic_fake.FakeAnthropic() as fake, ModelClient(
         settings_for(fake.url, "anthropic", True)
