@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from bot.answering.prompt_budget import PromptBudgeter
-from bot.answering.tool_use import complete_using, toolbox_for
+from bot.answering.tool_use import complete_using, toolbox_for, with_tool_room
 from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
 from bot.discord.posting import ReplyStreamer
@@ -154,13 +154,16 @@ class Answerer:
                 persona = persona_for(
                     self.config.model.system_prompt, self.bot_name(channel), channel
                 )
+                budget = self.budgeter.budget()
+                if toolbox_for(self.tools, self.config.tools, trigger) is not None:
+                    budget = with_tool_room(budget, self.config.tools)  # room for the results
                 result.prepared = await prepare_prompt(
                     trigger,
                     reader,
                     self.builder,
                     self.materializer,
                     persona,
-                    budget=self.budgeter.budget(),
+                    budget=budget,
                     counter=self.budgeter.counter(),
                 )
                 result.overhead_seconds = time.perf_counter() - began
@@ -255,7 +258,7 @@ class Answerer:
                 result.tool_use = await complete_using(
                     self.model, result.prepared.request_messages, toolbox, settings,
                     on_delta=on_delta, on_status=on_status, cache=cache,
-                    room_tokens=fitted.budget.limit - fitted.total if fitted else None,
+                    room_tokens=self.budgeter.budget().limit - fitted.total if fitted else None,
                 )  # fmt: skip
                 final = result.tool_use.completion
                 earlier = result.tool_use.attempts[: -len(final.attempts) or None]

@@ -16,10 +16,27 @@ from bot.model.call import CacheHints, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.tool_loop import LoopResult, complete_with_tools
 from bot.tools.toolbox import Toolbox
+from conversation.budget import Budget
 
 CHARS_PER_TOKEN = 3
 """Characters of a tool result per token of the budget: on the low side (escaped markup, URLs
 and non-English text take more tokens per character than prose), so the room is not overrun."""
+
+
+TOOL_SHARE = 4
+"""At most this fraction (1/4) of the prompt's room is kept aside for tool results."""
+
+
+def tool_reserve(budget: Budget, settings: ToolSettings) -> int:
+    """Tokens kept out of the prompt for the tool results when tools are offered: two full
+    results' worth, at most a quarter of the prompt's room. The results share what the prompt
+    then leaves (``room_tokens``); the context gives way a little so that a full window still
+    leaves the model room to read what it asked for."""
+    return min(2 * settings.max_result_chars // CHARS_PER_TOKEN, budget.limit // TOOL_SHARE)
+
+
+def with_tool_room(budget: Budget, settings: ToolSettings) -> Budget:
+    return budget.model_copy(update={"reserve": budget.reserve + tool_reserve(budget, settings)})
 
 
 def toolbox_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Toolbox | None:

@@ -204,3 +204,25 @@ async def test_anthropic_tool_use_is_recorded_in_openai_format(tmp_path, toolbox
     assert [r["tool_call_id"] for r in results] == [c["id"] for c in call_turn["tool_calls"]]
     assert answer == {"role": "assistant", "content": "Both said something."}
     assert line["tools"][0]["type"] == "function"  # OpenAI's format, whichever provider
+
+
+async def test_with_tools_the_prompt_leaves_room_for_their_results(tmp_path, toolbox) -> None:
+    """In a small window the context gives way a little, so a result is read whole."""
+    limits: dict[bool, int] = {}
+    for tools_on in (False, True):
+        with Store.open(tmp_path / f"store-{tools_on}.sqlite3") as store:
+            async with running_bot(
+                store=store, toolbox=toolbox, model={"context_tokens": 4000},
+                tools=TOOLS_ON | {"enabled": tools_on, "max_result_chars": 900},
+            ) as bot:  # fmt: skip
+                if tools_on:
+                    bot.model.queue(CallTools((("huge", '{"size": 800}'),)))
+                    bot.model.script(echo_the_tool)
+                reply = await ask(bot, "how long does the link mode take?")
+                sent = bot.model.chat_requests[-1].body["messages"]
+            explanation = await store.explain_async(int(reply["id"]))
+        [budget] = [w.detail for w in explanation.work_log if w.action == "budget"]
+        limits[tools_on] = int(re.search(r" of (\d+) tokens", budget)[1])
+        if tools_on:
+            assert "[result truncated" not in sent[-1]["content"]  # read whole
+    assert limits[True] == limits[False] - 600  # 2 x 900 characters at 3 per token
