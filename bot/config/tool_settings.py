@@ -133,7 +133,7 @@ class ToolSettings(StrictSection):
         20, gt=0, le=600, description="A tool call taking longer gives the model an error."
     )
     max_result_chars: int = Field(
-        8000, ge=200, description="Each tool result is cut to this many characters."
+        8000, ge=200, le=1_000_000, description="Each tool result is cut to this many characters."
     )
     in_dms: bool = Field(False, description="Offer tools in direct messages too.")
     mcp: list[McpServerSettings] = Field(
