@@ -21,6 +21,7 @@ LAYERS = (
     "bot.errors",
     "bot.config",
     "bot.storage",
+    "bot.tools",
     "bot.model",
     "bot.discord",
     "bot.answering",

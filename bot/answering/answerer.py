@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from bot.answering.prompt_budget import PromptBudgeter
+from bot.answering.tool_use import complete_using, toolbox_for, with_tool_room
 from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
 from bot.discord.posting import ReplyStreamer
@@ -25,6 +26,8 @@ from bot.discord.visibility import history_restriction
 from bot.model.call import CacheHints, Completion, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.errors import ModelContextTooLongError, ModelError
+from bot.model.tool_loop import LoopResult
+from bot.tools.toolbox import Toolbox
 from conversation.builder import ContextBuilder
 from conversation.cache import CacheRegistry
 from conversation.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
@@ -65,6 +68,7 @@ class AnswerResult:
     overhead_seconds: float | None = None  # trigger to model request, our own cost
     refits: list[str] = field(default_factory=list)  # prompts refused as too long, and why
     followed: str | None = None  # answered without a call: why (see bot.discord.follow)
+    tool_use: LoopResult | None = None  # the tool rounds, when tools were offered
 
 
 Recorder = Callable[[AnswerResult], Awaitable[None]]
@@ -114,6 +118,7 @@ class Answerer:
         bot_name: Callable[[Any], str],
         recorder: Recorder | None = None,
         budgeter: PromptBudgeter | None = None,
+        tools: Toolbox | None = None,
     ) -> None:
         self.config = config
         self.caches = caches
@@ -123,6 +128,7 @@ class Answerer:
         self.bot_name = bot_name
         self.recorder = recorder
         self.budgeter = budgeter or PromptBudgeter(config.model)
+        self.tools = tools
 
     async def answer(self, trigger: TriggerMessage, followed: str | None = None) -> AnswerResult:
         """``followed``: why a message that called no one is answered (``bot.discord.follow``),
@@ -148,21 +154,26 @@ class Answerer:
                 persona = persona_for(
                     self.config.model.system_prompt, self.bot_name(channel), channel
                 )
+                budget = self.budgeter.budget()
+                if toolbox_for(self.tools, self.config.tools, trigger) is not None:
+                    budget = with_tool_room(budget, self.config.tools)  # room for the results
                 result.prepared = await prepare_prompt(
                     trigger,
                     reader,
                     self.builder,
                     self.materializer,
                     persona,
-                    budget=self.budgeter.budget(),
+                    budget=budget,
                     counter=self.budgeter.counter(),
                 )
                 result.overhead_seconds = time.perf_counter() - began
-                completion = await self._complete(result, on_delta)
+                completion = await self._complete(result, on_delta, streamer.status)
             result.completion = completion
             result.request = completion.request
             result.model_attempts.extend(completion.attempts)
             usage = completion.usage
+            if result.tool_use is not None:  # the prompt alone: what the budget estimated
+                usage = result.tool_use.first_usage
             await self.budgeter.observe(
                 result.prepared.fitted, usage.prompt_tokens if usage else None
             )
@@ -222,7 +233,12 @@ class Answerer:
             return ChannelReader(source, cache)
         return RestrictedReader(source, cache, restriction)
 
-    async def _complete(self, result: AnswerResult, on_delta: DeltaCallback) -> Completion:
+    async def _complete(
+        self,
+        result: AnswerResult,
+        on_delta: DeltaCallback,
+        on_status: Callable[[str], Awaitable[None]],
+    ) -> Completion:
         """Ask the model; on "context too long", rebuild a smaller prompt and ask again.
 
         ``result.prepared`` always ends as the prompt last sent, so the record holds exactly
@@ -231,11 +247,23 @@ class Answerer:
         assert result.prepared is not None
         while True:
             try:
-                return await self.model.complete(
-                    result.prepared.request_messages,
-                    on_delta=on_delta,
-                    cache=cache_hints(result.prepared),
-                )
+                settings = self.config.tools
+                toolbox = toolbox_for(self.tools, settings, result.trigger)
+                cache = cache_hints(result.prepared)
+                if toolbox is None:
+                    return await self.model.complete(
+                        result.prepared.request_messages, on_delta=on_delta, cache=cache
+                    )
+                fitted = result.prepared.fitted
+                result.tool_use = await complete_using(
+                    self.model, result.prepared.request_messages, toolbox, settings,
+                    on_delta=on_delta, on_status=on_status, cache=cache,
+                    room_tokens=self.budgeter.budget().limit - fitted.total if fitted else None,
+                )  # fmt: skip
+                final = result.tool_use.completion
+                earlier = result.tool_use.attempts[: -len(final.attempts) or None]
+                result.model_attempts.extend(earlier)  # the final ones are added with it
+                return final
             except ModelContextTooLongError as error:
                 if len(result.refits) >= MAX_REFITS or error.partial_text:
                     raise

@@ -8,7 +8,9 @@ import logging
 from collections.abc import AsyncIterator
 
 from bot.answering.answerer import AnswerResult
+from bot.answering.tool_record import tool_context, tool_parameters, tool_work_log
 from bot.config.schema import Config
+from bot.model.tool_loop import LoopResult
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
 from conversation.budget import SHORTENED
@@ -26,7 +28,9 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
     prepared = result.prepared
     request = result.request or {}
     sent = request.get("messages") if config.model.provider == "openai" else None
-    messages = list(sent or (prepared.request_messages if prepared else []))
+    loop = result.tool_use
+    added = loop.added if loop is not None else []
+    messages = list(sent or ([*prepared.request_messages, *added] if prepared else []))
     context: list[ContextEntry | None] = []
     work: list[WorkLogEntry] = []
     if result.followed is not None:
@@ -75,6 +79,10 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
                     status="success" if result_article.ok else "failure",
                 )
             )
+    if loop is not None and prepared is not None and len(context) < len(messages):
+        context.extend([None] * (len(prepared.request_messages) - len(context)))
+        context.extend(tool_context(loop)[: len(messages) - len(context)])
+        work.extend(tool_work_log(loop))
     context.extend([None] * (len(messages) - len(context)))
     for attempt in result.model_attempts:
         work.append(
@@ -99,11 +107,7 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
         started_at=result.started_at,
         ended_at=result.ended_at or result.started_at,
         model=completion.model if completion else config.model.name,
-        parameters={
-            key: value
-            for key, value in request.items()
-            if key not in ("messages", "system", "stream_options")
-        }
+        parameters=parameters(request, loop)
         or {"temperature": config.model.temperature, "max_tokens": config.model.max_tokens},
         request_messages=messages,
         context=context,
@@ -117,6 +121,12 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
         articles=articles,
         people=people_names(prepared.selection) if prepared is not None else {},
     )
+
+
+def parameters(request: dict, loop: object) -> dict:
+    """What was asked of the model besides the messages (the tools offered, if any)."""
+    kept = {k: v for k, v in request.items() if k not in ("messages", "system", "stream_options")}
+    return tool_parameters(kept, loop) if isinstance(loop, LoopResult) and kept else kept
 
 
 def people_names(selection: ContextSelection) -> dict[int, list[str]]:

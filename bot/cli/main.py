@@ -189,9 +189,15 @@ def _tolerant_output() -> None:
 
 
 def _check_config(args: argparse.Namespace, config: Config) -> int:
+    from bot.cli.tools_report import tool_lines
     from bot.config.report import render_config
 
     sys.stdout.write(render_config(config, locate_config(args.config)))
+    sys.stdout.write(
+        "".join(
+            f"{line}\n" for line in tool_lines(config.tools, articles_on=config.articles.enabled)
+        )
+    )
     return 0
 
 

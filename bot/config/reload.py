@@ -24,6 +24,7 @@ from typing import Any
 
 from bot.config.model_settings import CONNECTION_KEYS
 from bot.config.schema import Config, ConfigError, load_config
+from bot.config.tool_settings import LIVE_KEYS as TOOL_LIVE_KEYS
 from conversation.articles.service import LIVE_LIMITS
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ def is_live(key: Key) -> bool:
     section, name = key
     if section == "articles":
         return name in LIVE_LIMITS
+    if section == "tools":
+        return name in TOOL_LIVE_KEYS
     return section in LIVE_SECTIONS and key not in STARTUP_KEYS
 
 

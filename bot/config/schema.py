@@ -23,6 +23,7 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
     [cache]        CacheSettings       conversation/settings.py
     [storage]      StorageSettings     bot/config/schema.py
     [logging]      LoggingSettings     bot/config/schema.py
+    [tools]        ToolSettings        bot/config/tool_settings.py
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.store_url import redact_url, userinfo_problem
+from bot.config.tool_settings import ToolSettings
 from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
 from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
@@ -285,6 +287,7 @@ class Config(StrictSection):
     cache: CacheSettings = CacheSettings()
     storage: StorageSettings = StorageSettings()
     logging: LoggingSettings = LoggingSettings()
+    tools: ToolSettings = ToolSettings()
 
     @model_validator(mode="after")
     def _shards_share_a_store(self) -> Config:

@@ -99,6 +99,21 @@ class ReplyStreamer:
             # Streaming is a preview: the final post tries again, the answer goes on.
             log.warning("showing the answer so far failed (%s); trying again later", error)
 
+    async def status(self, line: str) -> None:
+        """Say under the text so far what the bot is doing (tools running: "reading
+        wiki.example.org …"); the next text or the final answer replaces it."""
+        note = f"-# {line}"
+        chunks = self._final(self.text)[: self.max_messages]
+        if chunks and len(chunks[-1]) + len(note) + 1 <= DISCORD_MESSAGE_LIMIT:
+            chunks[-1] = f"{chunks[-1]}\n{make_safe(note, self.mentions)}"
+        elif len(chunks) < self.max_messages:
+            chunks.append(make_safe(note, self.mentions))
+        try:
+            await self._show(chunks, final=True)
+        except nextcord.HTTPException as error:
+            log.warning("showing what the tools do failed (%s)", error)
+        self._last_flush = time.monotonic()
+
     async def finish(self, text: str) -> list[nextcord.Message]:
         """The final messages: the whole answer defused first, then split (see ``_final``)."""
         chunks = self._final(text) or [EMPTY_ANSWER]

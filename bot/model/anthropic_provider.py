@@ -22,6 +22,11 @@ from bot.config.model_settings import ModelSettings
 from bot.model.call import CacheHints, Call, Usage
 from bot.model.errors import ModelProtocolError
 from bot.model.provider import Provider, as_dict
+from bot.model.tool_wire import (
+    mark_anthropic_errors,
+    read_anthropic_block,
+    read_anthropic_delta,
+)
 from conversation.graph import MessageGraph
 
 _BREAKPOINT = {"type": "ephemeral"}
@@ -62,6 +67,7 @@ class AnthropicProvider(Provider):
             end = len([b for t in _turns(unnamed[: cache.stable_end])[1] for b in t["content"]])
         if 0 < end <= len(blocks):
             blocks[end - 1]["cache_control"] = _BREAKPOINT
+        mark_anthropic_errors(turns)
         body["messages"] = turns
         body |= {
             k: v
@@ -77,6 +83,8 @@ class AnthropicProvider(Provider):
         call.model, call.finish_reason = answer.get("model"), answer.get("stop_reason")
         call.usage = _usage(answer.get("usage"), with_output=True)
         blocks = [as_dict(block) for block in answer["content"]]
+        for index, block in enumerate(blocks):
+            read_anthropic_block(index, block, call)
         call.reasoning += [b["thinking"] for b in blocks if isinstance(b.get("thinking"), str)]
         await call.deliver("".join(b["text"] for b in blocks if isinstance(b.get("text"), str)))
 
@@ -89,6 +97,10 @@ class AnthropicProvider(Provider):
             await call.deliver(delta.get("text", ""))
         elif kind == "content_block_delta" and delta.get("type") in ("thinking", "thinking_delta"):
             call.reasoning.append(delta.get("thinking", ""))
+        elif kind == "content_block_start":
+            read_anthropic_block(event.get("index"), as_dict(event.get("content_block")), call)
+        elif kind == "content_block_delta":
+            read_anthropic_delta(event.get("index"), delta, call)
         elif kind == "message_delta":
             call.finish_reason = delta.get("stop_reason") or "end_turn"
             output = as_dict(event.get("usage")).get("output_tokens")

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.tools.spec import ToolCallRequest
+
 DeltaCallback = Callable[[str], Awaitable[None]]  # each piece of answer text, never empty
 
 
@@ -63,6 +65,7 @@ class Completion(_Record):
     time_to_first_token: float | None = None
     attempts: tuple[Attempt, ...]
     request: dict[str, Any]
+    tool_calls: tuple[ToolCallRequest, ...] = ()
 
 
 class CallbackFailed(Exception):
@@ -90,6 +93,8 @@ class Call:
         self.usage: Usage | None = None
         self.model: str | None = None
         self.first_token_at: float | None = None
+        # Tool calls by their index in the answer: [id, name, pieces of the arguments' JSON].
+        self.tool_parts: dict[int, list[Any]] = {}
 
     @property
     def text(self) -> str:

@@ -35,6 +35,8 @@ from bot.model.errors import (
     ModelTimeoutError,
 )
 from bot.model.provider import Provider, sdk_error
+from bot.model.tool_wire import tool_calls, tool_fields
+from bot.tools.spec import ToolSpec
 
 
 class ModelClient:
@@ -92,10 +94,13 @@ class ModelClient:
         *,
         stream: bool | None = None,
         cache: CacheHints | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The JSON body :meth:`complete` would send now; ``TypeError`` if it is not JSON."""
+        """The JSON body :meth:`complete` would send now; ``TypeError`` if it is not JSON.
+        ``extra`` fields (the tools offered) are added to the provider's body."""
         stream = self.settings.stream if stream is None else stream
         body = self.provider.build(messages, stream, cache)
+        body |= extra or {}
         try:
             return json.loads(json.dumps(body, ensure_ascii=False, allow_nan=False))
         except (TypeError, ValueError) as exc:
@@ -108,19 +113,24 @@ class ModelClient:
         on_delta: DeltaCallback | None = None,
         stream: bool | None = None,
         cache: CacheHints | None = None,
+        tools: Sequence[ToolSpec] = (),
+        final: bool = False,
     ) -> Completion:
         """Answer ``messages`` (OpenAI chat format; a provider may translate them).
 
         ``on_delta`` gets the text as it arrives (once, whole, when not streaming); ``cache``
-        tells the provider where the prompt's reusable start ends and whose it is. Raises a
+        tells the provider where the prompt's reusable start ends and whose it is. ``tools``
+        are offered to the model (``final``: declared, not to be called); the calls it asks
+        for are in ``Completion.tool_calls`` (running them is ``tool_loop``'s job). Raises a
         :class:`ModelError`; an exception raised by ``on_delta`` propagates unchanged.
         """
         stream = self.settings.stream if stream is None else stream
-        self.build_request(messages, stream=stream, cache=cache)  # fail fast: unserializable
+        extra = tool_fields(self.settings.provider, tools, final)
+        self.build_request(messages, stream=stream, cache=cache, extra=extra)  # fail fast
         call, limit = Call(on_delta), self.settings.timeout_seconds
         try:
             async with asyncio.timeout(limit) as deadline:
-                return await self._attempts(messages, stream, call, cache)
+                return await self._attempts(messages, stream, call, cache, extra)
         except CallbackFailed as failed:
             raise failed.__cause__ from None  # type: ignore[misc]
         except TimeoutError:
@@ -142,10 +152,13 @@ class ModelClient:
         stream: bool,
         call: Call,
         cache: CacheHints | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> Completion:
         sdk, retries = self.provider.sdk, 0
         while True:
-            body = call.request = self.build_request(messages, stream=stream, cache=cache)
+            body = call.request = self.build_request(
+                messages, stream=stream, cache=cache, extra=extra
+            )
             call.fresh()
             try:
                 await self.provider.send(body, call)
@@ -181,6 +194,7 @@ class ModelClient:
                 time_to_first_token=None if first is None else first - call.started,
                 attempts=tuple(call.attempts),
                 request=body,
+                tool_calls=tool_calls(call),
             )
 
     def _delay(self, retries: int, error: ModelError, call: Call) -> float | None:

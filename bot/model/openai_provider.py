@@ -18,6 +18,7 @@ from bot.config.model_settings import ModelSettings
 from bot.model.call import CacheHints, Call, Usage
 from bot.model.errors import ModelError, ModelRejectedError, reported_error
 from bot.model.provider import Provider, as_dict
+from bot.model.tool_wire import read_openai_calls
 
 SAMPLING = ("temperature", "max_tokens", "top_p", "top_k", "presence_penalty",
             "frequency_penalty", "seed", "stop")  # fmt: skip
@@ -83,6 +84,7 @@ async def _read(message: dict[str, Any], call: Call) -> None:
     beside the text, and some send ``content`` as a list of parts."""
     thought = message.get("reasoning_content") or message.get("reasoning")
     call.reasoning += [thought] if isinstance(thought, str) else []
+    read_openai_calls(message, call)
     content = message.get("content")
     if isinstance(content, list):
         content = "".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)

@@ -32,6 +32,7 @@ from bot.discord.triggers import has_role_rules, permitted, trigger_kind
 from bot.discord.visibility import may_read_history, may_view_channel
 from bot.model.client import ModelClient
 from bot.storage import Store
+from bot.tools.toolbox import Toolbox
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
@@ -64,6 +65,7 @@ class ThreadwiseClient(nextcord.Client):
         model: ModelClient,
         recorder: Recorder | None = None,
         store: Store | None = None,
+        tools: Toolbox | None = None,
         **client_options: Any,
     ) -> None:
         super().__init__(
@@ -94,6 +96,7 @@ class ThreadwiseClient(nextcord.Client):
             bot_name=lambda channel: bot_name_in(channel, self.user) if self.user else "assistant",
             recorder=recorder,
             budgeter=PromptBudgeter(config.model, store),
+            tools=tools,
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.

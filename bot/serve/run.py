@@ -42,10 +42,15 @@ async def serve(
     Edits to the file at ``config_path``, if given, apply while running.
     """
     from bot.serve.live_config import watching_config
+    from bot.serve.tools import open_toolbox
 
-    async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
+    async with (
+        ArticleService(config.articles) as articles,
+        ModelClient(config.model) as model,
+        open_toolbox(config.tools, articles) as tools,
+    ):
         client = client_class(config)(
-            config, articles=articles, model=model, recorder=recorder, store=store
+            config, articles=articles, model=model, recorder=recorder, store=store, tools=tools
         )
         from bot.serve.health import start_beating
 

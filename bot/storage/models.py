@@ -123,6 +123,12 @@ class InteractionRecord(_Frozen):
             )
         if self.ended_at < self.started_at:
             raise ValueError("ended_at is before started_at")
+        orphan = orphan_tool_result(self.request_messages)
+        if orphan is not None:
+            raise ValueError(
+                f"request_messages[{orphan}] is a tool result without its call before it; "
+                "a result is kept only with the call it answers"
+            )
         # Refuse what the store could not write, here, where the caller can still see why.
         for label, value in [("parameters", self.parameters)] + [
             (f"request_messages[{i}]", m) for i, m in enumerate(self.request_messages)
@@ -132,6 +138,21 @@ class InteractionRecord(_Frozen):
             except (TypeError, ValueError) as error:
                 raise ValueError(f"{label} is not storable as JSON: {error}") from error
         return self
+
+
+def orphan_tool_result(messages: list[dict[str, Any]]) -> int | None:
+    """The position of the first ``tool`` message whose call is not in an assistant turn
+    before it, or None: whatever is cut, dropped or redacted, a tool result never stands
+    without the call it answers (nor a call it does not answer)."""
+    called: set[Any] = set()
+    for position, message in enumerate(messages):
+        if message.get("role") == "assistant":
+            for call in message.get("tool_calls") or ():
+                if isinstance(call, dict):
+                    called.add(call.get("id"))
+        elif message.get("role") == "tool" and message.get("tool_call_id") not in called:
+            return position
+    return None
 
 
 class MessageVersion(_Frozen):

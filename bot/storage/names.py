@@ -78,4 +78,16 @@ def redact_names_in(message: dict[str, Any], pattern: re.Pattern[str] | None) ->
             else part
             for part in content
         ]
+    calls = redacted.get("tool_calls")
+    if isinstance(calls, list):  # what the model asked a tool for can name them too
+        redacted["tool_calls"] = [_redacted_call(call, pattern) for call in calls]
     return redacted
+
+
+def _redacted_call(call: Any, pattern: re.Pattern[str] | None) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
+        return call
+    # The placeholder has no quote or backslash: the arguments stay the JSON they were.
+    return {**call, "function": {**function, "arguments": redact_text(function["arguments"],
+                                                                      pattern)}}  # fmt: skip

@@ -50,6 +50,14 @@ def excerpt(message: dict[str, Any], limit: int = 80) -> str:
                 parts.append(f"[{part.get('type', 'part')}]")
         content = " ".join(parts)
     text = " ".join(str(content or "").split())
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:  # what a tool-calling turn asked for, after its text
+        asked = " ".join(
+            f"→ {call['function'].get('name')}({call['function'].get('arguments', '')})"
+            for call in calls
+            if isinstance(call, dict) and isinstance(call.get("function"), dict)
+        )
+        text = f"{text} {asked}".strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -216,7 +216,9 @@ LEGACY_REMOVED_NAME = ',"name":' + json.dumps(REMOVED, ensure_ascii=False)
 
 
 def export_lines(conn: Db, since: datetime | None, channel_id: int | None) -> Iterator[str]:
-    """One OpenAI fine-tuning JSONL line per successful interaction, in recording order.
+    """One OpenAI fine-tuning JSONL line per successful interaction, in recording order; an
+    answer that was offered tools has them as the line's ``tools`` (its tool calls and results
+    are among the messages, as sent).
 
     The lines are assembled from the stored node texts without parsing them: the messages come
     out byte for byte as they were stored, and the export runs at the speed of the scan.
@@ -232,34 +234,48 @@ def export_lines(conn: Db, since: datetime | None, channel_id: int | None) -> It
         params.append(channel_id)
     cursor = conn.dialect.stream(
         conn,
-        "SELECT i.seq, CASE WHEN c.position IS NULL OR c.position = 0 THEN i.answer END, n.json "
+        "SELECT i.seq, CASE WHEN c.position IS NULL OR c.position = 0 THEN i.answer END, n.json, "
+        "CASE WHEN c.position IS NULL OR c.position = 0 THEN i.parameters END "
         "FROM interactions i LEFT JOIN context c ON c.seq = i.seq "
         "LEFT JOIN nodes n ON n.id = c.node_id "
         f"WHERE {' AND '.join(where)} ORDER BY i.seq, c.position",
         params,
     )
     current: int | None = None
-    answer = ""
+    answer = tools = ""
     parts: list[str] = []
-    for seq, maybe_answer, text in cursor:
+    for seq, maybe_answer, text, maybe_parameters in cursor:
         if seq != current:
             if current is not None:
-                yield _line(parts, answer)
+                yield _line(parts, answer, tools)
             current, answer, parts = seq, maybe_answer or "", []
+            tools = _tools(maybe_parameters)
         if text is not None:
             if LEGACY_REMOVED_NAME in text:
                 text = text.replace(LEGACY_REMOVED_NAME, "")
             parts.append(text)
     if current is not None:
-        yield _line(parts, answer)
+        yield _line(parts, answer, tools)
 
 
-def _line(parts: list[str], answer: str) -> str:
+def _tools(parameters: str | None) -> str:
+    """The tools an answer was offered, as the export line's ``tools`` (OpenAI's fine-tuning
+    format), or "" when none were: a line without tools stays as it always was."""
+    if not parameters or '"tools":' not in parameters:
+        return ""
+    tools = json.loads(parameters).get("tools")
+    if not tools:
+        return ""
+    return json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
+
+
+def _line(parts: list[str], answer: str, tools: str = "") -> str:
     assistant = json.dumps(
         {"role": "assistant", "content": answer}, ensure_ascii=False, separators=(",", ":")
     )
     parts.append(assistant)
-    return '{"messages":[' + ",".join(parts) + "]}"
+    line = '{"messages":[' + ",".join(parts) + "]"
+    return line + (',"tools":' + tools if tools else "") + "}"
 
 
 def recent(conn: Db, limit: int, before_seq: int | None) -> list[InteractionSummary]:

@@ -20,6 +20,9 @@ Behaviours (one per request; streamed or not as the request asks):
 * :class:`BrokenStream` — after ``after_chunks`` deltas: ``"drop"`` (connection cut),
   ``"hang"`` (silence until the server closes) or ``"error_event"`` (an ``event: error``
   overloaded mid-stream, as Anthropic sends);
+* :class:`UseTools` — ``stop_reason: "tool_use"`` with a ``tool_use`` block per call (after some
+  text if given), streamed as Anthropic does: the block's id and name, then its input as
+  ``input_json_delta`` pieces;
 
 The prompt cache is simulated: every prefix of content blocks ending at a ``cache_control``
 breakpoint is written; a later request whose blocks start with a written prefix reports its
@@ -75,7 +78,16 @@ class BrokenStream:
     chunk_chars: int = 8
 
 
-Behaviour = Answer | RateLimited | Overloaded | Fail | BrokenStream
+@dataclass(frozen=True)
+class UseTools:
+    """An answer asking for tools: ``calls`` are ``(name, input JSON text)``."""
+
+    calls: tuple[tuple[str, str], ...]
+    text: str = ""
+    chunk_chars: int = 8
+
+
+Behaviour = Answer | RateLimited | Overloaded | Fail | BrokenStream | UseTools
 
 
 @dataclass
@@ -174,6 +186,8 @@ class FakeAnthropic:
                 return _error(529, "overloaded_error", "Overloaded")
             case Fail(status=status, message=message, error_type=kind):
                 return _error(status, kind, message)
+        if isinstance(behaviour, UseTools) and "tools" not in body:
+            return _error(400, "invalid_request_error", "tools: required with tool_use")
         recorded.cache_read_tokens = self._use_cache(body)
         text = behaviour.text if behaviour.text is not None else _echo(body["messages"])
         usage = {
@@ -185,6 +199,8 @@ class FakeAnthropic:
         model = str(body.get("model"))
         if isinstance(behaviour, Answer) and behaviour.first_byte_delay:
             await self._sleep(behaviour.first_byte_delay)
+        if isinstance(behaviour, UseTools):
+            return await self._use_tools(request, behaviour, body, model, usage)
         if not body.get("stream"):
             return web.json_response(_message(model, text, behaviour, usage))
         try:
@@ -232,6 +248,46 @@ class FakeAnthropic:
         delta = {"stop_reason": behaviour.stop_reason, "stop_sequence": None}  # type: ignore[union-attr]
         await _event(response, "message_delta", {"delta": delta, "usage": {
             "output_tokens": len(pieces)}})  # fmt: skip
+        await _event(response, "message_stop", {})
+        await response.write_eof()
+        return response
+
+    async def _use_tools(
+        self, request: web.Request, asked: UseTools, body: dict, model: str, usage: dict
+    ) -> web.StreamResponse:
+        number = len(self.message_requests)
+        ids = [f"toolu_{number}_{i}" for i in range(len(asked.calls))]
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": asked.text}] if asked.text else []
+        blocks += [
+            {"type": "tool_use", "id": i, "name": n, "input": json.loads(a)}
+            for i, (n, a) in zip(ids, asked.calls, strict=True)
+        ]
+        message = _message(model, "", asked, usage) | {"content": blocks, "stop_reason": "tool_use"}
+        if not body.get("stream"):
+            return web.json_response(message)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        start = message | {"stop_reason": None, "content": []}
+        await _event(response, "message_start", {"message": start})
+        for index, block in enumerate(blocks):
+            if block["type"] == "text":
+                await _event(response, "content_block_start", {"index": index, "content_block": {
+                    "type": "text", "text": ""}})  # fmt: skip
+                delta = {"type": "text_delta", "text": block["text"]}
+                await _event(response, "content_block_delta", {"index": index, "delta": delta})
+            else:
+                await _event(response, "content_block_start", {"index": index, "content_block": {
+                    **block, "input": {}}})  # fmt: skip
+                text = asked.calls[ids.index(block["id"])][1]
+                for i in range(0, len(text), asked.chunk_chars):
+                    delta = {
+                        "type": "input_json_delta",
+                        "partial_json": text[i : i + asked.chunk_chars],
+                    }
+                    await _event(response, "content_block_delta", {"index": index, "delta": delta})
+            await _event(response, "content_block_stop", {"index": index})
+        await _event(response, "message_delta", {"delta": {"stop_reason": "tool_use",
+                     "stop_sequence": None}, "usage": {"output_tokens": 1}})  # fmt: skip
         await _event(response, "message_stop", {})
         await response.write_eof()
         return response

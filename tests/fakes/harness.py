@@ -71,8 +71,10 @@ async def running_bot(
     store: Any = None,
     fake_model: dict | None = None,
     fake_discord: dict | None = None,
+    toolbox: Any = None,
     **sections: dict,
 ) -> AsyncIterator[Harness]:
+    """``toolbox``: a ``Toolbox`` the answers may use (with ``tools={"enabled": True}``)."""
     async with (
         FakeDiscord(
             bot_id=BOT_ID, **({"bot_name": "threadwise"} | (fake_discord or {}))
@@ -84,8 +86,9 @@ async def running_bot(
         async with ModelClient(config.model) as model_client:
             recorder = InteractionRecorder(store, config) if store is not None else None
             client = ThreadwiseClient(
-                config, articles=None, model=model_client, recorder=recorder, store=store
-            )
+                config, articles=None, model=model_client, recorder=recorder, store=store,
+                tools=toolbox,
+            )  # fmt: skip
             with discord.nextcord_pointed_here():
                 async with discord.running(client) as ready:
                     yield Harness(discord=discord, model=fake, client=ready)

@@ -19,7 +19,9 @@ Behaviours (one per ``/v1/chat/completions`` request; streamed or not as the req
 * :class:`BrokenStream` — ``"bad_json"``, ``"drop"`` (connection closed mid-answer), ``"hang"``
   (stops sending and never finishes) or ``"eof"`` (ends cleanly but without ``[DONE]`` or a
   finish_reason), each after ``after_chunks`` good chunks;
-* :class:`Hang` — never even sends the response headers.
+* :class:`Hang` — never even sends the response headers;
+* :class:`CallTools` — asks for tool calls (``finish_reason: "tool_calls"``), after some text
+  if given; streamed as OpenAI does: each call's id and name first, its arguments in pieces.
 
 Which behaviour answers a request: the next one from :meth:`FakeOpenAI.queue` (first in, first
 out); when the queue is empty, the function given to :meth:`FakeOpenAI.script` (if it returns a
@@ -59,6 +61,7 @@ __all__ = [
     "Answer",
     "Behaviour",
     "BrokenStream",
+    "CallTools",
     "Fail",
     "FakeOpenAI",
     "Hang",
@@ -128,7 +131,17 @@ class Hang:
     """Accept the request and never answer (not even headers) until the server closes."""
 
 
-Behaviour = Answer | RateLimited | Fail | BrokenStream | Hang
+@dataclass(frozen=True)
+class CallTools:
+    """An answer asking for tool calls: ``calls`` are ``(name, arguments JSON text)``."""
+
+    calls: tuple[tuple[str, str], ...]
+    text: str = ""
+    chunk_chars: int = 8
+    id_prefix: str = "call_"
+
+
+Behaviour = Answer | RateLimited | Fail | BrokenStream | Hang | CallTools
 Script = Callable[["RecordedRequest"], Behaviour | None]
 
 
@@ -309,6 +322,8 @@ class FakeOpenAI:
                     return await self._broken(request, recorded, behaviour, model)
                 case Answer():
                     return await self._answer(request, recorded, behaviour, model)
+                case CallTools():
+                    return await self._call_tools(request, recorded, behaviour, model)
         except ConnectionResetError:
             # The client went away mid-answer (its own timeout, say): normal for tests.
             recorded.client_disconnected = True
@@ -409,6 +424,40 @@ class FakeOpenAI:
             await _send(response, {**_chunk(model, None), "choices": [], "usage": usage})
         if answer.send_done:
             await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def _call_tools(
+        self, request: web.Request, recorded: RecordedRequest, asked: CallTools, model: str
+    ) -> web.StreamResponse:
+        number = len(self.chat_requests)
+        ids = [f"{asked.id_prefix}{number}_{i}" for i in range(len(asked.calls))]
+        usage = _usage(recorded.messages, 1)
+        if not recorded.stream:
+            calls = [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                for i, (n, a) in zip(ids, asked.calls, strict=True)
+            ]
+            message = {"role": "assistant", "content": asked.text or None, "tool_calls": calls}
+            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+            payload = {"id": "chatcmpl-fake", "object": "chat.completion", "model": model}
+            return web.json_response(payload | {"choices": [choice], "usage": usage})
+        response = await _start_stream(request)
+        await _send(response, _chunk(model, {"role": "assistant", "content": ""}))
+        for piece in _pieces(asked.text, asked.chunk_chars):
+            await _send(response, _chunk(model, {"content": piece}))
+        for index, (call_id, (name, arguments)) in enumerate(zip(ids, asked.calls, strict=True)):
+            first = {"index": index, "id": call_id, "type": "function",
+                     "function": {"name": name, "arguments": ""}}  # fmt: skip
+            await _send(response, _chunk(model, {"tool_calls": [first]}))
+            for piece in _pieces(arguments, asked.chunk_chars):
+                more = {"index": index, "function": {"arguments": piece}}
+                await _send(response, _chunk(model, {"tool_calls": [more]}))
+        await _send(response, _chunk(model, {}, finish_reason="tool_calls"))
+        options = recorded.body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage"):
+            await _send(response, {**_chunk(model, None), "choices": [], "usage": usage})
+        await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
 

@@ -624,7 +624,12 @@ async function showInteraction(id) {
   for (const [key, value] of facts) dl.append(el("dt", { text: key }), el("dd", { text: String(value) }));
   const sent = record.request_messages.map((message, index) => {
     const entry = record.context[index];
-    const content = typeof message.content === "string" ? message.content : JSON.stringify(message.content, null, 1);
+    const text = typeof message.content === "string" ? message.content
+      : message.content === null || message.content === undefined ? "" : JSON.stringify(message.content, null, 1);
+    // A turn that called tools shows each call; a tool turn's reasons name the tool it answers.
+    const calls = (message.tool_calls || []).map((call) =>
+      `→ ${call.function ? call.function.name : "?"}(${call.function ? call.function.arguments : ""})`);
+    const content = [text, ...calls].filter(Boolean).join("\n");
     return el("div", { class: "sent" },
       el("span", { class: "role", text: `${index}. ${message.role}` }),
       entry && entry.name ? ` · ${entry.name}` : null,

@@ -1,0 +1,69 @@
+"""The tool rounds of an answer in its stored interaction.
+
+The calls and results are request messages like any other (OpenAI's ``tool_calls`` and
+``tool`` turns, after the prompt, in the order sent), so they are nodes of the store and of the
+export. Their context entries say what they are (no Discord message is behind them); the work
+log has one line per call with its outcome and time; the parameters keep the tools offered in
+OpenAI's format, whichever provider answered, so the export can put them beside the messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.model.tool_loop import LoopResult
+from bot.storage.models import ContextEntry, WorkLogEntry
+
+TOOL_CALL = "tool call"
+TOOL_RESULT = "tool result"
+
+
+def tool_context(loop: LoopResult) -> list[ContextEntry]:
+    """One entry per added turn, aligned with ``loop.added``."""
+    names = {
+        call.id: call.name for round_ in loop.rounds for call in round_.calls
+    }  # call id -> tool name
+    entries = []
+    for turn in loop.added:
+        if turn["role"] == "tool":
+            name = names.get(turn["tool_call_id"], "?")
+            entries.append(ContextEntry(reasons=[f"{TOOL_RESULT}: {name}"]))
+        else:
+            called = ", ".join(c["function"]["name"] for c in turn.get("tool_calls", ()))
+            entries.append(ContextEntry(reasons=[f"{TOOL_CALL}: {called}"]))
+    return entries
+
+
+def tool_work_log(loop: LoopResult) -> list[WorkLogEntry]:
+    entries = []
+    for number, round_ in enumerate(loop.rounds, start=1):
+        for call, outcome in zip(round_.calls, round_.outcomes, strict=True):
+            arguments = " ".join(call.arguments.split())
+            arguments = arguments if len(arguments) <= 160 else arguments[:159] + "…"
+            detail = (
+                f"round {number}: {call.name} {arguments}: {outcome.status} in "
+                f"{outcome.seconds:.2f} s, {outcome.original_chars} characters"
+            )
+            if not outcome.ok:
+                detail += f" ({outcome.detail})"
+            entries.append(
+                WorkLogEntry(
+                    action="tool_call", detail=detail, status="success" if outcome.ok else "failure"
+                )
+            )
+    if loop.ignored_calls:
+        entries.append(
+            WorkLogEntry(
+                action="tool_call",
+                detail=f"{loop.ignored_calls} call(s) asked for after the last round, not run",
+                status="failure",
+            )
+        )
+    return entries
+
+
+def tool_parameters(parameters: dict[str, Any], loop: LoopResult) -> dict[str, Any]:
+    """The request's parameters with the tools in OpenAI's format and without ``tool_choice``
+    (it only told the last request not to call)."""
+    kept = {k: v for k, v in parameters.items() if k not in ("tools", "tool_choice")}
+    return kept | {"tools": [spec.openai() for spec in loop.specs]}

@@ -1,0 +1,74 @@
+"""Tools in an answer: whether this trigger gets them, and the model call that uses them.
+
+Tools are offered when ``[tools] enabled`` is on, the toolbox has something to offer, and the
+trigger is in a server's channel (in a DM only with ``in_dms``). Per-channel settings, when
+they come, decide through the same ``ToolSettings``. The streamed message names what runs
+("reading wiki.example.org …") until the model writes again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from bot.config.tool_settings import ToolSettings
+from bot.model.call import CacheHints, DeltaCallback
+from bot.model.client import ModelClient
+from bot.model.tool_loop import LoopResult, complete_with_tools
+from bot.tools.toolbox import Toolbox
+from conversation.budget import Budget
+
+CHARS_PER_TOKEN = 3
+"""Characters of a tool result per token of the budget: on the low side (escaped markup, URLs
+and non-English text take more tokens per character than prose), so the room is not overrun."""
+
+
+TOOL_SHARE = 4
+"""At most this fraction (1/4) of the prompt's room is kept aside for tool results."""
+
+
+def tool_reserve(budget: Budget, settings: ToolSettings) -> int:
+    """Tokens kept out of the prompt for the tool results when tools are offered: two full
+    results' worth, at most a quarter of the prompt's room. The results share what the prompt
+    then leaves (``room_tokens``); the context gives way a little so that a full window still
+    leaves the model room to read what it asked for."""
+    return min(2 * settings.max_result_chars // CHARS_PER_TOKEN, budget.limit // TOOL_SHARE)
+
+
+def with_tool_room(budget: Budget, settings: ToolSettings) -> Budget:
+    return budget.model_copy(update={"reserve": budget.reserve + tool_reserve(budget, settings)})
+
+
+def toolbox_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Toolbox | None:
+    """The toolbox when this trigger may use tools, else None (the plain model call)."""
+    if toolbox is None or not settings.enabled:
+        return None
+    if getattr(trigger, "guild", None) is None and not settings.in_dms:
+        return None
+    toolbox = toolbox.under(settings)
+    return toolbox if toolbox.specs() else None
+
+
+async def complete_using(
+    model: ModelClient,
+    messages: Sequence[Mapping[str, Any]],
+    toolbox: Toolbox,
+    settings: ToolSettings,
+    *,
+    on_delta: DeltaCallback,
+    on_status: Callable[[str], Awaitable[None]],
+    room_tokens: int | None = None,
+    cache: CacheHints | None = None,
+) -> LoopResult:
+    """The tool loop; ``room_tokens``: what the prompt's budget leaves for the tool turns."""
+    room = None if room_tokens is None else max(room_tokens, 0) * CHARS_PER_TOKEN
+    return await complete_with_tools(
+        model,
+        messages,
+        toolbox,
+        max_steps=settings.max_steps,
+        on_delta=on_delta,
+        on_status=on_status,
+        room_chars=room,
+        cache=cache,
+    )

@@ -1,0 +1,150 @@
+"""The ``[tools]`` section and its ``[[tools.mcp]]`` tables.
+
+``ToolSettings`` is one settings model so that per-channel settings can override it as a whole
+(``enabled``, ``max_steps``...) the way they override other sections. Secrets never sit in the
+file: an HTTP server's headers name environment variables, read when the server is connected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from pydantic import Field, field_validator, model_validator
+
+from conversation.settings import StrictSection
+
+# What OpenAI and Anthropic accept as a function name (Anthropic: 1-64 of these characters).
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+BUILT_IN = ("read_page",)
+# Read for each answer, so an edit applies while running; enabled and the servers are read
+# when the bot starts (the servers are started then).
+LIVE_KEYS = frozenset({"read_page", "max_steps", "call_timeout_seconds", "max_result_chars",
+                       "in_dms"})  # fmt: skip
+
+
+class McpServerSettings(StrictSection):
+    """One MCP server: a command the bot starts (stdio) or a URL it connects to (HTTP)."""
+
+    name: str = Field(description="Short name, shown in logs and check-config.")
+    command: str | None = Field(None, description="Program to start (stdio transport).")
+    args: list[str] = Field(default_factory=list, description="Its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment variables for the program."
+    )
+    url: str | None = Field(None, description="Streamable HTTP endpoint, e.g. http://host/mcp.")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP header -> the environment variable holding its value (SEARCH_KEY), "
+        'or a text naming it ("Bearer ${SEARCH_KEY}").',
+    )
+    allow: list[str] = Field(
+        default_factory=list, description="Tools the model may call; empty: all of them."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not SERVER_NAME.fullmatch(value):
+            raise ValueError(f"must be 1-32 letters, digits, _ or -, got {value!r}")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, got {value!r}")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for header, variable in value.items():
+            if not HEADER_NAME.fullmatch(header):
+                raise ValueError(f"{header!r} is not an HTTP header name")
+            if not ENV_NAME.fullmatch(variable) and not ENV_REFERENCE.search(variable):
+                raise ValueError(
+                    f"{header}: the value names an environment variable (SEARCH_KEY, or "
+                    f'"Bearer ${{SEARCH_KEY}}"), not the value itself: secrets do not belong '
+                    "in the file"
+                )
+        return value
+
+    @field_validator("allow")
+    @classmethod
+    def _allow(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not TOOL_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a tool name")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                f"server {self.name!r}: set either command (stdio) or url (HTTP), not both"
+                if self.command
+                else f"server {self.name!r}: set command (stdio) or url (HTTP)"
+            )
+        if self.url is None and self.headers:
+            raise ValueError(f"server {self.name!r}: headers are for url servers only")
+        if self.command is None and (self.args or self.env):
+            raise ValueError(f"server {self.name!r}: args and env are for command servers only")
+        return self
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+    def header_values(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The headers with their values from the environment; ``ValueError`` names the first
+        variable that is not set."""
+        env = os.environ if env is None else env
+        values: dict[str, str] = {}
+        for header, value in self.headers.items():
+            names = [value] if ENV_NAME.fullmatch(value) else ENV_REFERENCE.findall(value)
+            missing = [name for name in names if not env.get(name)]
+            if missing:
+                raise ValueError(
+                    f"[[tools.mcp]] {self.name}: environment variable {missing[0]} is not set "
+                    f"(named in headers.{header})"
+                )
+            if ENV_NAME.fullmatch(value):
+                values[header] = env[value]
+            else:
+                values[header] = ENV_REFERENCE.sub(lambda m: env[m[1]], value)
+        return values
+
+
+class ToolSettings(StrictSection):
+    """Whether and how the model may call tools while answering."""
+
+    enabled: bool = Field(False, description="Offer the tools to the model at all.")
+    read_page: bool = Field(True, description="Offer the built-in read_page(url).")
+    max_steps: int = Field(
+        4, ge=1, le=16, description="Rounds of tool calls per answer; then it must answer."
+    )
+    call_timeout_seconds: float = Field(
+        20, gt=0, le=600, description="A tool call taking longer gives the model an error."
+    )
+    max_result_chars: int = Field(
+        8000, ge=200, le=1_000_000, description="Each tool result is cut to this many characters."
+    )
+    in_dms: bool = Field(False, description="Offer tools in direct messages too.")
+    mcp: list[McpServerSettings] = Field(
+        default_factory=list, description="The MCP servers ([[tools.mcp]] tables)."
+    )
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> ToolSettings:
+        seen: set[str] = set()
+        for server in self.mcp:
+            if server.name in seen:
+                raise ValueError(f"mcp: two servers are named {server.name!r}")
+            seen.add(server.name)
+        return self

@@ -1,0 +1,134 @@
+"""The tool loop: ask the model, run the tools it calls, give it their results, ask again.
+
+At most ``max_steps`` rounds of calls; the request after the last round still declares the
+tools (the calls in its messages need them) but tells the model not to call them, so every
+answer ends with text. Each round appends, in OpenAI format, the assistant turn that asked
+(its text, if it wrote some first, and its ``tool_calls``) and one ``tool`` turn per call: the
+next request is the previous one plus those turns, so each assistant turn is recorded with
+exactly the prefix it was sampled from.
+
+The loop knows tools only through :class:`ToolRunner` (the bot's toolbox, or a test's);
+running them never raises here: a failing or slow tool is an error result the model reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.model.call import Attempt, CacheHints, Completion, DeltaCallback, Usage
+from bot.model.client import ModelClient
+from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec
+
+log = logging.getLogger(__name__)
+
+StatusCallback = Callable[[str], Awaitable[None]]
+
+
+class ToolRunner(Protocol):
+    def specs(self) -> list[ToolSpec]: ...
+
+    def status(self, calls: Sequence[ToolCallRequest]) -> str: ...
+
+    async def run(
+        self, calls: Sequence[ToolCallRequest], room_chars: int | None = None
+    ) -> list[ToolOutcome]: ...
+
+
+@dataclass
+class ToolRound:
+    """One round: the calls the model asked for and what each gave back."""
+
+    calls: tuple[ToolCallRequest, ...]
+    outcomes: list[ToolOutcome]
+    seconds: float
+
+
+@dataclass
+class LoopResult:
+    """The final completion, the turns the rounds added, and every attempt of every request."""
+
+    completion: Completion
+    specs: list[ToolSpec]
+    added: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[ToolRound] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    ignored_calls: int = 0  # calls asked for after the last round (not run)
+    first_usage: Usage | None = None  # of the first request: the prompt without tool turns
+
+
+def assistant_turn(text: str, calls: Sequence[ToolCallRequest]) -> dict[str, Any]:
+    """The assistant message that asked for ``calls``, as OpenAI takes it back."""
+    return {
+        "role": "assistant",
+        "content": text or None,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in calls
+        ],
+    }
+
+
+def tool_turn(outcome: ToolOutcome) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": outcome.call_id, "content": outcome.content}
+
+
+async def complete_with_tools(
+    model: ModelClient,
+    messages: Sequence[Mapping[str, Any]],
+    tools: ToolRunner,
+    *,
+    max_steps: int,
+    on_delta: DeltaCallback | None = None,
+    on_status: StatusCallback | None = None,
+    room_chars: int | None = None,
+    cache: CacheHints | None = None,
+) -> LoopResult:
+    """Answer ``messages`` with ``tools`` offered (see the module docstring). ``room_chars``:
+    what the prompt's budget leaves for the tool turns (None: no limit); each round's results
+    share what is left of it. ``cache``: the prompt's cache hints, the same for every round
+    (the prompt is the start of each request).
+
+    A :class:`ModelError` of any request propagates as ``complete`` raises it (the turns added
+    so far are lost with it; the answer failed)."""
+    specs = tools.specs()
+    added: list[dict[str, Any]] = []
+    rounds: list[ToolRound] = []
+    attempts: list[Attempt] = []
+    first_usage: Usage | None = None
+    step = 0
+    while True:
+        final = step >= max_steps or not specs
+        completion = await model.complete(
+            [*messages, *added], on_delta=on_delta, tools=specs, final=final, cache=cache
+        )
+        attempts.extend(completion.attempts)
+        first_usage = completion.usage if step == 0 else first_usage
+        calls = completion.tool_calls
+        if not calls or final:
+            if calls:
+                log.info("the model asked for %d tool call(s) after the last round", len(calls))
+            ignored = len(calls) if final else 0
+            return LoopResult(completion, specs, added, rounds, attempts, ignored, first_usage)
+        step += 1
+        if on_status is not None:
+            try:
+                await on_status(tools.status(calls))
+            except Exception as error:  # the status line is cosmetic
+                log.debug("tool status not shown: %s", error)
+        began = time.monotonic()
+        if room_chars is not None:
+            room_chars -= sum(len(c.arguments) + len(c.name) for c in calls) + len(completion.text)
+        outcomes = await tools.run(calls, room_chars)
+        if room_chars is not None:
+            room_chars -= sum(len(outcome.content) for outcome in outcomes)
+        rounds.append(ToolRound(calls, outcomes, time.monotonic() - began))
+        added.append(assistant_turn(completion.text, calls))
+        added.extend(tool_turn(outcome) for outcome in outcomes)

@@ -1,0 +1,102 @@
+"""Tools on the wire: how each provider is offered tools, and how the calls it asks for are
+read from its answer, whole or streamed, into the ``Call``.
+
+Kept apart from the providers' own modules so that each provider gains one line per place it
+reads an answer. OpenAI streams a call as ``delta.tool_calls`` pieces keyed by ``index`` (the
+id and name in the first, the arguments' JSON text in pieces); Anthropic as a ``tool_use``
+content block whose input arrives as ``input_json_delta`` pieces. Either way the arguments are
+kept as the text that came, so the record holds exactly what the model wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from bot.model.call import Call
+from bot.model.provider import as_dict
+from bot.tools.spec import ToolCallRequest, ToolSpec
+
+
+def tool_fields(provider: str, tools: Sequence[ToolSpec], final: bool) -> dict[str, Any]:
+    """The request fields offering ``tools``; ``final``: offered but not to be called (the
+    last round must answer; the tools stay declared, as the earlier calls in the messages
+    need)."""
+    if not tools:
+        return {}
+    if provider == "anthropic":
+        offered = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools
+        ]
+        return {"tools": offered} | ({"tool_choice": {"type": "none"}} if final else {})
+    return {"tools": [t.openai() for t in tools]} | ({"tool_choice": "none"} if final else {})
+
+
+ERROR_RESULT = "<tool_error "  # how the toolbox marks a failed call's result
+
+
+def mark_anthropic_errors(turns: list[dict[str, Any]]) -> None:
+    """Anthropic's ``is_error`` on the results of failed calls (OpenAI has no such flag: the
+    ``<tool_error>`` element says it to both)."""
+    for turn in turns:
+        for block in turn.get("content") or ():
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and isinstance(block.get("content"), str)
+                and block["content"].startswith(ERROR_RESULT)
+            ):
+                block["is_error"] = True
+
+
+def read_openai_calls(message: dict[str, Any], call: Call) -> None:
+    """``tool_calls`` of an OpenAI message or stream delta."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return
+    for position, item in enumerate(calls):
+        item = as_dict(item)
+        index = item.get("index", position)
+        function = as_dict(item.get("function"))
+        part = call.tool_parts.setdefault(index if isinstance(index, int) else position,
+                                          ["", "", []])  # fmt: skip
+        if isinstance(item.get("id"), str) and item["id"]:
+            part[0] = item["id"]
+        if isinstance(function.get("name"), str) and function["name"]:
+            part[1] = function["name"]
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            part[2].append(arguments)
+
+
+def read_anthropic_block(index: object, block: dict[str, Any], call: Call) -> None:
+    """A ``tool_use`` content block (its start, or a whole answer's block)."""
+    if block.get("type") != "tool_use":
+        return
+    key = index if isinstance(index, int) else len(call.tool_parts)
+    part = call.tool_parts.setdefault(key, ["", "", []])
+    part[0], part[1] = str(block.get("id", "")), str(block.get("name", ""))
+    given = block.get("input")
+    if isinstance(given, dict) and given:  # whole answers; a stream starts with {}
+        part[2].append(json.dumps(given, ensure_ascii=False))
+
+
+def read_anthropic_delta(index: object, delta: dict[str, Any], call: Call) -> None:
+    if delta.get("type") == "input_json_delta" and isinstance(index, int):
+        part = call.tool_parts.get(index)
+        if part is not None and isinstance(delta.get("partial_json"), str):
+            part[2].append(delta["partial_json"])
+
+
+def tool_calls(call: Call) -> tuple[ToolCallRequest, ...]:
+    """The calls the answer asked for, in order; a call without a name is no call."""
+    found = []
+    for number, (_, (call_id, name, pieces)) in enumerate(sorted(call.tool_parts.items())):
+        if name:
+            arguments = "".join(pieces) or "{}"
+            found.append(
+                ToolCallRequest(id=call_id or f"call_{number}", name=name, arguments=arguments)
+            )
+    return tuple(found)

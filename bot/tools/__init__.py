@@ -1,0 +1,18 @@
+"""Tools the model may call while it answers: the operators' MCP servers (``[[tools.mcp]]``)
+and the built-in ``read_page``.
+
+What lives here: the tool specs and results every tool speaks in (``spec``), making a result
+inert before the model reads it (``defuse``), the MCP connections and their restarts
+(``mcp_servers``), ``read_page`` on the article reader (``read_page``) and the toolbox that runs
+a round of calls in parallel under the limits (``toolbox``). The ``[tools]`` settings are in
+``bot.config.tool_settings``.
+
+What it may import: ``bot.errors``, ``bot.config``, ``bot.storage`` (the layers below it),
+``conversation/`` (the article reader) and the ``mcp`` SDK. The model client (``bot.model``,
+the layer above) imports the specs and asks a toolbox through a small protocol; nothing here
+knows the model or Discord.
+
+Tools only read: ``read_page`` reads public pages through the SSRF guard, MCP servers do what
+their operator runs them for. A tool that reads Discord would have to respect who may read a
+channel's history (issue 23); none does yet.
+"""

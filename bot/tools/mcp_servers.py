@@ -1,0 +1,278 @@
+"""The operators' MCP servers (``[[tools.mcp]]``), on the official ``mcp`` SDK.
+
+Each server has a supervisor task that holds its connection: it starts the program (stdio) or
+connects to the URL (streamable HTTP), lists the tools (only those in ``allow``, when set), then
+lists them again every ``ping_interval`` (the 2026 protocol has no ping; a fresh listing also
+picks up a server's changed tools); when the connection breaks (the program died, the server
+went away, a call found it closed, a listing failed) it connects again after a growing pause.
+Calls are made from the answering tasks on the live connection; the supervisor owning the
+SDK's task group means a broken transport ends the supervisor, never an answer.
+
+The SDK is imported only when a server is configured: it is large, and most bots have none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot.config.tool_settings import TOOL_NAME, McpServerSettings
+from bot.tools.spec import ToolSpec
+
+log = logging.getLogger(__name__)
+
+RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+PING_INTERVAL_SECONDS = 30.0
+CONNECT_TIMEOUT_SECONDS = 30.0
+
+
+class ServerDown(Exception):
+    """The server is not connected now (starting, or restarting after it died)."""
+
+
+class McpServer:
+    """One configured server and its supervisor; ``call`` works while it is connected."""
+
+    def __init__(
+        self,
+        settings: McpServerSettings,
+        *,
+        env: Mapping[str, str] | None = None,
+        restart_delays: Sequence[float] = RESTART_DELAYS,
+        ping_interval: float = PING_INTERVAL_SECONDS,
+        connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
+    ) -> None:
+        self.settings, self.name = settings, settings.name
+        self._env = env
+        self._delays, self._ping_interval = tuple(restart_delays), ping_interval
+        self._connect_timeout = connect_timeout
+        self.tools: list[ToolSpec] = []
+        self.state = "not started"
+        self.connections = 0  # how many times it connected (restarts = connections - 1)
+        self._client: Any = None
+        self._up = asyncio.Event()
+        self._broken = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._refused: set[str] = set()  # tool names already warned about
+
+    @property
+    def up(self) -> bool:
+        return self._client is not None
+
+    @property
+    def restarts(self) -> int:
+        return max(0, self.connections - 1)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._supervise(), name=f"mcp-{self.name}")
+
+    async def wait_up(self, seconds: float) -> bool:
+        """Wait until connected, at most ``seconds``; whether it is."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._up.wait()
+        return self.up
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.state = "stopped"
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """``(text, is_error)`` of one tool call; raises :class:`ServerDown` when there is no
+        connection, and marks the connection broken when the call finds it closed."""
+        from mcp import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        client = self._client
+        if client is None:
+            raise ServerDown(f"MCP server {self.name} is {self.state}")
+        try:
+            result = await client.call_tool(name, arguments)
+        except MCPError as error:
+            if error.code == CONNECTION_CLOSED:
+                self._broken.set()
+                raise ServerDown(f"MCP server {self.name} closed the connection") from error
+            return f"the server refused the call: {error}", True
+        return result_text(result.content, result.structured_content), bool(result.is_error)
+
+    # -- the supervisor ----------------------------------------------------------------------
+
+    def _target(self, stack: contextlib.AsyncExitStack) -> Any:
+        from mcp import StdioServerParameters
+
+        settings = self.settings
+        if settings.command is not None:
+            return StdioServerParameters(
+                command=settings.command, args=list(settings.args), env=dict(settings.env) or None
+            )
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = httpx2.AsyncClient(
+            headers=settings.header_values(self._env),
+            timeout=httpx2.Timeout(30.0, read=300.0),
+        )
+        stack.push_async_callback(http.aclose)
+        assert settings.url is not None
+        return streamable_http_client(settings.url, http_client=http)
+
+    async def _supervise(self) -> None:
+        failures = 0
+        while True:
+            began = time.monotonic()
+            try:
+                await self._connection()
+            except asyncio.CancelledError:
+                raise
+            except ValueError as error:  # a header's environment variable is not set
+                self.state = f"down: {error}"
+                log.warning("MCP server %s: %s", self.name, self.state)
+            except Exception as error:  # the transport's task group, a refused handshake...
+                self.state = f"down: {describe(error)}"
+                log.warning("MCP server %s: %s", self.name, self.state)
+            if time.monotonic() - began > 60:
+                failures = 0  # it ran a while: start the pauses from the shortest again
+            delay = self._delays[min(failures, len(self._delays) - 1)]
+            failures += 1
+            log.info("MCP server %s: connecting again in %.1f s", self.name, delay)
+            await asyncio.sleep(delay)
+
+    async def _connection(self) -> None:
+        from mcp import Client
+
+        self.state = "connecting"
+        async with contextlib.AsyncExitStack() as stack:
+            async with asyncio.timeout(self._connect_timeout):
+                client = await stack.enter_async_context(Client(self._target(stack)))
+                self.tools = await self._list_tools(client)
+            self._broken.clear()
+            self._client, self.connections = client, self.connections + 1
+            self.state = "up"
+            self._up.set()
+            names = ", ".join(t.name for t in self.tools) or "none"
+            log.info("MCP server %s up (%s), tools: %s", self.name, self.settings.transport, names)
+            try:
+                await self._watch(client)
+            finally:
+                self._client = None
+                self._up.clear()
+        self.state = "down: the connection broke"
+        log.warning("MCP server %s: the connection broke", self.name)
+
+    async def _watch(self, client: Any) -> None:
+        """Return when the connection is found broken: by a call, or by a listing that failed."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._ping_interval):
+                    await self._broken.wait()
+                    return
+            try:
+                async with asyncio.timeout(max(5.0, self._ping_interval)):
+                    self.tools = await self._list_tools(client, fresh=True)
+            except Exception as error:
+                log.warning("MCP server %s: listing its tools failed: %s", self.name,
+                            describe(error))  # fmt: skip
+                return
+
+    async def _list_tools(self, client: Any, fresh: bool = False) -> list[ToolSpec]:
+        allow = set(self.settings.allow)
+        specs: list[ToolSpec] = []
+        cursor = None
+        for _ in range(100):  # a server whose pages never end cannot hang the start
+            page = await client.list_tools(cursor=cursor, cache_mode="refresh" if fresh else "use")
+            for tool in page.tools:
+                if allow and tool.name not in allow:
+                    continue
+                if not TOOL_NAME.fullmatch(tool.name):  # the model APIs would refuse the request
+                    if tool.name not in self._refused:
+                        self._refused.add(tool.name)
+                        log.warning("MCP server %s: tool %r not offered: a name the model APIs "
+                                    "refuse", self.name, tool.name[:80])  # fmt: skip
+                    continue
+                specs.append(
+                    ToolSpec(
+                        name=tool.name,
+                        description=tool.description or "",
+                        parameters=dict(tool.input_schema or {"type": "object"}),
+                        source=self.name,
+                    )
+                )
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        missing = allow - {spec.name for spec in specs}
+        if missing:
+            log.warning(
+                "MCP server %s does not offer %s (listed in allow)", self.name, sorted(missing)
+            )
+        return specs
+
+
+def result_text(content: Sequence[Any], structured: Any = None) -> str:
+    """A call's content as text: text parts as they are, other parts named (an image is not
+    shown to the model as text), the structured result when there is nothing else."""
+    parts: list[str] = []
+    for part in content or ():
+        kind = getattr(part, "type", None)
+        if kind == "text":
+            parts.append(part.text)
+        elif kind == "resource":
+            resource = part.resource
+            text = getattr(resource, "text", None)
+            parts.append(text if isinstance(text, str) else f"[resource {resource.uri}]")
+        elif kind == "resource_link":
+            parts.append(f"[link {part.uri}]")
+        else:
+            parts.append(f"[{kind or 'part'} not shown]")
+    if not parts and structured is not None:
+        import json
+
+        parts.append(json.dumps(structured, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def describe(error: BaseException) -> str:
+    """One line for an error, looking inside the exception groups anyio raises."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+class McpServers:
+    """Every configured server: started together, closed together."""
+
+    def __init__(self, servers: Sequence[McpServer]) -> None:
+        self.servers = list(servers)
+
+    @classmethod
+    def from_settings(cls, settings: Sequence[McpServerSettings], **options: Any) -> McpServers:
+        return cls([McpServer(server, **options) for server in settings])
+
+    async def start(self, wait: float = 10.0) -> None:
+        """Start every server and wait (at most ``wait`` s) for them to connect: a slow one
+        keeps connecting in the background and its tools appear when it is up."""
+        for server in self.servers:
+            server.start()
+        if self.servers:
+            await asyncio.gather(*(server.wait_up(wait) for server in self.servers))
+
+    async def close(self) -> None:
+        await asyncio.gather(*(server.close() for server in self.servers))
+
+    def summary(self) -> list[str]:
+        """One line per server, for the start-up log."""
+        return [
+            f"MCP {s.name} ({s.settings.transport}): {s.state}; tools: "
+            + (", ".join(t.name for t in s.tools) or "none")
+            for s in self.servers
+        ]

@@ -1,0 +1,57 @@
+"""What every tool speaks, whoever runs it: its spec as offered to the model, a call the model
+asked for, and the outcome the model reads back. A leaf: the model client and the toolbox both
+import it, not each other."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolSpec(_Frozen):
+    """A tool as the model is told about it (the same for OpenAI and Anthropic)."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the arguments object.",
+    )
+    source: str = Field("built-in", description="Which MCP server offers it, or built-in.")
+
+    def openai(self) -> dict[str, Any]:
+        """OpenAI's ``tools`` entry; also how the store and the export keep the tools."""
+        function = {"name": self.name, "description": self.description}
+        return {"type": "function", "function": function | {"parameters": self.parameters}}
+
+
+class ToolCallRequest(_Frozen):
+    """One call the model asked for; ``arguments`` is the JSON text exactly as it came."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+ToolStatus = Literal["ok", "error", "timeout", "unknown"]
+
+
+class ToolOutcome(_Frozen):
+    """What became of one call: ``content`` is what the model reads (escaped, defused, cut)."""
+
+    call_id: str
+    name: str
+    content: str
+    status: ToolStatus
+    seconds: float = 0.0
+    original_chars: int = 0
+    detail: str = Field("", description="For the work log: the error or what was returned.")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"

@@ -1,0 +1,206 @@
+"""The toolbox an answer uses: which tools are offered, and running one round of calls.
+
+A round's calls run in parallel, each under ``call_timeout_seconds``; whatever goes wrong (an
+unknown tool, arguments that are not a JSON object, a server that is down, a tool that raises
+or hangs) becomes an error result the model reads, never an exception for the answer. Each
+result is cut to ``max_result_chars``, defused and escaped (``defuse``) before the model sees
+it.
+
+The prompt's token budget counts the results: given the room left in the window, a round's
+results share it, the largest shortened first (each keeps ``MIN_RESULT_CHARS`` at least, so
+the model learns what the tool said, if not all of it). A result is never shortened after the
+model has read it: the next rounds' turns keep the prefix they were sampled from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from bot.config.tool_settings import TOOL_NAME, ToolSettings
+from bot.tools.defuse import cap, wrap
+from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
+from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of
+from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus
+
+log = logging.getLogger(__name__)
+
+BuiltIn = Callable[[dict[str, Any]], Awaitable[str]]
+MIN_RESULT_CHARS = 200
+WRAP_CHARS = 100  # the element around a result, and the note saying it was cut
+
+
+def allot(sizes: Sequence[int], room: int | None, cap: int) -> list[int]:
+    """How many characters each result keeps: at most ``cap`` each, and together at most
+    ``room`` (None: no limit), the largest shortened first (water-filling); never below
+    ``MIN_RESULT_CHARS`` unless the result is shorter."""
+    kept = [min(size, cap) for size in sizes]
+    if room is None or sum(kept) <= room:
+        return kept
+    left, order = max(room, 0), sorted(range(len(kept)), key=lambda i: kept[i])
+    for done, index in enumerate(order):
+        share = left // (len(order) - done)
+        kept[index] = max(min(kept[index], share), min(kept[index], MIN_RESULT_CHARS))
+        left -= kept[index]
+    return kept
+
+
+class Toolbox:
+    """The built-in tools and the MCP servers' tools, under one ``[tools]`` settings."""
+
+    def __init__(
+        self,
+        settings: ToolSettings,
+        *,
+        pages: PageReader | None = None,
+        servers: McpServers | None = None,
+    ) -> None:
+        self.settings = settings
+        self.pages = pages
+        self.servers = servers or McpServers([])
+        self._warned: set[tuple[str, str]] = set()
+
+    def apply_settings(self, settings: ToolSettings) -> None:
+        """A reloaded config's limits, from the next round on (servers stay as started)."""
+        self.settings = settings
+
+    def under(self, settings: ToolSettings) -> Toolbox:
+        """The same tools under other limits (a channel's own settings), for one answer: the
+        shared toolbox is not changed under the answers running with it."""
+        if settings == self.settings:
+            return self
+        view = Toolbox(settings, pages=self.pages, servers=self.servers)
+        view._warned = self._warned
+        return view
+
+    @property
+    def _reads_pages(self) -> bool:
+        """read_page is offered: on in [tools], and the article reader is on ([articles])."""
+        pages = self.pages
+        return pages is not None and self.settings.read_page and pages.articles.settings.enabled
+
+    def specs(self) -> list[ToolSpec]:
+        """The tools offered now: read_page first, then each connected server's, in config
+        order; a name already taken is left out (and logged)."""
+        specs: list[ToolSpec] = []
+        if self._reads_pages:
+            specs.append(READ_PAGE)
+        taken = {spec.name for spec in specs}
+        for server in self.servers.servers:
+            if not server.up:
+                continue
+            for spec in server.tools:
+                if spec.name in taken:
+                    if (server.name, spec.name) not in self._warned:
+                        self._warned.add((server.name, spec.name))
+                        log.warning("tool %s of MCP server %s: name taken, not offered",
+                                    spec.name, server.name)  # fmt: skip
+                    continue
+                taken.add(spec.name)
+                specs.append(spec)
+        return specs
+
+    def status(self, calls: Sequence[ToolCallRequest]) -> str:
+        """What the streamed message says while the calls run ("reading wiki.example.org …")."""
+        shown: list[str] = []
+        for call in calls:
+            if call.name == READ_PAGE.name:
+                line = f"reading {host_of(_arguments(call) or {})}"
+            else:  # the name is the model's: shown only when it is a tool name at all
+                line = f"using {call.name if TOOL_NAME.fullmatch(call.name) else 'a tool'}"
+            if line not in shown:
+                shown.append(line)
+        return ", ".join(shown[:3]) + (" and more" if len(shown) > 3 else "") + " …"
+
+    async def run(
+        self, calls: Sequence[ToolCallRequest], room_chars: int | None = None
+    ) -> list[ToolOutcome]:
+        """One outcome per call, in the calls' order; the calls run in parallel. Their results
+        take at most ``room_chars`` together (see the module docstring)."""
+        raw = await asyncio.gather(*(self._one(call) for call in calls))
+        room = None if room_chars is None else room_chars - WRAP_CHARS * len(calls)
+        sizes = allot([len(text) for text, *_ in raw], room, self.settings.max_result_chars)
+        return [
+            self._outcome(call, text, status, seconds, size)
+            for call, (text, status, seconds), size in zip(calls, raw, sizes, strict=True)
+        ]
+
+    def _outcome(
+        self, call: ToolCallRequest, text: str, status: ToolStatus, seconds: float, size: int
+    ) -> ToolOutcome:
+        return ToolOutcome(
+            call_id=call.id,
+            name=call.name,
+            content=wrap(call.name, cap(text, size), error=status != "ok"),
+            status=status,
+            seconds=seconds,
+            original_chars=len(text),
+            detail=" ".join(text.split())[:200],
+        )
+
+    async def _one(self, call: ToolCallRequest) -> tuple[str, ToolStatus, float]:
+        began = time.monotonic()
+        limit = self.settings.call_timeout_seconds
+        status: ToolStatus = "ok"
+        try:
+            arguments = _arguments(call)
+            if arguments is None:
+                raise ToolFailed("the arguments are not a JSON object")
+            function = self._function(call.name)
+            async with asyncio.timeout(limit):
+                text, failed = await function(arguments)
+            if failed:
+                status = "error"
+        except ToolFailed as error:
+            text, status = str(error), "error"
+        except ServerDown as error:
+            text, status = f"{error}; try again later", "error"
+        except TimeoutError:
+            text, status = f"no result within {limit:g} s", "timeout"
+        except Exception as error:  # a tool's bug must not end the answer
+            log.warning("tool %s failed: %s", call.name, describe(error))
+            text, status = f"the tool failed ({describe(error)})", "error"
+        if status != "ok" and not text:
+            text = "the tool failed without saying why"
+        return text, status, time.monotonic() - began
+
+    def _function(self, name: str) -> Callable[[dict[str, Any]], Awaitable[tuple[str, bool]]]:
+        if name == READ_PAGE.name and self._reads_pages:
+            pages = self.pages
+
+            async def read(arguments: dict[str, Any]) -> tuple[str, bool]:
+                return await pages(arguments), False
+
+            return read
+        server = self._server_of(name)
+        if server is None:
+            gone = [s for s in self.servers.servers if any(t.name == name for t in s.tools)]
+            if gone:  # offered earlier, its server is down now (restarting)
+                raise ServerDown(f"MCP server {gone[0].name} is {gone[0].state}")
+            offered = ", ".join(spec.name for spec in self.specs()) or "none"
+            raise ToolFailed(f"there is no tool named {name[:64]!r} (tools: {offered})")
+
+        async def remote(arguments: dict[str, Any]) -> tuple[str, bool]:
+            return await server.call(name, arguments)
+
+        return remote
+
+    def _server_of(self, name: str) -> McpServer | None:
+        if name == READ_PAGE.name and self._reads_pages:
+            return None
+        for server in self.servers.servers:
+            if server.up and any(spec.name == name for spec in server.tools):
+                return server
+        return None
+
+
+def _arguments(call: ToolCallRequest) -> dict[str, Any] | None:
+    try:
+        value = json.loads(call.arguments or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

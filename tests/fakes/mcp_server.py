@@ -1,0 +1,67 @@
+"""A local MCP server written with the SDK, for the tools tests: run it over stdio
+(``python tests/fakes/mcp_server.py``) or streamable HTTP (``... http PORT``).
+
+Its tools: ``echo`` says the text back (``@everyone`` included: the bot must defuse it),
+``fail`` raises, ``hang`` never answers, ``huge`` returns ``size`` characters, ``die`` ends the
+process (a crash, for the restart tests), ``pid`` names the process (to tell a restart), and
+``not.a.valid.name`` has a name the model APIs refuse."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("threadwise-test-tools", log_level="WARNING")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Say the text back."""
+    return f"echo: {text}"
+
+
+@server.tool()
+def fail(reason: str = "boom") -> str:
+    """Always fails."""
+    raise ValueError(reason)
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answers."""
+    await asyncio.sleep(3600)
+    return "never"
+
+
+@server.tool()
+def huge(size: int = 100_000) -> str:
+    """A very long result."""
+    return ("all work and no play " * (size // 21 + 1))[:size]
+
+
+@server.tool()
+def die() -> str:
+    """End the process at once, as a crash does."""
+    os._exit(3)
+
+
+@server.tool()
+def pid() -> str:
+    """The server process's id."""
+    return str(os.getpid())
+
+
+@server.tool(name="not.a.valid.name")
+def dotted() -> str:
+    """A name OpenAI and Anthropic refuse: the bot must not offer it."""
+    return "never offered"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", port=int(sys.argv[2]))
+    else:
+        server.run()

@@ -1,0 +1,228 @@
+"""Tools end to end: the real bot on the fake Discord, the real model client against the fake
+OpenAI server, real tools on the test MCP server (stdio), a real SQLite store. The answer is
+posted, the tool calls are in the store and in the export byte for byte as sent, a tool's
+@everyone pings no one, the streamed message says what runs, a dead server comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.answering.recording import InteractionRecorder
+from bot.config.schema import Config
+from bot.config.tool_settings import McpServerSettings, ToolSettings
+from bot.model.client import ModelClient
+from bot.serve.client import ThreadwiseClient
+from bot.storage import Store
+from bot.tools.mcp_servers import McpServers
+from bot.tools.toolbox import Toolbox
+from tests.fakes.anthropic_server import Answer as AnthropicAnswer
+from tests.fakes.anthropic_server import FakeAnthropic, UseTools
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_state import DEFAULT_BOT_PERMISSIONS, MENTION_EVERYONE
+from tests.fakes.harness import (
+    ALICE,
+    BOT_ID,
+    CHANNEL,
+    CHLOE,
+    DM_CHANNEL,
+    EXAMPLE,
+    ROOT,
+    Harness,
+    running_bot,
+    settled,
+)
+from tests.fakes.openai_server import Answer, CallTools
+
+FAKE_MCP = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+TOOLS_ON = {"enabled": True, "read_page": False, "call_timeout_seconds": 2.0}
+
+
+@pytest.fixture
+async def toolbox() -> AsyncIterator[Toolbox]:
+    server = McpServerSettings(name="test", command=sys.executable, args=[str(FAKE_MCP)])
+    servers = McpServers.from_settings([server], restart_delays=(0.1,), ping_interval=0.3)
+    await servers.start(wait=30)
+    try:
+        yield Toolbox(ToolSettings(**TOOLS_ON), servers=servers)
+    finally:
+        await servers.close()
+
+
+def echo_the_tool(request) -> Answer | None:
+    """The model's answer repeats what the tool said (as models do)."""
+    results = [m["content"] for m in request.messages if m.get("role") == "tool"]
+    return Answer(text=f"The tool said: {results[-1]}") if results else None
+
+
+async def ask(bot, text: str, channel: int = CHANNEL) -> dict:
+    mention = f"<@{BOT_ID}> " if channel == CHANNEL else ""
+    if channel == DM_CHANNEL:
+        await bot.discord.load_log(ROOT / "tests" / "logs" / "dm_with_threadwise.json")
+    who = CHLOE if channel == CHANNEL else ALICE
+    reply = await bot.answer_to(channel, who, f"{mention}{text}")
+    await settled(bot)
+    return bot.discord.message(channel, int(reply["id"]))
+
+
+async def test_tool_call_answered_recorded_exported_and_defused(tmp_path, toolbox) -> None:
+    permissions = DEFAULT_BOT_PERMISSIONS | MENTION_EVERYONE  # the bot could ping everyone
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(
+            store=store, toolbox=toolbox, fake_discord={"bot_permissions": permissions},
+            tools=TOOLS_ON,
+        ) as bot:  # fmt: skip
+            bot.model.queue(CallTools((("echo", '{"text": "@everyone the deploy is at 16:00"}'),)))
+            bot.model.script(echo_the_tool)
+            reply = await ask(bot, "what does the echo tool say?")
+            sent = bot.model.chat_requests[-1].body["messages"]
+            shown = [
+                (r.body or {}).get("content") or ""
+                for r in bot.discord.requests_to(pattern=f"*channels/{CHANNEL}/messages*")
+            ]
+        lines = list(store.export_lines())
+        explanation = await store.explain_async(int(reply["id"]))
+    assert "the deploy is at 16:00" in reply["content"]
+    assert "@\u200beveryone" in reply["content"]
+    assert reply["mention_everyone"] is False and reply["mentions"] == []
+    # The prompt, the call, the result, as the model received them; then the answer.
+    assert [m["role"] for m in sent[-2:]] == ["assistant", "tool"]
+    line = json.loads(lines[0])
+    assert line["messages"][:-1] == sent
+    assert lines[0].startswith(
+        '{"messages":['
+        + ",".join(json.dumps(m, ensure_ascii=False, separators=(",", ":")) for m in sent)
+    )  # byte for byte
+    assert line["messages"][-1] == {"role": "assistant", "content": reply["content"]}
+    assert [t["function"]["name"] for t in line["tools"]][:2] == ["echo", "fail"]
+    reasons = [m.reasons for m in explanation.context]
+    assert reasons[-2:] == [["tool call: echo"], ["tool result: echo"]]
+    assert "→ echo(" in explanation.context[-2].excerpt
+    tool_lines = [w for w in explanation.work_log if w.action == "tool_call"]
+    assert len(tool_lines) == 1 and tool_lines[0].status == "success"
+    assert "-# using echo …" in shown  # while the tool ran, before the answer
+
+
+async def test_answers_without_tools_export_as_before(tmp_path, toolbox) -> None:
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store, toolbox=toolbox) as bot:  # [tools] enabled is off
+            await ask(bot, "hello there")
+            sent = bot.model.chat_requests[-1].body
+        [line] = list(store.export_lines())
+    assert "tools" not in sent
+    assert '"tools":' not in line and line.endswith("}]}")
+
+
+async def test_tools_are_off_in_dms_unless_allowed(tmp_path, toolbox) -> None:
+    async with running_bot(toolbox=toolbox, **{"tools": TOOLS_ON}) as bot:
+        await ask(bot, "hello in private", channel=DM_CHANNEL)
+        assert "tools" not in bot.model.chat_requests[-1].body
+    async with running_bot(toolbox=toolbox, **{"tools": TOOLS_ON | {"in_dms": True}}) as bot:
+        await ask(bot, "hello in private", channel=DM_CHANNEL)
+        assert "tools" in bot.model.chat_requests[-1].body
+
+
+async def test_a_dead_server_is_restarted_and_the_answer_goes_on(tmp_path, toolbox) -> None:
+    async with running_bot(toolbox=toolbox, **{"tools": TOOLS_ON}) as bot:
+        bot.model.queue(CallTools((("die", "{}"),)), Answer(text="The tool broke."))
+        reply = await ask(bot, "please crash your tool")
+        assert reply["content"] == "The tool broke."
+        error = bot.model.chat_requests[-1].body["messages"][-1]["content"]
+        assert error.startswith('<tool_error tool="die">')
+        server = toolbox.servers.servers[0]
+        async with asyncio.timeout(30):
+            while not (server.up and server.connections == 2):
+                await asyncio.sleep(0.05)
+        bot.model.queue(CallTools((("echo", '{"text": "back"}'),)))
+        bot.model.script(echo_the_tool)
+        reply = await ask(bot, "and now?")
+        assert re.search(r"echo: back", reply["content"])
+
+
+@contextlib.asynccontextmanager
+async def claude_bot(store: Store, toolbox: Toolbox) -> AsyncIterator[Harness]:
+    """The bot on ``provider = "anthropic"`` with tools on."""
+    async with (
+        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord,
+        FakeAnthropic() as fake,
+    ):
+        await discord.load_log(EXAMPLE)
+        config = Config.model_validate(
+            {
+                "discord": {"token": discord.token, "api_base": discord.api_base,
+                            "guild_ready_timeout": 0.1},
+                "model": {"provider": "anthropic", "base_url": fake.url, "name": "claude-test",
+                          "retry_base_seconds": 0.01, "idle_timeout_seconds": 5},
+                "articles": {"enabled": False},
+                "triggers": {"burst_window_seconds": 0.05},
+                "replies": {"edit_interval_seconds": 0.2},
+                "tools": TOOLS_ON,
+            }
+        )  # fmt: skip
+        async with ModelClient(config.model) as model_client:
+            client = ThreadwiseClient(
+                config, articles=None, model=model_client, store=store, tools=toolbox,
+                recorder=InteractionRecorder(store, config),
+            )  # fmt: skip
+            with discord.nextcord_pointed_here():
+                async with discord.running(client) as ready:
+                    yield Harness(discord=discord, model=fake, client=ready)  # type: ignore[arg-type]
+
+
+async def test_anthropic_tool_use_is_recorded_in_openai_format(tmp_path, toolbox) -> None:
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with claude_bot(store, toolbox) as bot:
+            bot.model.queue(  # type: ignore[attr-defined]
+                UseTools((("echo", '{"text": "a"}'), ("echo", '{"text": "b"}'))),
+                AnthropicAnswer(text="Both said something."),
+            )
+            reply = await ask(bot, "use the echo tool twice")
+            second = bot.model.message_requests[-1].body  # type: ignore[attr-defined]
+        [line] = [json.loads(text) for text in store.export_lines()]
+    assert reply["content"] == "Both said something."
+    assert [b["type"] for b in second["messages"][-1]["content"]][:2] == [
+        "tool_result",
+        "tool_result",
+    ]
+    call_turn, *results, answer = line["messages"][-4:]
+    assert call_turn["role"] == "assistant" and call_turn["content"] is None
+    assert [json.loads(c["function"]["arguments"]) for c in call_turn["tool_calls"]] == [
+        {"text": "a"},
+        {"text": "b"},
+    ]
+    assert [r["content"] for r in results] == [
+        '<tool_result tool="echo">echo: a</tool_result>',
+        '<tool_result tool="echo">echo: b</tool_result>',
+    ]
+    assert [r["tool_call_id"] for r in results] == [c["id"] for c in call_turn["tool_calls"]]
+    assert answer == {"role": "assistant", "content": "Both said something."}
+    assert line["tools"][0]["type"] == "function"  # OpenAI's format, whichever provider
+
+
+async def test_with_tools_the_prompt_leaves_room_for_their_results(tmp_path, toolbox) -> None:
+    """In a small window the context gives way a little, so a result is read whole."""
+    limits: dict[bool, int] = {}
+    for tools_on in (False, True):
+        with Store.open(tmp_path / f"store-{tools_on}.sqlite3") as store:
+            async with running_bot(
+                store=store, toolbox=toolbox, model={"context_tokens": 4000},
+                tools=TOOLS_ON | {"enabled": tools_on, "max_result_chars": 900},
+            ) as bot:  # fmt: skip
+                if tools_on:
+                    bot.model.queue(CallTools((("huge", '{"size": 800}'),)))
+                    bot.model.script(echo_the_tool)
+                reply = await ask(bot, "how long does the link mode take?")
+                sent = bot.model.chat_requests[-1].body["messages"]
+            explanation = await store.explain_async(int(reply["id"]))
+        [budget] = [w.detail for w in explanation.work_log if w.action == "budget"]
+        limits[tools_on] = int(re.search(r" of (\d+) tokens", budget)[1])
+        if tools_on:
+            assert "[result truncated" not in sent[-1]["content"]  # read whole
+    assert limits[True] == limits[False] - 600  # 2 x 900 characters at 3 per token

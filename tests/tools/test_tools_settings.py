@@ -1,0 +1,130 @@
+"""[tools] and [[tools.mcp]]: a mistake is one line naming the key; header secrets stay in the
+environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import ConfigError, load_config
+
+
+def load(tmp_path: Path, text: str):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return load_config(path, env={})
+
+
+def test_tools_are_off_by_default(tmp_path: Path) -> None:
+    tools = load(tmp_path, "").tools
+    assert (tools.enabled, tools.max_steps, tools.in_dms, tools.mcp) == (False, 4, False, [])
+
+
+def test_both_transports_read(tmp_path: Path) -> None:
+    tools = load(
+        tmp_path,
+        """
+[tools]
+enabled = true
+[[tools.mcp]]
+name = "fetch"
+command = "python3"
+args = ["-m", "fetch_server"]
+allow = ["fetch"]
+[[tools.mcp]]
+name = "search"
+url = "http://search.internal:8080/mcp"
+headers = { Authorization = "Bearer ${SEARCH_KEY}", X-Team = "TEAM" }
+""",
+    ).tools
+    fetch, search = tools.mcp
+    assert (fetch.transport, fetch.allow, search.transport) == ("stdio", ["fetch"], "http")
+    env = {"SEARCH_KEY": "s3cret", "TEAM": "blue"}
+    assert search.header_values(env) == {"Authorization": "Bearer s3cret", "X-Team": "blue"}
+    with pytest.raises(ValueError, match=r"SEARCH_KEY is not set \(named in headers.Authorization"):
+        search.header_values({"TEAM": "blue"})
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[tools]\nmax_steps = 0", "[tools] max_steps"),
+        ('[[tools.mcp]]\nname = "a"', "set command (stdio) or url (HTTP)"),
+        ('[[tools.mcp]]\nname = "a"\ncommand = "x"\nurl = "http://h/mcp"', "not both"),
+        ('[[tools.mcp]]\nname = "a b"\ncommand = "x"', "[tools] mcp.0.name"),
+        ('[[tools.mcp]]\nname = "a"\nurl = "ftp://h"', "must start with http://"),
+        (
+            '[[tools.mcp]]\nname = "a"\nurl = "http://h/mcp"\nheaders = {A = "abc def"}',
+            "secrets do not belong in the file",
+        ),
+        ('[[tools.mcp]]\nname = "a"\ncommand = "x"\nheaders = {A = "B"}', "for url servers only"),
+        (
+            '[[tools.mcp]]\nname = "a"\ncommand = "x"\n[[tools.mcp]]\nname = "a"\ncommand = "y"',
+            "two servers are named 'a'",
+        ),
+        ('[[tools.mcp]]\nname = "a"\ncommand = "x"\nallow = ["no spaces"]', "not a tool name"),
+        ('[[tools.mcp]]\nname = "a"\ncommand = "x"\ncolour = 1', "colour"),
+    ],
+)
+def test_mistakes_are_one_line(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load(tmp_path, text)
+    message = str(raised.value)
+    assert expected in message and "\n" not in message, message
+
+
+def test_secret_header_value_never_printed(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load(tmp_path, '[[tools.mcp]]\nname = "a"\nurl = "http://h/mcp"\nheaders = {A = "sk live"}')
+    assert "secrets do not belong" in str(raised.value)
+    assert "sk live" not in str(raised.value)
+
+
+def test_check_config_lists_each_server_with_its_tools(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    server = root / "tests" / "fakes" / "mcp_server.py"
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f"""
+[tools]
+enabled = true
+[[tools.mcp]]
+name = "test"
+command = {json_string(sys.executable)}
+args = [{json_string(str(server))}]
+allow = ["echo", "huge"]
+[[tools.mcp]]
+name = "remote"
+url = "http://127.0.0.1:9/mcp"
+headers = {{ Authorization = "Bearer ${{NOT_SET_ANYWHERE}}" }}
+"""
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "check-config", "--config", str(path)],
+        capture_output=True, text=True, cwd=root, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "#   MCP test (stdio): up; tools: echo, huge" in lines
+    assert (
+        "#   MCP remote (http): down: [[tools.mcp]] remote: environment variable NOT_SET_ANYWHERE "
+        "is not set (named in headers.Authorization); tools: none"
+    ) in lines
+    assert "#   read_page: built-in, through the article reader ([articles])" in lines
+
+
+def json_string(text: str) -> str:
+    import json
+
+    return json.dumps(text)
+
+
+def test_tool_limits_apply_live_servers_at_restart() -> None:
+    from bot.config.reload import is_live
+
+    assert is_live(("tools", "max_steps")) and is_live(("tools", "in_dms"))
+    assert not is_live(("tools", "enabled")) and not is_live(("tools", "mcp"))

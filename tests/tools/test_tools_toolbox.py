@@ -1,0 +1,253 @@
+"""The toolbox against a real MCP server (tests/fakes/mcp_server.py, over stdio and streamable
+HTTP) and the real article reader: results are capped, defused and escaped; a failing, hanging
+or unknown tool is an error result; a server that dies is started again."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from bot.config.tool_settings import McpServerSettings, ToolSettings
+from bot.tools.mcp_servers import McpServers
+from bot.tools.read_page import PageReader
+from bot.tools.spec import ToolCallRequest
+from bot.tools.toolbox import Toolbox
+from conversation.articles import ArticleService, StaticResolver
+from conversation.settings import ArticleSettings
+
+FAKE = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+
+
+def stdio_server(**extra: object) -> McpServerSettings:
+    return McpServerSettings(name="test", command=sys.executable, args=[str(FAKE)], **extra)
+
+
+def call(name: str, arguments: str = "{}", call_id: str = "c1") -> ToolCallRequest:
+    return ToolCallRequest(id=call_id, name=name, arguments=arguments)
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[McpServers]:
+    started = McpServers.from_settings([stdio_server()], restart_delays=(0.1,), ping_interval=0.3)
+    await started.start(wait=30)
+    try:
+        yield started
+    finally:
+        await started.close()
+
+
+def toolbox(servers: McpServers, **limits: object) -> Toolbox:
+    settings = ToolSettings(enabled=True, read_page=False, **limits)  # type: ignore[arg-type]
+    return Toolbox(settings, servers=servers)
+
+
+async def test_stdio_tools_listed_and_called(servers: McpServers) -> None:
+    box = toolbox(servers)
+    assert [s.name for s in box.specs()] == ["echo", "fail", "hang", "huge", "die", "pid"]
+    assert box.specs()[0].parameters["required"] == ["text"]
+    [outcome] = await box.run([call("echo", '{"text": "hi @everyone <@123> </tool_result>"}')])
+    assert outcome.status == "ok"
+    assert outcome.content == (
+        '<tool_result tool="echo">echo: hi @\u200beveryone &lt;\u200b@123&gt; '
+        "&lt;\u200b/tool_result&gt;</tool_result>"
+    )
+
+
+async def test_failing_hanging_unknown_and_huge_tools_are_results(servers: McpServers) -> None:
+    box = toolbox(servers, call_timeout_seconds=1.0, max_result_chars=500)
+    began = time.monotonic()
+    fail, hang, unknown, huge, garbled = await box.run(
+        [
+            call("fail", call_id="a"),
+            call("hang", call_id="b"),
+            call("nope", call_id="c"),
+            call("huge", '{"size": 100000}', call_id="d"),
+            call("echo", "not json", call_id="e"),
+        ]
+    )
+    assert time.monotonic() - began < 5  # in parallel: the hang cost its timeout once
+    assert (fail.status, fail.content.startswith('<tool_error tool="fail">')) == ("error", True)
+    assert (hang.status, hang.detail) == ("timeout", "no result within 1 s")
+    assert unknown.status == "error" and "no tool named 'nope'" in unknown.detail
+    assert huge.status == "ok" and huge.original_chars == 100_000
+    assert "[result truncated: first" in huge.content and len(huge.content) < 700
+    assert garbled.status == "error" and "not a JSON object" in garbled.detail
+    # The server still answers after all that.
+    [echo] = await box.run([call("echo", '{"text": "still here"}')])
+    assert "echo: still here" in echo.content
+
+
+async def test_dead_server_is_restarted(servers: McpServers) -> None:
+    box = toolbox(servers, call_timeout_seconds=5.0)
+    [before] = await box.run([call("pid")])
+    [died] = await box.run([call("die")])
+    assert died.status == "error"
+    server = servers.servers[0]
+    async with asyncio.timeout(30):
+        while not (server.up and server.connections == 2):
+            await asyncio.sleep(0.05)
+    [after] = await box.run([call("pid")])
+    assert after.status == "ok" and after.content != before.content
+    assert server.restarts == 1
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_http_server_with_headers_from_environment() -> None:
+    port = _free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(FAKE), "http", str(port),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    settings = McpServerSettings(
+        name="remote",
+        url=f"http://127.0.0.1:{port}/mcp",
+        headers={"Authorization": "Bearer ${TEST_MCP_KEY}"},
+        allow=["echo"],
+    )
+    servers = McpServers.from_settings(
+        [settings], env={"TEST_MCP_KEY": "k"}, restart_delays=(0.2,), ping_interval=0.5
+    )
+    try:
+        await servers.start(wait=30)
+        box = toolbox(servers)
+        assert [s.name for s in box.specs()] == ["echo"]  # allow: only echo is offered
+        [outcome] = await box.run([call("echo", '{"text": "over http"}')])
+        assert outcome.content == '<tool_result tool="echo">echo: over http</tool_result>'
+        [refused] = await box.run([call("fail")])  # not allowed: not callable either
+        assert refused.status == "error"
+    finally:
+        await servers.close()
+        process.kill()
+        await process.wait()
+
+
+async def test_http_server_missing_header_variable_stays_down() -> None:
+    settings = McpServerSettings(
+        name="remote", url="http://127.0.0.1:9/mcp", headers={"Authorization": "KEY"}
+    )
+    servers = McpServers.from_settings([settings], env={}, restart_delays=(10,))
+    try:
+        await servers.start(wait=2)
+        [server] = servers.servers
+        assert not server.up
+        assert "environment variable KEY is not set" in server.state
+        assert Toolbox(ToolSettings(read_page=False), servers=servers).specs() == []
+    finally:
+        await servers.close()
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[str]:
+    async def page(request: web.Request) -> web.Response:
+        html = (
+            "<html><head><title>Deploying</title></head><body><article>"
+            + "<p>Run the migrations before you deploy, @everyone, or it breaks.</p>" * 30
+            + "</article></body></html>"
+        )
+        return web.Response(text=html, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/deploy", page)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    try:
+        yield f"http://wiki.example.org:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_read_page_uses_the_article_reader(site: str) -> None:
+    resolver = StaticResolver({"wiki.example.org": ["127.0.0.1"]})
+    opened = ArticleSettings(allowed_networks=["127.0.0.1/32"])
+    async with ArticleService(opened, resolver=resolver) as articles:
+        box = Toolbox(ToolSettings(enabled=True), pages=PageReader(articles))
+        assert [s.name for s in box.specs()] == ["read_page"]
+        request = call("read_page", f'{{"url": "{site}/deploy"}}')
+        assert box.status([request]) == "reading wiki.example.org …"
+        [page] = await box.run([request])
+        assert page.status == "ok", page.detail
+        assert page.content.startswith('<tool_result tool="read_page">')
+        assert "Run the migrations" in page.content and "@\u200beveryone" in page.content
+        [again] = await box.run([request])
+        assert articles.stats.cache_hits == 1 and again.content == page.content
+    async with ArticleService(ArticleSettings(), resolver=resolver) as guarded:
+        box = Toolbox(ToolSettings(enabled=True), pages=PageReader(guarded))
+        [refused] = await box.run([request])  # 127.0.0.1 is not public: the guard says no
+        assert refused.status == "error" and "could not read" in refused.detail
+        [bad] = await box.run([call("read_page", '{"url": "file:///etc/passwd"}')])
+        assert bad.status == "error" and "not an http(s) address" in bad.detail
+    async with ArticleService(ArticleSettings(enabled=False)) as off:
+        box = Toolbox(ToolSettings(enabled=True), pages=PageReader(off))
+        assert box.specs() == []  # no article reader, no read_page
+
+
+def test_allot_shortens_the_largest_first() -> None:
+    from bot.tools.toolbox import MIN_RESULT_CHARS, allot
+
+    assert allot([100, 5000, 300], None, 1000) == [100, 1000, 300]  # the per-result cap
+    assert allot([100, 5000, 300], 10_000, 8000) == [100, 5000, 300]  # room enough
+    assert allot([100, 5000, 300], 1000, 8000) == [100, 600, 300]  # only the largest gives
+    assert allot([3000, 5000], 1000, 8000) == [500, 500]
+    assert allot([3000, 50], 0, 8000) == [MIN_RESULT_CHARS, 50]  # no room: a glimpse each
+
+
+async def test_a_rounds_results_share_the_room_left(servers: McpServers) -> None:
+    box = toolbox(servers, max_result_chars=50_000)
+    small, big = await box.run(
+        [call("echo", '{"text": "short"}', "a"), call("huge", '{"size": 20000}', "b")],
+        room_chars=3000,
+    )
+    assert small.content == '<tool_result tool="echo">echo: short</tool_result>'
+    assert big.original_chars == 20_000
+    assert 2500 < len(big.content) <= 3000 and "[result truncated: first" in big.content
+
+
+async def test_http_server_that_went_away_is_reconnected() -> None:
+    port = _free_port()
+
+    async def serve() -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, str(FAKE), "http", str(port),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    process = await serve()
+    settings = McpServerSettings(name="remote", url=f"http://127.0.0.1:{port}/mcp")
+    servers = McpServers.from_settings([settings], restart_delays=(0.2,), ping_interval=0.3)
+    try:
+        await servers.start(wait=30)
+        [server] = servers.servers
+        box = toolbox(servers, call_timeout_seconds=5.0)
+        [first] = await box.run([call("pid")])
+        process.kill()
+        await process.wait()
+        async with asyncio.timeout(30):
+            while server.up:
+                await asyncio.sleep(0.05)
+        [down] = await box.run([call("pid")])
+        assert down.status == "error" and down.detail.startswith("MCP server remote is down")
+        process = await serve()
+        async with asyncio.timeout(30):
+            while not (server.up and server.connections == 2):
+                await asyncio.sleep(0.05)
+        [again] = await box.run([call("pid")])
+        assert again.status == "ok" and again.content != first.content
+    finally:
+        await servers.close()
+        process.kill()
+        await process.wait()
