@@ -29,7 +29,16 @@ def _describe(path: Path, detail: ErrorDetails, schema: type[BaseModel]) -> str:
     kind = detail["type"]
     if kind == "extra_forbidden" and len(location) == 1:
         return f"{path}: {_unknown_top_level(location[0], detail.get('input'), schema)}"
+    if location == ["channels"] and kind in ("tuple_type", "list_type"):
+        return f"{path}: [channels]: write each channel table as [[channels]] (two brackets)"
+    if location == ["models"] and kind == "dict_type":
+        return f"{path}: [models]: write each model as its own [models.NAME] table"
     section = f"[{location[0]}]" if location else ""
+    if location[:1] == ["channels"] and location[1:2] and location[1].isdigit():
+        # A [[channels]] table is named by its place in the file, counted from 1.
+        section, location = f"[[channels]] {int(location[1]) + 1}", [location[0], *location[2:]]
+    elif location[:1] == ["models"] and len(location) > 1:
+        section, location = f"[models.{location[1]}]", [location[0], *location[2:]]
     key = ".".join(location[1:])
     where = f"{section} {key}".strip() or "top level"
     if kind == "extra_forbidden":
@@ -41,7 +50,7 @@ def _describe(path: Path, detail: ErrorDetails, schema: type[BaseModel]) -> str:
         named, _, rest = message.partition(": ")
         if not key and rest and named.isidentifier():
             where, message = f"{section} {named}", rest
-        elif not location and rest and SECTION_KEY.fullmatch(named):  # across sections
+        elif not location and rest and SECTION_KEY.match(named):  # across sections, tables
             where, message = named, rest
     elif location[-1:] and location[-1] in SECRET_KEYS:
         message = detail["msg"]
@@ -113,7 +122,7 @@ def _sections(schema: type[BaseModel]) -> str:
     return ", ".join(f"[{name}]" for name in schema.model_fields)
 
 
-SECTION_KEY = re.compile(r"\[\w+\] \w+")
+SECTION_KEY = re.compile(r"\[\w+\] \w+$|\[\[channels\]\] \d+|\[models[\].]")
 
 
 def _quoted_number(value: Any) -> bool:
