@@ -23,6 +23,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from bot.config.errors import explain
 from bot.config.model_settings import CONNECTION_KEYS, ModelSettings
 from bot.config.named_models import MAX_NAMED_MODELS, MODEL_NAME, NamedModel, model_with
 from conversation.settings import StrictSection
@@ -165,7 +166,7 @@ def _section(config: Config, section: str, changes: dict[str, Any], where: str) 
     try:
         checked = type(current).model_validate_json(json.dumps(written | changes), strict=True)
     except ValidationError as error:
-        raise ValueError(_first_problem(error, where)) from None
+        raise ValueError(_first_problem(error, where, type(current))) from None
     return current.model_copy(update={key: getattr(checked, key) for key in changes})
 
 
@@ -175,7 +176,7 @@ def _model(
     try:
         return model_with(base, changes, named)
     except ValidationError as error:
-        raise ValueError(_first_problem(error, where)) from None
+        raise ValueError(_first_problem(error, where, ModelSettings)) from None
 
 
 def _named(config: Config, name: str, where: str) -> NamedModel:
@@ -186,16 +187,16 @@ def _named(config: Config, name: str, where: str) -> NamedModel:
     return named
 
 
-def _first_problem(error: ValidationError, where: str) -> str:
+def _first_problem(error: ValidationError, where: str, schema: type[BaseModel]) -> str:
+    """The first problem of a channel's section, worded as ``check-config`` words any other."""
     detail = error.errors()[0]
-    key = ".".join(str(part) for part in detail["loc"])
-    message = str((detail.get("ctx") or {}).get("error", detail["msg"]))
+    location = [str(part) for part in detail["loc"]]
+    key = ".".join(location)
+    message = explain(detail, schema, location)
     if detail["type"] == "value_error":
         named, _, rest = message.partition(": ")
         if not key and rest and named.isidentifier():
             key, message = named, rest
-    elif "input" in detail and key not in ("api_key", "extra_headers"):
-        message = f"{message} (got {detail['input']!r})"
     return f"{where} {key}: {message}" if key else f"{where}: {message}"
 
 

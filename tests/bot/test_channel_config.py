@@ -112,8 +112,7 @@ def test_model_use_at_the_top_level_picks_the_endpoint_for_every_channel(tmp_pat
         ),
         (
             "[[channels]]\nmatch = { channel_ids = [1] }\n[channels.model]\ntemperature = 9\n",
-            "config.toml: [[channels]] 1 [model] temperature: Input should be less than or "
-            "equal to 2 (got 9)",
+            "config.toml: [[channels]] 1 [model] temperature: at most 2, got 9",
         ),
         (
             "[[channels]]\nmatch = { channel_ids = [1] }\n[channels.context]\nmin_linear = 40\n",
@@ -151,7 +150,7 @@ def test_model_use_at_the_top_level_picks_the_endpoint_for_every_channel(tmp_pat
             "config.toml: [[channels]] 1 [tools] mcp: set only at the top level, [tools]",
         ),
         ("[models.big.extra]\nx = 1\n", "config.toml: [models.big] extra: unknown key"),
-        ("[metrics]\nport = 70000\n", "config.toml: [metrics] port: Input should be less than"),
+        ("[metrics]\nport = 70000\n", "config.toml: [metrics] port: at most 65535, got 70000"),
     ],
 )
 def test_each_mistake_is_one_line_naming_the_table_and_key(tmp_path, tables, expected):
