@@ -402,3 +402,32 @@ async def test_a_named_anthropic_model_answers_a_channel_through_its_own_client(
             assert bot.model.chat_requests == [] and bot.big.chat_requests == []
             clients = bot.client.answerer.channels.clients
             assert set(clients._opened) == {"claude"}  # one client per endpoint used
+
+
+async def test_a_channel_table_turns_following_off_and_follow_ups_are_counted(tmp_path):
+    """[triggers] follow (issue 24) per channel, generically: the table of #ops-help turns it
+    off there; elsewhere a follow-up is answered and counted as such."""
+    import aiohttp
+
+    from tests.bot.test_follow_e2e import answered, follow_up, talk_to_bot
+    from tests.fakes.harness import running_bot
+
+    off = [{"match": {"channel_ids": [CHANNEL]}, "triggers": {"follow": False}}]
+    async with running_bot(channels=off) as bot:
+        await talk_to_bot(bot)
+        requests = len(bot.model.chat_requests)
+        assert not await answered(bot, await follow_up(bot))
+        assert len(bot.model.chat_requests) == requests
+
+    async with running_bot(metrics={"port": 0}) as bot:  # the control: following on
+        await talk_to_bot(bot)
+        assert await answered(bot, await follow_up(bot))
+        port = bot.client.metrics_server.port
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{port}/metrics") as response,
+        ):
+            samples = scraped(await response.text())
+    answers = "threadwise_answers_total"
+    assert value(samples, answers, outcome="success", trigger="mention") == 1
+    assert value(samples, answers, outcome="success", trigger="follow") == 1
