@@ -431,3 +431,36 @@ async def test_a_channel_table_turns_following_off_and_follow_ups_are_counted(tm
     answers = "threadwise_answers_total"
     assert value(samples, answers, outcome="success", trigger="mention") == 1
     assert value(samples, answers, outcome="success", trigger="follow") == 1
+
+
+async def test_a_channel_table_turns_tools_off_there(tmp_path):
+    """[tools] (issue 26) per channel, generically: on at the top level, off in #ops-help."""
+    import sys
+
+    from bot.config.tool_settings import McpServerSettings, ToolSettings
+    from bot.tools.mcp_servers import McpServers
+    from bot.tools.toolbox import Toolbox
+    from tests.fakes.harness import running_bot
+
+    fake_mcp = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+    tools_on = {"enabled": True, "read_page": False, "call_timeout_seconds": 2.0}
+    server = McpServerSettings(name="test", command=sys.executable, args=[str(fake_mcp)])
+    servers = McpServers.from_settings([server], restart_delays=(0.1,), ping_interval=0.3)
+    await servers.start(wait=30)
+    off = [{"match": {"channel_ids": [CHANNEL]}, "tools": {"enabled": False}}]
+    try:
+        toolbox = Toolbox(ToolSettings(**tools_on), servers=servers)
+        async with running_bot(toolbox=toolbox, tools=tools_on, channels=off) as bot:
+            await bot.discord.add_text_channel(LOBBY, GUILD, "lobby")
+            for _ in range(100):
+                if bot.client.get_channel(LOBBY) is not None:
+                    break
+                await asyncio.sleep(0.05)
+            await bot.answer_to(LOBBY, BEN, f"<@{BOT_ID}> any tools here?")
+            await settled(bot)
+            assert [t["function"]["name"] for t in bot.model.chat_requests[-1].body["tools"]]
+            await bot.answer_to(CHANNEL, BEN, f"<@{BOT_ID}> and here?")
+            await settled(bot)
+            assert "tools" not in bot.model.chat_requests[-1].body
+    finally:
+        await servers.close()
