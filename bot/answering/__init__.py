@@ -1,8 +1,10 @@
 """One answer, from trigger to record: context, prompt budget, model, reply, stored interaction.
 
-What lives here: the answer itself (``answerer``), the line of triggers waiting for one
+What lives here: the answer itself (``answerer``), each channel's settings made into working
+parts, model clients per endpoint included (``channels``), the line of triggers waiting for one
 (``queue``), the token budget learned per model (``prompt_budget``), the stored record of each
-answer (``recording``) and the texts the bot posts about itself (``notices``).
+answer (``recording``), the Prometheus counts of answers (``metrics``) and the texts the bot
+posts about itself (``notices``).
 
 May import: ``bot.discord``, ``bot.model``, ``bot.storage``, ``bot.config``, ``bot.errors`` and
 ``conversation``. The client that feeds it lives above, in ``bot.serve``.

@@ -14,10 +14,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from bot.answering.channels import ChannelRuntime, ChannelRuntimes, ModelClients
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.tool_use import complete_using, toolbox_for, with_tool_room
+from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
 from bot.discord.posting import ReplyStreamer
@@ -36,6 +38,9 @@ from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt, r
 from conversation.read_access import RestrictedReader
 from conversation.reader import ChannelReader
 from conversation.text import clean_text
+
+if TYPE_CHECKING:
+    from bot.answering.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +74,7 @@ class AnswerResult:
     refits: list[str] = field(default_factory=list)  # prompts refused as too long, and why
     followed: str | None = None  # answered without a call: why (see bot.discord.follow)
     tool_use: LoopResult | None = None  # the tool rounds, when tools were offered
+    model_settings: ModelSettings | None = None  # the channel's [model], as it answered
 
 
 Recorder = Callable[[AnswerResult], Awaitable[None]]
@@ -119,6 +125,7 @@ class Answerer:
         recorder: Recorder | None = None,
         budgeter: PromptBudgeter | None = None,
         tools: Toolbox | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.config = config
         self.caches = caches
@@ -129,13 +136,38 @@ class Answerer:
         self.recorder = recorder
         self.budgeter = budgeter or PromptBudgeter(config.model)
         self.tools = tools
+        self.metrics = metrics
+        self.channels = ChannelRuntimes(
+            config,
+            clients=ModelClients(model, config.models),
+            budgeter=self.budgeter,
+            links=self.builder.links,
+        )
 
-    async def answer(self, trigger: TriggerMessage, followed: str | None = None) -> AnswerResult:
+    def settings_for(self, channel: Any) -> Config:
+        """The effective config of a channel: its ``[[channels]]`` table's, else the top level."""
+        return self.channels.settings_for(channel)
+
+    def reconfigure(self, config: Config) -> None:
+        """A reloaded config: every channel's parts are built again (``/model`` choices end)."""
+        self.channels = ChannelRuntimes(
+            config,
+            clients=self.channels.clients,
+            budgeter=self.budgeter,
+            links=self.builder.links,
+        )
+
+    async def answer(
+        self, trigger: TriggerMessage, followed: str | None = None, *, kind: str = "unknown"
+    ) -> AnswerResult:
         """``followed``: why a message that called no one is answered (``bot.discord.follow``),
-        kept in the record for ``/context`` and ``explain``."""
+        kept in the record for ``/context`` and ``explain``; ``kind`` (mention, reply, dm,
+        always_on, follow) is for the metrics."""
         result = AnswerResult(trigger=trigger, started_at=datetime.now(UTC), followed=followed)
         began = time.perf_counter()
         channel = trigger.channel
+        runtime = self.channels.runtime_for(channel)
+        result.model_settings = runtime.config.model
         streamer = ReplyStreamer(
             trigger,
             self.config.mentions,
@@ -152,29 +184,30 @@ class Answerer:
             async with typing_indicator(channel):
                 reader = self._reader(trigger)
                 persona = persona_for(
-                    self.config.model.system_prompt, self.bot_name(channel), channel
+                    runtime.config.model.system_prompt, self.bot_name(channel), channel
                 )
-                budget = self.budgeter.budget()
-                if toolbox_for(self.tools, self.config.tools, trigger) is not None:
-                    budget = with_tool_room(budget, self.config.tools)  # room for the results
+                budget = runtime.budgeter.budget()
+                tools = runtime.config.tools  # the channel's [tools]
+                if toolbox_for(self.tools, tools, trigger) is not None:
+                    budget = with_tool_room(budget, tools)  # room for the results
                 result.prepared = await prepare_prompt(
                     trigger,
                     reader,
-                    self.builder,
+                    runtime.builder,
                     self.materializer,
                     persona,
                     budget=budget,
-                    counter=self.budgeter.counter(),
+                    counter=runtime.budgeter.counter(),
                 )
                 result.overhead_seconds = time.perf_counter() - began
-                completion = await self._complete(result, on_delta, streamer.status)
+                completion = await self._complete(result, on_delta, streamer.status, runtime)
             result.completion = completion
             result.request = completion.request
             result.model_attempts.extend(completion.attempts)
             usage = completion.usage
             if result.tool_use is not None:  # the prompt alone: what the budget estimated
                 usage = result.tool_use.first_usage
-            await self.budgeter.observe(
+            await runtime.budgeter.observe(
                 result.prepared.fitted, usage.prompt_tokens if usage else None
             )
             result.answer = clean_text(completion.text)
@@ -214,10 +247,16 @@ class Answerer:
         result.ended_at = datetime.now(UTC)
         self._log(result)
         if self.recorder is not None:
+            writing = time.perf_counter()
             try:
                 await self.recorder(result)
             except Exception:
                 log.exception("could not record the interaction for message %s", trigger.id)
+            else:
+                if self.metrics is not None:
+                    self.metrics.store_write.observe(time.perf_counter() - writing)
+        if self.metrics is not None:
+            self.metrics.observe_answer(result, kind, runtime.config.model.name)
         if abandoned:
             raise asyncio.CancelledError
         return result
@@ -238,6 +277,7 @@ class Answerer:
         result: AnswerResult,
         on_delta: DeltaCallback,
         on_status: Callable[[str], Awaitable[None]],
+        runtime: ChannelRuntime,
     ) -> Completion:
         """Ask the model; on "context too long", rebuild a smaller prompt and ask again.
 
@@ -247,18 +287,18 @@ class Answerer:
         assert result.prepared is not None
         while True:
             try:
-                settings = self.config.tools
+                settings = runtime.config.tools  # the channel's [tools]
                 toolbox = toolbox_for(self.tools, settings, result.trigger)
                 cache = cache_hints(result.prepared)
                 if toolbox is None:
-                    return await self.model.complete(
+                    return await runtime.model.complete(
                         result.prepared.request_messages, on_delta=on_delta, cache=cache
                     )
                 fitted = result.prepared.fitted
                 result.tool_use = await complete_using(
-                    self.model, result.prepared.request_messages, toolbox, settings,
+                    runtime.model, result.prepared.request_messages, toolbox, settings,
                     on_delta=on_delta, on_status=on_status, cache=cache,
-                    room_tokens=self.budgeter.budget().limit - fitted.total if fitted else None,
+                    room_tokens=runtime.budgeter.budget().limit - fitted.total if fitted else None,
                 )  # fmt: skip
                 final = result.tool_use.completion
                 earlier = result.tool_use.attempts[: -len(final.attempts) or None]
@@ -269,7 +309,7 @@ class Answerer:
                     raise
                 result.model_attempts.extend(error.attempts)
                 fitted = result.prepared.fitted
-                budget = await self.budgeter.after_overflow(error, fitted)
+                budget = await runtime.budgeter.after_overflow(error, fitted)
                 stated = ", ".join(
                     f"{label} {value}"
                     for label, value in (
@@ -278,7 +318,7 @@ class Answerer:
                     )
                     if value is not None
                 )
-                result.prepared = refit_prompt(result.prepared, budget, self.budgeter.counter())
+                result.prepared = refit_prompt(result.prepared, budget, runtime.budgeter.counter())
                 new = result.prepared.fitted
                 result.refits.append(
                     f"context too long ({stated or 'no numbers stated'}): prompt of "

@@ -7,6 +7,7 @@ smaller than ``[model] context_tokens`` when a server's "context too long" answe
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 
@@ -35,6 +36,13 @@ class PromptBudgeter:
                 self._limits = store.model_limits()
             except Exception as error:  # an unreadable table must not stop the bot answering
                 log.warning("could not read the learned model limits: %s", error)
+
+    def for_settings(self, settings: ModelSettings) -> PromptBudgeter:
+        """The budgeter of a channel with other ``[model]`` settings (its own window or model),
+        sharing what is learned per model name with this one."""
+        other = copy.copy(self)  # the same _limits dict: learning is per model, not per channel
+        other.settings = settings
+        return other
 
     def limits(self, model: str | None = None) -> ModelLimits:
         model = model or self.settings.name

@@ -77,6 +77,10 @@ class AnswerQueue:
         """Triggers in line in the channel, next first (not the one being answered)."""
         return list(self._waiting.get(channel_id, {}).values())
 
+    def waiting_total(self) -> int:
+        """Triggers in line across all channels (the metrics' queue length)."""
+        return sum(len(line) for line in self._waiting.values())
+
     def submit(self, message: Queued) -> Queued | None:
         """Put the trigger in line; returns the same member's trigger it replaced, if any."""
         channel_id, member_id = message.channel.id, message.author.id

@@ -27,7 +27,8 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
     """
     prepared = result.prepared
     request = result.request or {}
-    sent = request.get("messages") if config.model.provider == "openai" else None
+    model = result.model_settings or config.model  # the channel's, when it has its own
+    sent = request.get("messages") if model.provider == "openai" else None
     loop = result.tool_use
     added = loop.added if loop is not None else []
     messages = list(sent or ([*prepared.request_messages, *added] if prepared else []))
@@ -106,9 +107,9 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
         trigger_author_id=trigger.author.id,
         started_at=result.started_at,
         ended_at=result.ended_at or result.started_at,
-        model=completion.model if completion else config.model.name,
+        model=completion.model if completion else model.name,
         parameters=parameters(request, loop)
-        or {"temperature": config.model.temperature, "max_tokens": config.model.max_tokens},
+        or {"temperature": model.temperature, "max_tokens": model.max_tokens},
         request_messages=messages,
         context=context,
         answer=result.answer,

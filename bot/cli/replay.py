@@ -21,6 +21,7 @@ from bot.answering.answerer import cache_hints
 from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.config.schema import Config
+from bot.discord.places import settings_for_export
 from bot.errors import CommandError
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError
@@ -42,6 +43,7 @@ def replay(args: argparse.Namespace, config: Config) -> int:
     if trigger is None:
         raise CommandError(f"{args.log}: no message {args.trigger} in the log")
     pages = offline_pages(args.log)
+    config = settings_for_export(config, source.export)  # the channel's own table, if any
     prepared, answer = asyncio.run(_prepare(source, trigger, config, pages, not args.no_model))
     if args.format == "json":
         print(json.dumps(_as_json(prepared, answer), indent=2, ensure_ascii=False))

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from bot.config.schema import Config
+from bot.discord.places import settings_for_export
 from bot.errors import CommandError
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import is_loopback, make_app
@@ -29,6 +30,11 @@ def studio_command(args: argparse.Namespace, config: Config) -> int:
     if args.log is not None:
         try:
             channel = ChannelStudio(args.log, config.context, config.model, config.triggers)
+            effective = settings_for_export(config, channel.source.export)
+            if effective is not config:  # the log's channel has its own table
+                channel = ChannelStudio(
+                    args.log, effective.context, effective.model, effective.triggers
+                )
         except GoldError as error:
             raise CommandError(str(error)) from error
         load_model()  # a broken weights file is one line now, not a failed build later

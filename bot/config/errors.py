@@ -29,29 +29,46 @@ def _describe(path: Path, detail: ErrorDetails, schema: type[BaseModel]) -> str:
     kind = detail["type"]
     if kind == "extra_forbidden" and len(location) == 1:
         return f"{path}: {_unknown_top_level(location[0], detail.get('input'), schema)}"
+    if location == ["channels"] and kind in ("tuple_type", "list_type"):
+        return f"{path}: [channels]: write each channel table as [[channels]] (two brackets)"
+    if location == ["models"] and kind == "dict_type":
+        return f"{path}: [models]: write each model as its own [models.NAME] table"
     section = f"[{location[0]}]" if location else ""
+    if location[:1] == ["channels"] and location[1:2] and location[1].isdigit():
+        # A [[channels]] table is named by its place in the file, counted from 1.
+        section, location = f"[[channels]] {int(location[1]) + 1}", [location[0], *location[2:]]
+    elif location[:1] == ["models"] and len(location) > 1:
+        section, location = f"[models.{location[1]}]", [location[0], *location[2:]]
     key = ".".join(location[1:])
     where = f"{section} {key}".strip() or "top level"
-    if kind == "extra_forbidden":
-        message = "unknown key (check its spelling against config.toml)"
-    elif kind == "value_error":
-        context: Mapping[str, Any] = detail.get("ctx") or {}
-        message = str(context.get("error", detail["msg"]))
+    message = explain(detail, schema, location)
+    if kind == "value_error":
         # Cross-field checks are raised as "key: what is wrong" so the key can still be named.
         named, _, rest = message.partition(": ")
         if not key and rest and named.isidentifier():
             where, message = f"{section} {named}", rest
-        elif not location and rest and SECTION_KEY.fullmatch(named):  # across sections
+        elif not location and rest and SECTION_KEY.match(named):  # across sections, tables
             where, message = named, rest
-    elif location[-1:] and location[-1] in SECRET_KEYS:
-        message = detail["msg"]
-    elif kind in BOUND_WORDS:
-        message = _bound(kind, detail, _field_note(schema, location))
-    else:
-        message = f"{detail['msg']} (got {_shown(detail.get('input'))})"
-        if kind in ("int_type", "int_parsing") and _quoted_number(detail.get("input")):
-            message += " (write ids without quotes)"
     return f"{path}: {where}: {message}"
+
+
+def explain(detail: ErrorDetails, schema: type[BaseModel], location: list[str]) -> str:
+    """What is wrong, worded as every config line words it (``location``: the path to the key
+    within ``schema``, to find its bound note; a secret's value is never shown)."""
+    kind = detail["type"]
+    if kind == "extra_forbidden":
+        return "unknown key (check its spelling against config.toml)"
+    if kind == "value_error":
+        context: Mapping[str, Any] = detail.get("ctx") or {}
+        return str(context.get("error", detail["msg"]))
+    if location[-1:] and location[-1] in SECRET_KEYS:
+        return detail["msg"]
+    if kind in BOUND_WORDS:
+        return _bound(kind, detail, _field_note(schema, location))
+    message = f"{detail['msg']} (got {_shown(detail.get('input'))})"
+    if kind in ("int_type", "int_parsing") and _quoted_number(detail.get("input")):
+        message += " (write ids without quotes)"
+    return message
 
 
 # Pydantic's bound checks, told as "[storage] retention_days: at most 36500 (100 years), got
@@ -113,7 +130,7 @@ def _sections(schema: type[BaseModel]) -> str:
     return ", ".join(f"[{name}]" for name in schema.model_fields)
 
 
-SECTION_KEY = re.compile(r"\[\w+\] \w+")
+SECTION_KEY = re.compile(r"\[\w+\] \w+$|\[\[channels\]\] \d+|\[models[\].]")
 
 
 def _quoted_number(value: Any) -> bool:

@@ -50,6 +50,12 @@ class ModelSettings(StrictSection):
         None, description="Bearer token; the MODEL_API_KEY environment variable wins over this."
     )
     name: str = Field("llama3.1", min_length=1, description="Model name sent in each request.")
+    use: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_-]{1,40}$",
+        description="Answer with the endpoint of this [models.NAME] table instead of provider, "
+        "base_url, api_key, name and context_tokens here.",
+    )
     temperature: float | None = Field(
         None, ge=0, le=2, description="Sampling temperature (0..2); unset: not sent."
     )

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bot.config.channels import effective_configs
 from bot.config.model_settings import CONNECTION_KEYS
 from bot.config.schema import Config, ConfigError, load_config
 from bot.config.tool_settings import LIVE_KEYS as TOOL_LIVE_KEYS
@@ -44,9 +45,17 @@ SHOWN_VALUE_CHARS = 40  # longer values (a system prompt) are only said to have 
 Key = tuple[str, str]
 
 
+TABLE_LISTS = {"channels": True, "models": False}
+"""Config fields that are not one section but tables of them, and whether they apply live: the
+[[channels]] tables do (answers read them afresh), a [models.NAME] endpoint needs a restart (its
+connection is opened once)."""
+
+
 def is_live(key: Key) -> bool:
     """Whether a change to this key applies without a restart."""
     section, name = key
+    if section in TABLE_LISTS:
+        return TABLE_LISTS[section]
     if section == "articles":
         return name in LIVE_LIMITS
     if section == "tools":
@@ -57,12 +66,16 @@ def is_live(key: Key) -> bool:
 def changed_keys(old: Config, new: Config) -> list[Key]:
     """``(section, key)`` of every setting whose value differs, in the file's order."""
     before, after = old.model_dump(), new.model_dump()
-    return [
-        (section, key)
-        for section, values in after.items()
-        for key, value in values.items()
-        if before.get(section, {}).get(key) != value
-    ]
+    changes = []
+    for section, values in after.items():
+        if section == "channels":
+            if before.get(section) != values:
+                changes.append((section, ""))
+            continue
+        old_values = before.get(section, {})
+        keys = list(values) + [key for key in old_values if key not in values]  # [models.X] gone
+        changes.extend((section, key) for key in keys if old_values.get(key) != values.get(key))
+    return changes
 
 
 def effective_config(running: Config, new: Config) -> Config:
@@ -70,6 +83,9 @@ def effective_config(running: Config, new: Config) -> Config:
     sections: dict[str, Any] = {}
     for section in Config.model_fields:
         fresh = getattr(new, section)
+        if section in TABLE_LISTS:
+            sections[section] = fresh if TABLE_LISTS[section] else getattr(running, section)
+            continue
         kept = {
             key: getattr(getattr(running, section), key)
             for key in type(fresh).model_fields
@@ -82,6 +98,10 @@ def effective_config(running: Config, new: Config) -> Config:
 def describe(key: Key, old: Config, new: Config) -> str:
     section, name = key
     label = f"[{section}] {name}"
+    if section == "channels":
+        return f"[[channels]] changed ({len(new.channels)} table(s))"
+    if section == "models":
+        return f"[models.{name}]"
     if key in SECRET_KEYS:
         return label
     before = getattr(getattr(old, section), name)
@@ -150,6 +170,16 @@ class ConfigWatcher:
         if live:
             effective = effective_config(self.running, new)
             try:
+                effective_configs(effective)  # with the running [models.NAME] endpoints
+            except ValueError as error:
+                log.error(
+                    "%s: %s; [models.NAME] tables added or changed take effect after a restart "
+                    "(edit refused: the last good config keeps serving)",
+                    self.path,
+                    error,
+                )
+                return False
+            try:
                 self.apply(self.running, effective)
             except Exception:  # a bug here must not stop the bot: it keeps the old settings
                 log.exception("could not apply the reloaded config from %s", self.path)
@@ -158,7 +188,10 @@ class ConfigWatcher:
             self.running = effective
             log.info("%s reloaded: %s", self.path, described)
         if newly_restart:
-            names = ", ".join(f"[{section}] {key}" for section, key in newly_restart)
+            names = ", ".join(
+                f"[models.{key}]" if section == "models" else f"[{section}] {key}"
+                for section, key in newly_restart
+            )
             log.warning("%s: %s changed: takes effect after a restart", self.path, names)
         elif not live and not restart:
             log.info("%s saved with no change in effect", self.path)

@@ -42,6 +42,8 @@ def render_config(config: Config, source: ConfigSource) -> str:
     lines = [f"# effective configuration from {source.describe()}; secrets masked"]
     lines.extend(f"# {fact}" for fact in privacy_facts(config))
     for section, values in config.masked().items():
+        if section in ("channels", "models"):
+            continue  # tables of tables: below
         if section == "storage":
             values = _storage_values(config, values)
         lines.append("")
@@ -49,8 +51,56 @@ def render_config(config: Config, source: ConfigSource) -> str:
         for key, value in values.items():
             lines.append(_setting(key, value))
         if section == "model":
-            lines.extend(explain_budget(config.model))
+            from bot.config.channels import top_level
+
+            answering = top_level(config).model  # [model] use resolved to its endpoint
+            if config.model.use is not None:
+                lines.append(
+                    f"# use = {toml_value(config.model.use)}: answers go to "
+                    f"[models.{config.model.use}], {answering.name} at {answering.base_url}"
+                )
+            lines.extend(explain_budget(answering))
+    lines.extend(_named_models(config))
+    lines.extend(_channel_tables(config))
     return "\n".join(lines) + "\n"
+
+
+def _named_models(config: Config) -> list[str]:
+    lines: list[str] = []
+    for name, values in config.masked()["models"].items():
+        lines.extend(["", f"[models.{_key(name)}]"])
+        lines.extend(_setting(key, value) for key, value in values.items())
+    return lines
+
+
+def _channel_tables(config: Config) -> list[str]:
+    """Each ``[[channels]]`` table as written, then, as comments, the settings in effect where
+    it matches that differ from the top level's (so what a channel really gets is visible)."""
+    from bot.config.channels import ChannelSettings
+
+    table = ChannelSettings(config)
+    top = table.top.masked()
+    lines: list[str] = []
+    for number, (rule, effective) in enumerate(table, start=1):
+        lines.extend(["", "[[channels]]", f"match = {toml_value(rule.match.model_dump())}"])
+        shown = effective.masked()
+        differences = [
+            f"#   [{section}] {_setting(key, value)}"
+            for section, values in shown.items()
+            if section in rule.overrides() or section == "model"
+            for key, value in values.items()
+            if top[section].get(key) != value
+        ]
+        where = rule.describe_match()
+        if differences:
+            lines.append(f"# [[channels]] {number}: in effect where it matches ({where}):")
+            lines.extend(differences)
+        else:
+            lines.append(f"# [[channels]] {number}: same settings as the top level ({where})")
+        for section, values in rule.overrides().items():
+            lines.append(f"[channels.{section}]")
+            lines.extend(_setting(key, value) for key, value in values.items())
+    return lines
 
 
 def _storage_values(config: Config, values: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,9 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
     [storage]      StorageSettings     bot/config/schema.py
     [logging]      LoggingSettings     bot/config/schema.py
     [tools]        ToolSettings        bot/config/tool_settings.py
+    [metrics]      MetricsSettings     bot/config/schema.py
+    [models.NAME]  NamedModel          bot/config/named_models.py
+    [[channels]]   ChannelRule         bot/config/channels.py
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
+from bot.config.channels import ChannelRule, check_models, effective_configs
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
+from bot.config.named_models import NamedModel, keys_from_env
 from bot.config.store_url import redact_url, userinfo_problem
 from bot.config.tool_settings import ToolSettings
 from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
@@ -274,6 +279,24 @@ class LoggingSettings(StrictSection):
         return value.upper() if isinstance(value, str) else value
 
 
+class MetricsSettings(StrictSection):
+    """``[metrics]``: opt-in Prometheus endpoint."""
+
+    port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Serve Prometheus metrics on this TCP port; unset: no metrics (0: any free "
+        "port, logged at start).",
+    )
+    host: str = Field(
+        "127.0.0.1",
+        min_length=1,
+        max_length=255,
+        description="Address to listen on; 0.0.0.0 exposes the numbers to the network.",
+    )
+
+
 class Config(StrictSection):
     discord: DiscordSettings = DiscordSettings()
     model: ModelSettings = ModelSettings()
@@ -288,6 +311,16 @@ class Config(StrictSection):
     storage: StorageSettings = StorageSettings()
     logging: LoggingSettings = LoggingSettings()
     tools: ToolSettings = ToolSettings()
+    metrics: MetricsSettings = MetricsSettings()
+    models: dict[str, NamedModel] = Field(default_factory=dict)
+    channels: tuple[ChannelRule, ...] = ()
+
+    @model_validator(mode="after")
+    def _channels_resolve(self) -> Config:
+        """Each named model and ``[[channels]]`` table makes a valid config."""
+        check_models(self.models)
+        effective_configs(self)
+        return self
 
     @model_validator(mode="after")
     def _shards_share_a_store(self) -> Config:
@@ -330,6 +363,9 @@ def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None
         data.setdefault("discord", {})["token"] = env["DISCORD_TOKEN"]
     if env.get("MODEL_API_KEY"):
         data.setdefault("model", {})["api_key"] = env["MODEL_API_KEY"]
+    missing = keys_from_env(data, env)
+    if missing:
+        raise ConfigError(*(f"{path}: {line}" for line in missing))
     try:
         # Through JSON so that strict mode still takes TOML arrays as tuples and strings as
         # paths, while refusing a boolean for a number or a string for a boolean.

@@ -69,6 +69,17 @@ class ModelClient:
         kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
         self.settings = self.provider.settings = settings.model_copy(update=kept)
 
+    def with_settings(self, settings: ModelSettings) -> ModelClient:
+        """A client for other per-request settings (a channel's persona, sampling or model
+        name) over this one's connection: same HTTP pool, same endpoint and key."""
+        kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
+        client = ModelClient(
+            settings.model_copy(update=kept), http_client=self._http, rng=self._rng
+        )
+        if hasattr(self.provider, "stream_options_ok"):  # what the server refused, learned once
+            client.provider.stream_options_ok = self.provider.stream_options_ok  # type: ignore[attr-defined]
+        return client
+
     def __repr__(self) -> str:
         key = "set" if self.settings.api_key else "none"
         return f"ModelClient(url={self.url!r}, model={self.settings.name!r}, api_key={key})"

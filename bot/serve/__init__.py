@@ -1,8 +1,9 @@
 """The running bot: the nextcord client and everything about the process that serves it.
 
-What lives here: the client and its gateway events (``client``), ``run`` with its exit codes,
-sharding, the start-up summary and model probe (``startup``), hot reload handed to the client
-(``live_config``), the health file and the SIGTERM handler.
+What lives here: the client and its gateway events (``client``), ``/model``
+(``model_command``), ``run`` with its exit codes, sharding, the start-up summary and model probe
+(``startup``), hot reload handed to the client (``live_config``), the metrics endpoint
+(``metrics_server``), the health file and the SIGTERM handler.
 
 May import every layer below it (``bot.answering``, ``bot.discord``, ``bot.model``,
 ``bot.storage``, ``bot.studio``, ``bot.config``, ``bot.errors``) and ``conversation``; only the

@@ -18,10 +18,11 @@ from typing import Any
 import nextcord
 
 from bot.answering.answerer import Answerer, Recorder
+from bot.answering.metrics import Metrics
 from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.queue import AnswerQueue, AnswerSlots
-from bot.config.schema import Config, ConfigError
+from bot.config.schema import Config, ConfigError, TriggerSettings
 from bot.config.validators import snowflake
 from bot.discord.compat import message_from_payload, set_rest_base
 from bot.discord.dm_roles import DmRoles, RoleLookupFailed
@@ -31,6 +32,7 @@ from bot.discord.mentions import allowed_mentions
 from bot.discord.triggers import has_role_rules, permitted, trigger_kind
 from bot.discord.visibility import may_read_history, may_view_channel
 from bot.model.client import ModelClient
+from bot.serve.metrics_server import MetricsServer
 from bot.storage import Store
 from bot.tools.toolbox import Toolbox
 from conversation.articles.service import ArticleService
@@ -88,6 +90,9 @@ class ThreadwiseClient(nextcord.Client):
             slim=Slimmer(),
         )
         self.materializer = Materializer(MaterializeOptions(), articles)
+        # Counted only when [metrics] port is set; served from login() to close().
+        self.metrics = Metrics() if config.metrics.port is not None else None
+        self.metrics_server: MetricsServer | None = None
         self.answerer = Answerer(
             config,
             self.caches,
@@ -97,6 +102,7 @@ class ThreadwiseClient(nextcord.Client):
             recorder=recorder,
             budgeter=PromptBudgeter(config.model, store),
             tools=tools,
+            metrics=self.metrics,
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
@@ -108,6 +114,13 @@ class ThreadwiseClient(nextcord.Client):
         self._tasks: set[asyncio.Task[Any]] = set()
         self.answer_slots = AnswerSlots(lambda: self.config.triggers.max_concurrent_answers)
         self.queue = AnswerQueue(self._answer_now, self.answer_slots, self._spawn)
+        self._kinds: dict[int, str] = {}  # trigger id -> why it is answered (for the metrics)
+        if self.metrics is not None:
+            self.metrics.watch(
+                queue_length=self.queue.waiting_total,
+                cache_messages=lambda: sum(len(cache) for cache in self.caches),
+                cache_channels=lambda: len(self.caches),
+            )
         self.dm_roles = DmRoles(lambda: self.guilds)
         self._register_commands()
 
@@ -129,6 +142,37 @@ class ThreadwiseClient(nextcord.Client):
                 await self.explain_for(interaction.channel_id, message_id, asker)
                 if asker is not None
                 else "I cannot tell who is asking."
+            )
+            await interaction.response.send_message(text, ephemeral=True)
+
+        from bot.serve.model_command import model_choices
+
+        @self.slash_command(
+            name="model",
+            description="List the models, say which answers here, or choose one for this channel.",
+            # Discord hides it from the others; the handler refuses them all the same (and in
+            # DMs, where there is no server to manage).
+            default_member_permissions=nextcord.Permissions(manage_guild=True),
+        )
+        async def model_command(
+            interaction: nextcord.Interaction,
+            name: str | None = nextcord.SlashOption(
+                description="A model to answer with in this channel until the next restart or "
+                "reload; 'default' goes back to the config's",
+                required=False,
+                default=None,
+                # The named models are fixed until a restart, so Discord can offer them.
+                choices=model_choices(self.config) or None,
+            ),
+        ) -> None:
+            from bot.serve.model_command import model_command_text
+
+            text = model_command_text(
+                self.answerer.channels,
+                interaction.channel,
+                may_choose=interaction.guild_id is not None
+                and interaction.permissions.manage_guild,
+                name=name,
             )
             await interaction.response.send_message(text, ephemeral=True)
 
@@ -177,12 +221,19 @@ class ThreadwiseClient(nextcord.Client):
         # nextcord keeps its REST base as a class attribute; set it before the first request.
         set_rest_base(self.config.discord.api_base)
         await super().login(token)
+        if self.metrics is not None and self.metrics_server is None:
+            self.metrics_server = MetricsServer(self.metrics, self.config.metrics)
+            await self.metrics_server.start()
 
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await super().close()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
+            self.metrics_server = None
+        await self.answerer.channels.clients.aclose()
 
     async def on_ready(self) -> None:
         assert self.user is not None
@@ -221,21 +272,24 @@ class ThreadwiseClient(nextcord.Client):
         if reference is not None and reference.message_id is not None:
             known = cache.get(reference.message_id)
             replies_to_bot = getattr(getattr(known, "author", None), "id", None) == self.user.id
-        kind = trigger_kind(message, self.user.id, self.config.triggers, bot_message=replies_to_bot)
-        if kind is None and not self._follows(message, cache):
+        triggers = self.answerer.settings_for(message.channel).triggers
+        kind = trigger_kind(message, self.user.id, triggers, bot_message=replies_to_bot)
+        if kind is None and self._follows(message, cache, triggers):
+            kind = "follow"
+        if kind is None:
             return
         if not await self._permitted(message):
             log.info("ignored message %s from %s: not permitted", message.id, message.author.id)
             return
+        self._kinds[message.id] = kind
         self._spawn(self._debounced_answer(message))
 
-    def _follows(self, message: nextcord.Message, cache: Any) -> bool:
+    def _follows(self, message: nextcord.Message, cache: Any, settings: TriggerSettings) -> bool:
         """A message that calls no one, answered when it continues the bot's conversation
         (``bot.discord.follow``): from the cache alone, never for a bot or in a DM, and never
         for a member who may not read the channel's history (the conversation it would
         continue is that history: issue 23's rule, ``bot.discord.visibility``)."""
         assert self.user is not None
-        settings = self.config.triggers
         if (
             message.guild is None
             or message.author.id == self.user.id
@@ -334,20 +388,27 @@ class ThreadwiseClient(nextcord.Client):
         key = (message.channel.id, message.author.id)
         waiting = self._pending.get(key)
         if waiting is not None and waiting.id > message.id:
+            self._kinds.pop(message.id, None)
             return  # a newer message of the burst got here first (its DM role check was quicker)
         self._pending[key] = message
-        await asyncio.sleep(self.config.triggers.burst_window_seconds)
+        settings = self.answerer.settings_for(message.channel)
+        await asyncio.sleep(settings.triggers.burst_window_seconds)
         if self._pending.get(key) is not message:
+            self._kinds.pop(message.id, None)
             return
         del self._pending[key]
-        self.queue.submit(message)
+        replaced = self.queue.submit(message)
+        if replaced is not None:
+            self._kinds.pop(replaced.id, None)
 
     async def _answer_now(self, message: nextcord.Message) -> None:
+        kind = self._kinds.pop(message.id, "unknown")
         cache = self.caches.get(message.channel.id)
         if cache is not None and cache.is_deleted(message.id):
             log.info("message %s was deleted before the answer; not answering", message.id)
             return
-        await self.answerer.answer(message, followed=self._followed.pop(message.id, None))
+        followed = self._followed.pop(message.id, None)
+        await self.answerer.answer(message, followed=followed, kind=kind)
 
 
 __all__ = ["ConfigError", "ThreadwiseClient"]

@@ -17,6 +17,7 @@ import aiohttp
 import nextcord
 
 from bot.answering.answerer import Recorder
+from bot.config.channels import top_level
 from bot.config.schema import Config, locate_config, require_token
 from bot.model.client import ModelClient
 from bot.serve.client import INTENT_HELP
@@ -118,7 +119,7 @@ async def _serve_with_store(config: Config, token: str, config_path: Path | None
     from bot.answering.recording import open_recorder
     from bot.serve.startup import start_model_probe
 
-    probe = start_model_probe(config.model)
+    probe = start_model_probe(top_level(config).model)  # the endpoint most channels use
     try:
         async with open_recorder(config) as recorder:
             await serve(

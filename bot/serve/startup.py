@@ -14,6 +14,7 @@ import logging
 import aiohttp
 import nextcord
 
+from bot.config.channels import top_level
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, ConfigSource
 
@@ -47,7 +48,13 @@ def log_configuration(config: Config, source: ConfigSource) -> None:
     kept = "kept forever" if days == 0 else f"kept {days} days"
     log.info("config: %s", source.describe())
     log.info("store: %s (interactions %s, [storage] retention_days)", storage.location, kept)
-    log.info("model: %s at %s", config.model.name, config.model.base_url)
+    model = top_level(config).model  # [model] use resolved to its endpoint
+    log.info("model: %s at %s", model.name, model.base_url)
+    if config.models:
+        named = ", ".join(f"{name} ({m.name})" for name, m in config.models.items())
+        log.info("named models ([models.NAME], /model): %s", named)
+    if config.channels:
+        log.info("channel settings: %d [[channels]] table(s)", len(config.channels))
 
 
 def invite_url(application_id: int) -> str:

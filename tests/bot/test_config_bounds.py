@@ -57,6 +57,8 @@ def numeric_fields() -> list[tuple[str, str, type]]:
     as ``list`` (written as a one-item array)."""
     found = []
     for section, field in Config.model_fields.items():
+        if section in TABLES:
+            continue  # tables of tables: test_the_numbers_of_named_models_and_channel_tables
         model = field.annotation
         assert isinstance(model, type) and issubclass(model, BaseModel)
         for key, inner in model.model_fields.items():
@@ -68,6 +70,7 @@ def numeric_fields() -> list[tuple[str, str, type]]:
     return found
 
 
+TABLES = ("models", "channels")  # [models.NAME] and [[channels]]
 FIELDS = numeric_fields()
 
 
@@ -221,3 +224,25 @@ def _merge(base: str, highest: str) -> str:
             else:
                 lines.append(f"{key} = {toml_value(value)}")
     return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ('[models.big]\nname = "b"\ncontext_tokens = {}\n', "[models.big] context_tokens"),
+        ("[[channels]]\nmatch = {{ channel_ids = [{}] }}\n", "[[channels]] 1 match.channel_ids"),
+        ("[[channels]]\nmatch = {{ guild_ids = [{}] }}\n", "[[channels]] 1 match.guild_ids"),
+        (
+            "[[channels]]\nmatch = {{ guild_ids = [1] }}\n[channels.context]\nmax_total = {}\n",
+            "[[channels]] 1 [context] max_total",
+        ),
+    ],
+)
+def test_the_numbers_of_named_models_and_channel_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, key: str
+) -> None:
+    for value in (HUGE_INT, math.inf, math.nan, -1):
+        code, lines = check(tmp_path, capsys, table.format(toml_value(value)))
+        said = f"{key} = {value}: exit {code}, {lines}"
+        assert code == 2 and len(lines) == 1 and key in lines[0], said
+        assert "Traceback" not in lines[0], said

@@ -255,6 +255,21 @@ class FakeDiscord:
             await self.gateway.dispatch("THREAD_CREATE", thread, intent=INTENT_GUILDS)
         return thread
 
+    async def add_text_channel(
+        self, channel_id: int, guild_id: int, name: str, *, category_id: int | None = None
+    ) -> Payload:
+        """A text channel in a loaded guild, optionally under a category; dispatched as
+        CHANNEL_CREATE (the category first) to connected clients."""
+        created = self.state.add_text_channel(
+            str(channel_id),
+            str(guild_id),
+            name,
+            category_id=None if category_id is None else str(category_id),
+        )
+        for channel in created:
+            await self.gateway.dispatch("CHANNEL_CREATE", channel, intent=INTENT_GUILDS)
+        return created[-1]
+
     def add_user(
         self, user_id: int, name: str, *, nick: str | None = None, bot: bool = False
     ) -> DceUser:
@@ -466,8 +481,13 @@ class FakeDiscord:
         user: int | str | DceUser,
         name: str,
         options: list[Payload] | None = None,
+        *,
+        permissions: int | None = None,
     ) -> InteractionRecord:
-        """A user runs a registered slash command: INTERACTION_CREATE is dispatched."""
+        """A user runs a registered slash command: INTERACTION_CREATE is dispatched.
+
+        ``permissions``: the member's resolved permissions in the channel (default: the bot's).
+        """
         channel = self.state.channel(channel_id)
         guild_id = channel.get("guild_id")
         author = self.state.user(user)
@@ -499,7 +519,12 @@ class FakeDiscord:
             payload |= {
                 "guild_id": guild_id,
                 "guild_locale": "en-US",
-                "member": member | {"permissions": str(self.state.bot_permissions)},
+                "member": member
+                | {
+                    "permissions": str(
+                        self.state.bot_permissions if permissions is None else permissions
+                    )
+                },
             }
         else:
             payload["user"] = user_payload(author)

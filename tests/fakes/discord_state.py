@@ -376,6 +376,31 @@ class DiscordState:
         self.thread_members[thread_id] = set(members)
         return thread
 
+    def add_text_channel(
+        self, channel_id: str, guild_id: str, name: str, *, category_id: str | None
+    ) -> list[Payload]:
+        """A text channel of a loaded guild, under a category (created if new); returns the
+        new channel payloads, the category's first."""
+        guild = self.guilds[guild_id]
+        created = []
+        if category_id is not None and category_id not in self.channels:
+            category = {"id": category_id, "type": 4, "name": f"category {category_id}",
+                        "position": 0, "guild_id": guild_id, "permission_overwrites": [],
+                        "nsfw": False}  # fmt: skip
+            self.channels[category_id] = category
+            guild.channel_ids.append(category_id)
+            created.append(category)
+        channel = {"id": channel_id, "type": 0, "name": name, "topic": None, "position": 1,
+                   "guild_id": guild_id, "permission_overwrites": [], "nsfw": False,
+                   "last_message_id": None}  # fmt: skip
+        if category_id is not None:
+            channel["parent_id"] = category_id
+        self.channels[channel_id] = channel
+        guild.channel_ids.append(channel_id)
+        self.messages.setdefault(channel_id, ChannelMessages())
+        created.append(channel)
+        return created
+
     def thread_member(self, thread_id: str, user_id: str) -> Payload:
         """The thread member object, as ``GET /channels/{id}/thread-members/{user}`` serves it."""
         channel = self.channel(thread_id)

@@ -62,7 +62,10 @@ def make_config(discord: FakeDiscord, fake_model: FakeOpenAI, **sections: dict) 
         "replies": {"edit_interval_seconds": 0.2},
     }  # fmt: skip
     for section, values in sections.items():
-        data.setdefault(section, {}).update(values)
+        if isinstance(values, dict) and section != "models":
+            data.setdefault(section, {}).update(values)
+        else:  # [[channels]] and [models.NAME]: given whole
+            data[section] = values
     return Config.model_validate(data)
 
 

@@ -1,0 +1,140 @@
+"""The operator's dashboard: Prometheus metrics of the answers, served on ``[metrics] port``
+(by ``bot.serve.metrics_server``).
+
+An operator running the bot for real has no numbers to watch but logs. With ``[metrics] port``
+set, ``run`` serves Prometheus' text format at ``http://HOST:PORT/metrics`` (127.0.0.1 by default:
+the numbers name models and say how busy the bot is, which is nobody else's business). Each
+client has its own ``CollectorRegistry`` (no global state), so two bots in one process, or two
+tests, never count into each other.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SECONDS_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
+STORE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+
+
+class Metrics:
+    """Every number the bot exports, in its own registry."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client.process_collector import ProcessCollector
+
+        self.registry = registry = CollectorRegistry()
+        ProcessCollector(registry=registry)  # process_resident_memory_bytes and friends
+        self.answers = Counter(
+            "threadwise_answers",
+            "Answers finished, by outcome (success, partial, failure) and trigger kind.",
+            ["outcome", "trigger"],
+            registry=registry,
+        )
+        self.model_latency = Histogram(
+            "threadwise_model_latency_seconds",
+            "Time from the model request to its whole answer (retries included), by model.",
+            ["model"],
+            buckets=SECONDS_BUCKETS,
+            registry=registry,
+        )
+        self.first_token = Histogram(
+            "threadwise_model_time_to_first_token_seconds",
+            "Time from the model request to the first streamed text, by model.",
+            ["model"],
+            buckets=SECONDS_BUCKETS,
+            registry=registry,
+        )
+        self.tokens = Counter(
+            "threadwise_model_tokens",
+            "Tokens the model server reported, by model and kind (prompt, cached, completion).",
+            ["model", "kind"],
+            registry=registry,
+        )
+        self.model_errors = Counter(
+            "threadwise_model_errors",
+            "Answers the model failed (after retries), by model.",
+            ["model"],
+            registry=registry,
+        )
+        self.rest_calls = Counter(
+            "threadwise_discord_rest_calls",
+            "Discord REST calls made to read the context of answers (history pages, messages).",
+            registry=registry,
+        )
+        self.articles = Counter(
+            "threadwise_article_reads",
+            "Linked pages read for answers, by result (ok, failed).",
+            ["result"],
+            registry=registry,
+        )
+        self.store_write = Histogram(
+            "threadwise_store_write_seconds",
+            "Time to record one answer in the store.",
+            buckets=STORE_BUCKETS,
+            registry=registry,
+        )
+        self.queue_length = Gauge(
+            "threadwise_answer_queue_length",
+            "Triggers waiting in line for an answer, across channels.",
+            registry=registry,
+        )
+        self.cache_messages = Gauge(
+            "threadwise_cache_messages",
+            "Discord messages held in the channel caches.",
+            registry=registry,
+        )
+        self.cache_channels = Gauge(
+            "threadwise_cache_channels",
+            "Channels with a cache.",
+            registry=registry,
+        )
+
+    def watch(
+        self,
+        *,
+        queue_length: Callable[[], float],
+        cache_messages: Callable[[], float],
+        cache_channels: Callable[[], float],
+    ) -> None:
+        """Gauges read when scraped, so they cost nothing between scrapes."""
+        self.queue_length.set_function(queue_length)
+        self.cache_messages.set_function(cache_messages)
+        self.cache_channels.set_function(cache_channels)
+
+    def observe_answer(self, result: Any, trigger: str, model: str) -> None:
+        """Count one finished answer (a ``bot.answering.answerer.AnswerResult``, which reads
+        this module: duck-typed here)."""
+        self.answers.labels(result.outcome, trigger).inc()
+        prepared = result.prepared
+        if prepared is not None:
+            self.rest_calls.inc(prepared.selection.rest_calls)
+            for article in prepared.materialized.articles:
+                self.articles.labels("ok" if article.ok else "failed").inc()
+        completion = result.completion
+        if completion is None:
+            if result.error is not None and result.model_attempts:
+                self.model_errors.labels(model).inc()
+            return
+        self.model_latency.labels(model).observe(completion.latency_seconds)
+        if completion.time_to_first_token is not None:
+            self.first_token.labels(model).observe(completion.time_to_first_token)
+        usage = completion.usage
+        if usage is not None:
+            for kind, count in (
+                ("prompt", usage.prompt_tokens),
+                ("cached", usage.cached_prompt_tokens),
+                ("completion", usage.completion_tokens),
+            ):
+                if count:
+                    self.tokens.labels(model, kind).inc(count)
+
+    def render(self) -> tuple[bytes, str]:
+        """The exposition text and its content type."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
