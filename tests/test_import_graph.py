@@ -206,3 +206,15 @@ def test_the_layer_check_finds_an_upward_import() -> None:
 def test_type_checking_imports_count() -> None:
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from a import b\n")
     assert "a.b" in _imported(tree, "m", False)
+
+
+def test_every_bot_module_is_named_in_its_package_docstring() -> None:
+    """A package's docstring says what lives there: a module it does not name is a room the
+    newcomer reading the tree cannot find."""
+    unnamed = []
+    for init in sorted((ROOT / "bot").glob("*/__init__.py")):
+        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        for module in sorted(init.parent.glob("*.py")):
+            if module.stem != "__init__" and f"``{module.stem}``" not in docstring:
+                unnamed.append(str(module.relative_to(ROOT)))
+    assert not unnamed, f"modules their package's __init__ docstring does not name: {unnamed}"

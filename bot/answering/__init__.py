@@ -2,10 +2,11 @@
 
 What lives here: the answer itself (``answerer``), each channel's settings made into working
 parts, model clients per endpoint included (``channels``), the line of triggers waiting for one
-(``queue``), the token budget learned per model (``prompt_budget``), the stored record of each
-answer (``recording``), the Prometheus counts of answers (``metrics``) and the texts the bot
-posts about itself (``notices``).
+(``queue``), the token budget learned per model (``prompt_budget``), tools in an answer and their
+stored rounds (``tool_use``, ``tool_record``), the stored record of each answer
+(``recording``), the Prometheus counts of answers (``metrics``) and the texts the bot posts
+about itself (``notices``).
 
-May import: ``bot.discord``, ``bot.model``, ``bot.storage``, ``bot.config``, ``bot.errors`` and
-``conversation``. The client that feeds it lives above, in ``bot.serve``.
+May import: ``bot.discord``, ``bot.model``, ``bot.tools``, ``bot.storage``, ``bot.config``,
+``bot.errors`` and ``conversation``. The client that feeds it lives above, in ``bot.serve``.
 """

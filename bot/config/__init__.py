@@ -1,11 +1,11 @@
 """Configuration: ``config.toml`` read into pydantic models, checked, reported and watched.
 
-What lives here: the sections' models (``schema``; the model's own in ``model_settings``), the
-validators they share, the one-line error texts (``errors``), ``check-config``'s printout
-(``report``), the reload watcher that tells live edits from restart ones (``reload``), the
-store URL masking (``store_url``), the ``[models.NAME]`` endpoints (``named_models``) and the
-``[[channels]]`` tables with the effective settings of each (``channels``). A new setting goes
-into the section model that reads it.
+What lives here: the sections' models (``schema``; the model's own in ``model_settings``, the
+tools' in ``tool_settings``), the ``[models.NAME]`` endpoints (``named_models``), the
+``[[channels]]`` tables with the effective settings of each (``channels``), the checks they
+share (``validators``), the one-line error texts (``errors``), ``check-config``'s printout
+(``report``), the reload watcher that tells live edits from restart ones (``reload``) and the
+store URL masking (``store_url``). A new setting goes into the section model that reads it.
 
 May import: ``bot.errors`` and ``conversation`` (whose own sections live in
 ``conversation.settings``). Nothing here talks to Discord, the model or the store: the layers

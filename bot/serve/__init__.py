@@ -1,11 +1,13 @@
 """The running bot: the nextcord client and everything about the process that serves it.
 
 What lives here: the client and its gateway events (``client``), ``/model``
-(``model_command``), ``run`` with its exit codes, sharding, the start-up summary and model probe
-(``startup``), hot reload handed to the client (``live_config``), the metrics endpoint
-(``metrics_server``), the health file and the SIGTERM handler.
+(``model_command``), ``run`` with its exit codes, the shards of a big bot (``sharding``), the
+start-up summary and model probe (``startup``), hot reload handed to the client
+(``live_config``), the MCP servers and ``read_page`` for the whole run (``tools``), the metrics
+endpoint (``metrics_server``), the container's heartbeat file (``health``) and SIGTERM handled
+like Ctrl-C (``shutdown``).
 
 May import every layer below it (``bot.answering``, ``bot.discord``, ``bot.model``,
-``bot.storage``, ``bot.studio``, ``bot.config``, ``bot.errors``) and ``conversation``; only the
-command line imports it.
+``bot.tools``, ``bot.storage``, ``bot.studio``, ``bot.config``, ``bot.errors``) and
+``conversation``; only the command line imports it.
 """

@@ -1,7 +1,13 @@
-"""Interaction storage: what the bot sent, got back and did, in one SQLite file.
+"""Interaction storage: what the bot sent, got back and did, on SQLite or PostgreSQL.
 
-See :class:`Store` for the API. Nothing here imports nextcord: the bot turns Discord events into
-calls on the store, and the CLI reads it.
+See :class:`Store` for the API (``store``). Behind it: the migrations (``schema``), what differs
+between the two databases (``dialect``, ``postgres``), the single writer thread
+(``writer_thread``) and everything it changes (``mutations``), the read-only queries
+(``reads``), the explanations built from them (``explain``), the data crossing the boundary
+(``models``), request messages addressed by content (``nodes``), a forgotten person's names
+(``names``), what is remembered per model for the token budget (``limits``), timestamps as
+sortable text (``timefmt``) and the one exception type (``errors``). Nothing here imports
+nextcord: the bot turns Discord events into calls on the store, and the CLI reads it.
 
 May import: ``bot.config``, ``bot.errors`` and ``conversation``.
 """
