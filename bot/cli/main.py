@@ -80,8 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         "contexts",
         parents=[common],
         help="context selection for many triggers of a log, as JSON lines",
-        description="One JSON line per trigger: {trigger, context, reasons, rest_calls}; "
-        "rest_calls is what the build would cost against Discord with a cold cache.",
+        description="One JSON line per trigger: {trigger, context, reasons, rest_calls, scores} "
+        "(and prompt, with --prompts); rest_calls is what the build would cost against Discord "
+        "with a cold cache, scores each message's learned relevance score and its evidence.",
     )
     contexts.add_argument("log", type=Path, help="DiscordChatExporter JSON export")
     contexts.add_argument(
