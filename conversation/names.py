@@ -108,29 +108,53 @@ class SpeakerLabels:
     """
 
     def __init__(self, people: Iterable[tuple[int, str]]) -> None:
-        group_of: dict[int, int] = {}  # user id -> a user id standing for their group
-        first_with: dict[tuple[int, str], int] = {}  # (which key, key) -> first user with it
-        for user_id, name in people:
-            user_id = int(user_id)
-            group_of.setdefault(user_id, user_id)
-            for key in enumerate(_likeness(label_name(name))):
-                other = first_with.setdefault(key, user_id)
-                _join(group_of, _root(group_of, other), _root(group_of, user_id))
-        groups: dict[int, set[int]] = {}
-        for user_id in group_of:
-            groups.setdefault(_root(group_of, user_id), set()).add(user_id)
+        shown = {(int(user_id), label_name(name)) for user_id, name in people}
+        group_of = {user_id: user_id for user_id, _ in shown}  # user id -> their group's first
+        keys = {person: _likeness(person[1]) for person in shown}
         self._suffix: dict[int, str] = {}
-        for ids in groups.values():
-            if len(ids) > 1:
-                self._suffix.update(_id_tails(ids))
+        # Alike names share a group and get suffixes. A suffixed label can in turn look like
+        # another's name ("Ben (user …0102)" for the Ben so labelled): that one joins the
+        # group, until no two labels look alike. Labels within a group never do (their tails
+        # differ), so each round joins groups and the rounds end; with no such name, one round.
+        while _join_alike(group_of, keys):
+            groups: dict[int, set[int]] = {}
+            for user_id in group_of:
+                groups.setdefault(_root(group_of, user_id), set()).add(user_id)
+            for ids in groups.values():
+                if len(ids) > 1:
+                    self._suffix.update(_id_tails(ids))
+            keys = {
+                (user_id, text): _likeness(self._suffixed(user_id, text))
+                for user_id, text in shown
+                if user_id in self._suffix
+            } | {person: key for person, key in keys.items() if person[0] not in self._suffix}
 
     def label(self, user_id: int, name: str) -> str:
-        text = label_name(name)
-        tail = self._suffix.get(int(user_id))
+        return self._suffixed(int(user_id), label_name(name))
+
+    def _suffixed(self, user_id: int, text: str) -> str:
+        tail = self._suffix.get(user_id)
         if tail is None:
             return text
         cut = "" if tail == str(user_id) else "\u2026"  # the whole id needs no ellipsis
         return f"{text} (user {cut}{tail})"
+
+
+def _join_alike(group_of: dict[int, int], keys: dict[tuple[int, str], tuple[str, str]]) -> bool:
+    """Put people whose labels share a key (``_likeness``) in one group; whether any two
+    groups were joined."""
+    joined = False
+    first_with: dict[tuple[int, str], int] = {}  # (which key, key) -> first person with it
+    for (user_id, _), likeness in keys.items():
+        for key in enumerate(likeness):
+            one, other = (
+                _root(group_of, first_with.setdefault(key, user_id)),
+                _root(group_of, user_id),
+            )
+            if one != other:
+                group_of[max(one, other)] = min(one, other)
+                joined = True
+    return joined
 
 
 def speaker_labels(people: Iterable[Any]) -> SpeakerLabels:
@@ -142,11 +166,6 @@ def _root(group_of: dict[int, int], user_id: int) -> int:
     while group_of[user_id] != user_id:
         user_id = group_of[user_id]
     return user_id
-
-
-def _join(group_of: dict[int, int], one: int, other: int) -> None:
-    if one != other:
-        group_of[max(one, other)] = min(one, other)
 
 
 def _id_tails(ids: set[int]) -> dict[int, str]:

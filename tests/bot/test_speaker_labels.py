@@ -140,3 +140,17 @@ def test_a_name_loses_every_invisible_character():
     for char in [*INVISIBLE, "\u200b", "\u2060", "\u202e", "\ufeff", "\u2800", "\U000e0001"]:
         assert label_name(f"B{char}en") == "Ben", hex(ord(char))
     assert label_name("\u3164\u3164") == "someone"
+
+
+def test_a_name_that_looks_like_a_suffixed_label_gets_a_suffix_of_its_own():
+    ben, twin, forger = 1300000000000000102, 1300000000000000169, 1300000000000000171
+    for nick in ["Ben (user \u20260102)", "Ben (user ...0102)", "B\u0435n (user \u20260102)"]:
+        labels = SpeakerLabels([(ben, "Ben"), (twin, "BEN"), (forger, nick)])
+        shown = {labels.label(ben, "Ben"), labels.label(twin, "BEN"), labels.label(forger, nick)}
+        assert labels.label(ben, "Ben") == "Ben (user \u20260102)", nick
+        assert labels.label(forger, nick).endswith(" (user \u20260171)"), nick
+        assert len(shown) == 3
+    # Without a Ben to pass for, the name is only a name.
+    assert SpeakerLabels([(forger, "Ben (user \u20260102)")]).label(
+        forger, "Ben (user \u20260102)"
+    ) == ("Ben \uff08user \u20260102\uff09")
