@@ -108,7 +108,8 @@ class SpeakerLabels:
     """
 
     def __init__(self, people: Iterable[tuple[int, str]]) -> None:
-        shown = {(int(user_id), label_name(name)) for user_id, name in people}
+        named = {(int(user_id), name): label_name(name) for user_id, name in people}
+        shown = {(user_id, text) for (user_id, _), text in named.items()}
         group_of = {user_id: user_id for user_id, _ in shown}  # user id -> their group's first
         keys = {person: _likeness(person[1]) for person in shown}
         self._suffix: dict[int, str] = {}
@@ -128,9 +129,12 @@ class SpeakerLabels:
                 for user_id, text in shown
                 if user_id in self._suffix
             } | {person: key for person, key in keys.items() if person[0] not in self._suffix}
+        # Each label once: a context asks for one per message.
+        self._labels = {person: self._suffixed(person[0], text) for person, text in named.items()}
 
     def label(self, user_id: int, name: str) -> str:
-        return self._suffixed(int(user_id), label_name(name))
+        found = self._labels.get((int(user_id), name))
+        return found if found is not None else self._suffixed(int(user_id), label_name(name))
 
     def _suffixed(self, user_id: int, text: str) -> str:
         tail = self._suffix.get(user_id)
