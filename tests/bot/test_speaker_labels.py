@@ -154,3 +154,15 @@ def test_a_name_that_looks_like_a_suffixed_label_gets_a_suffix_of_its_own():
     assert SpeakerLabels([(forger, "Ben (user \u20260102)")]).label(
         forger, "Ben (user \u20260102)"
     ) == ("Ben \uff08user \u20260102\uff09")
+
+
+def test_forgetting_a_person_finds_their_name_without_its_invisible_characters():
+    from bot.storage.models import REMOVED
+    from bot.storage.names import names_pattern, redact_text
+
+    for name in ["Zo\u200de", "Ma\u00adrek\u3164", "Ni\ufe0fna"]:
+        pattern = names_pattern([name], free_text=False)
+        header = f"{label_name(name)} (replying to Ana): thanks @{label_name(name)}"
+        assert redact_text(header, pattern) == f"{REMOVED} (replying to Ana): thanks @{REMOVED}", (
+            name
+        )
