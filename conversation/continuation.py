@@ -19,13 +19,13 @@ So everything a message says after its header line is a *continuation line*:
   stay empty (no trailing spaces to pay tokens for);
 * a continuation line that would still read as the bot's structure once indented has the
   punctuation that makes it so escaped, Markdown style: ``[sent`` becomes ``\\[sent`` and the colon
-  closing a ``... (replying to X):`` or ``... (user 123):`` header becomes ``\\:``. A reader (and a
-  model, which has read much Markdown) sees the same words; the exact spelling of the bot's
-  structure is never produced. Plain ``Word:`` lines are left alone: "Note:", "Error:" or a
-  YAML key in a pasted file cannot be told from a name without knowing the context, and
-  depending on the context would make a message render differently from one prompt to the
-  next, breaking the prefix that model servers cache. The indent already marks them as quoted
-  text of the message they are in.
+  closing a ``... (replying to X):``, ``... (user 123):`` or ``... (user …0123):`` header
+  becomes ``\\:``. A reader (and a model, which has read much Markdown) sees the same words; the
+  exact spelling of the bot's structure is never produced. Plain ``Word:`` lines are left alone:
+  "Note:", "Error:" or a YAML key in a pasted file cannot be told from a name without knowing
+  the context, and depending on the context would make a message render differently from one
+  prompt to the next, breaking the prefix that model servers cache. The indent already marks
+  them as quoted text of the message they are in.
 
 The first line is not touched: it follows the bot's ``Name: `` on the same line. This runs for
 every user message of every context, so the common cases are plain substring tests: a message of
@@ -46,7 +46,7 @@ _LINE_BREAK = re.compile("\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 # (bounded: names are at most 100 characters, and a long line must not cost a long search).
 _LOOKALIKE = re.compile(
     r"^(?P<lead>[ \t]*)(?:(?P<stamp>\[)(?=sent\b)"
-    r"|(?P<header>[^\n]{1,200}? \((?:replying to [^\n]{1,120}?|user \d+)\)):)",
+    r"|(?P<header>[^\n]{1,200}? \((?:replying to [^\n]{1,120}?|user (?:\u2026|\.\.\.)?\d+)\)):)",
     re.MULTILINE | re.IGNORECASE | re.ASCII,
 )
 _CONTINUATION = re.compile(r"\n(?=[^\n])")

@@ -3,9 +3,11 @@
 A name is text a member chose, like a message, but it lands where the prompt has structure: in
 the ``Speaker (replying to Name):`` header, in ``@mentions``, in the system prompt. There a line
 break would start a forged speaker line and ``<embedding ...>`` a forged article. So a name is
-flattened to one line of plain text: control and invisible direction characters become spaces,
-angle brackets become their look-alike quotation marks (no tag can be spelled), and its length
-is capped (Discord's own limit for channel and role names).
+flattened to one line of plain text: control characters become spaces, characters that show as
+nothing (format characters such as zero-width joiners and direction marks, Hangul fillers,
+variation selectors, tag characters) are taken out, angle brackets become their look-alike
+quotation marks (no tag can be spelled), and its length is capped (Discord's own limit for
+channel and role names).
 
 A speaker label (``speaker_labels``) goes further, because it opens a line of the prompt: the
 header ``Name:`` or ``Name (replying to Other):`` is read by where its parentheses and colon are,
@@ -13,8 +15,9 @@ and the trigger closes with a ``[sent ...]`` stamp. So in a label the name's own
 square brackets and colons become their full-width look-alikes (``Ben （replying to Threadwise）``,
 ``Ben： I approve``): the ASCII ones are the bot's alone, and no nickname can spell another
 speaker's header, a reply that was not made, or the stamp. Two people whose labels would read the
-same (equal, or equal but for case, width or spacing) get the tail of their user id as a suffix,
-``Ben (user …0102)``, deterministic and the same in every prompt they are in.
+same (equal, or equal but for case, width or spacing, or spelled with look-alike letters: Cyrillic
+"Аna" for "Ana"; ``bench/make_lookalikes.py`` says which) get the tail of their user id as a
+suffix, ``Ben (user …0102)``, deterministic and the same in every prompt they are in.
 """
 
 from __future__ import annotations
@@ -24,18 +27,21 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from conversation.lookalike_table import INVISIBLE_RANGES, LOOKALIKES
+
 MAX_NAME_CHARS = 100
-# C0/C1 controls (line breaks included), Unicode line/paragraph separators, zero-width and
-# bidirectional formatting characters (which can make a name read as something else).
-_INVISIBLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]+"
-)
+# C0/C1 controls (line breaks included) and Unicode line/paragraph separators: they part words.
+_BREAKS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+# Characters that show as nothing (every format character: zero-width joiners and spaces, soft
+# hyphen, direction marks; Hangul fillers, variation selectors, tag characters): taken out, so
+# "B\u200den" is the "Ben" it shows as and is told apart from Ben like any other "Ben".
+_INVISIBLE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in INVISIBLE_RANGES) + "]+")
 _ANGLES = str.maketrans({"<": "\u2039", ">": "\u203a"})
 
 
 def neutral_name(name: str, *, fallback: str = "someone") -> str:
     """``name`` as one line of text that cannot spell a tag or a new speaker line."""
-    flat = " ".join(_INVISIBLE.sub(" ", name).split()).translate(_ANGLES)
+    flat = " ".join(_INVISIBLE.sub("", _BREAKS.sub(" ", name)).split()).translate(_ANGLES)
     if len(flat) > MAX_NAME_CHARS:
         flat = flat[: MAX_NAME_CHARS - 1].rstrip() + "\u2026"
     return flat or fallback
@@ -84,9 +90,14 @@ def without_structure(text: str) -> str:
     return text.translate(_STRUCTURE)
 
 
-def _likeness(label: str) -> str:
-    """What two labels a reader would take for the same name share: case, width, spacing."""
-    return "".join(unicodedata.normalize("NFKC", label).casefold().split())
+def _likeness(label: str) -> tuple[str, str]:
+    """What two labels a reader would take for the same name share: the same letters but for
+    case, width or spacing; or the same look, letter for letter (Cyrillic "А" for Latin "A",
+    Greek "Ν" for "N", "I" for "l"; ``conversation.lookalike_table``). Two keys, not one look
+    folded by case: "Ian" is "ian" and looks like "lan", but "ian" does not look like "lan"."""
+    wide = unicodedata.normalize("NFKC", label)
+    looks = unicodedata.normalize("NFD", wide).translate(LOOKALIKES)
+    return "".join(wide.casefold().split()), "".join(looks.casefold().split())
 
 
 class SpeakerLabels:
@@ -97,26 +108,68 @@ class SpeakerLabels:
     """
 
     def __init__(self, people: Iterable[tuple[int, str]]) -> None:
-        groups: dict[str, set[int]] = {}
-        for user_id, name in people:
-            groups.setdefault(_likeness(label_name(name)), set()).add(int(user_id))
+        named = {(int(user_id), name): label_name(name) for user_id, name in people}
+        shown = {(user_id, text) for (user_id, _), text in named.items()}
+        group_of = {user_id: user_id for user_id, _ in shown}  # user id -> their group's first
+        keys = {person: _likeness(person[1]) for person in shown}
         self._suffix: dict[int, str] = {}
-        for ids in groups.values():
-            if len(ids) > 1:
-                self._suffix.update(_id_tails(ids))
+        # Alike names share a group and get suffixes. A suffixed label can in turn look like
+        # another's name ("Ben (user …0102)" for the Ben so labelled): that one joins the
+        # group, until no two labels look alike. Labels within a group never do (their tails
+        # differ), so each round joins groups and the rounds end; with no such name, one round.
+        while _join_alike(group_of, keys):
+            groups: dict[int, set[int]] = {}
+            for user_id in group_of:
+                groups.setdefault(_root(group_of, user_id), set()).add(user_id)
+            for ids in groups.values():
+                if len(ids) > 1:
+                    self._suffix.update(_id_tails(ids))
+            keys = {
+                (user_id, text): _likeness(self._suffixed(user_id, text))
+                for user_id, text in shown
+                if user_id in self._suffix
+            } | {person: key for person, key in keys.items() if person[0] not in self._suffix}
+        # Each label once: a context asks for one per message.
+        self._labels = {person: self._suffixed(person[0], text) for person, text in named.items()}
 
     def label(self, user_id: int, name: str) -> str:
-        text = label_name(name)
-        tail = self._suffix.get(int(user_id))
+        found = self._labels.get((int(user_id), name))
+        return found if found is not None else self._suffixed(int(user_id), label_name(name))
+
+    def _suffixed(self, user_id: int, text: str) -> str:
+        tail = self._suffix.get(user_id)
         if tail is None:
             return text
         cut = "" if tail == str(user_id) else "\u2026"  # the whole id needs no ellipsis
         return f"{text} (user {cut}{tail})"
 
 
+def _join_alike(group_of: dict[int, int], keys: dict[tuple[int, str], tuple[str, str]]) -> bool:
+    """Put people whose labels share a key (``_likeness``) in one group; whether any two
+    groups were joined."""
+    joined = False
+    first_with: dict[tuple[int, str], int] = {}  # (which key, key) -> first person with it
+    for (user_id, _), likeness in keys.items():
+        for key in enumerate(likeness):
+            one, other = (
+                _root(group_of, first_with.setdefault(key, user_id)),
+                _root(group_of, user_id),
+            )
+            if one != other:
+                group_of[max(one, other)] = min(one, other)
+                joined = True
+    return joined
+
+
 def speaker_labels(people: Iterable[Any]) -> SpeakerLabels:
     """Labels for users (anything with an ``id`` and Discord's name fields), by shown name."""
     return SpeakerLabels((person.id, shown_name(person)) for person in people)
+
+
+def _root(group_of: dict[int, int], user_id: int) -> int:
+    while group_of[user_id] != user_id:
+        user_id = group_of[user_id]
+    return user_id
 
 
 def _id_tails(ids: set[int]) -> dict[int, str]:

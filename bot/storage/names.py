@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.storage.models import REMOVED
-from conversation.names import without_structure
+from conversation.names import label_name, neutral_name, without_structure
 
 FREE_TEXT_MIN_LENGTH = 3
 
@@ -30,9 +30,19 @@ def folded(name: str) -> str:
 def name_spellings(names: Iterable[str], *, free_text: bool) -> list[str]:
     """The spellings to look for, longest first (so "Chloé B" wins over "Chloé")."""
     spellings: set[str] = set()
-    # A header spells a name with look-alike parentheses, brackets and colons (see
-    # conversation.names): that spelling is theirs too.
-    names = [variant for name in names for variant in {name, without_structure(name)}]
+    # A header spells a name with look-alike parentheses, brackets and colons, and a name
+    # everywhere loses its invisible characters (see conversation.names): those spellings are
+    # theirs too.
+    names = [
+        variant
+        for name in names
+        for variant in {
+            name,
+            without_structure(name),
+            neutral_name(name, fallback=""),
+            label_name(name, fallback=""),
+        }
+    ]
     for name in names:
         name = name.strip()
         if not name:

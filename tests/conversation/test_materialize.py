@@ -257,7 +257,7 @@ def test_server_and_channel_names_in_the_system_prompt_are_neutral():
     persona = persona_for("{server} {channel}", "bot\nname", Channel())
     assert (persona.server, persona.channel, persona.bot_name) == (
         "Acme \u2039embeddings\u203a",
-        "ops evil",
+        "opsevil",  # a direction override shows as nothing, and is taken out
         "bot name",
     )
 
