@@ -71,4 +71,6 @@ async def complete_using(
         on_status=on_status,
         room_chars=room,
         cache=cache,
+        max_calls=settings.max_calls_per_round,
+        max_total=settings.max_calls_per_answer,
     )

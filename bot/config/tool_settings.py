@@ -25,7 +25,8 @@ BUILT_IN = ("read_page",)
 # Read for each answer, so an edit applies while running; enabled and the servers are read
 # when the bot starts (the servers are started then).
 LIVE_KEYS = frozenset({"read_page", "max_steps", "call_timeout_seconds", "max_result_chars",
-                       "in_dms"})  # fmt: skip
+                       "in_dms", "max_calls_per_round", "max_calls_per_answer",
+                       "read_page_any_host"})  # fmt: skip
 
 
 class McpServerSettings(StrictSection):
@@ -129,6 +130,12 @@ class ToolSettings(StrictSection):
     max_steps: int = Field(
         4, ge=1, le=16, description="Rounds of tool calls per answer; then it must answer."
     )
+    max_calls_per_round: int = Field(
+        8, ge=1, le=64, description="Tool calls run per round; the model's extra calls are not."
+    )
+    max_calls_per_answer: int = Field(
+        24, ge=1, le=256, description="Tool calls run per answer, all rounds together."
+    )
     call_timeout_seconds: float = Field(
         20, gt=0, le=600, description="A tool call taking longer gives the model an error."
     )
@@ -136,6 +143,11 @@ class ToolSettings(StrictSection):
         8000, ge=200, le=1_000_000, description="Each tool result is cut to this many characters."
     )
     in_dms: bool = Field(False, description="Offer tools in direct messages too.")
+    read_page_any_host: bool = Field(
+        False,
+        description="read_page may read any public host, not only those named in the "
+        "conversation (a page's hidden instructions could then send conversation text anywhere).",
+    )
     mcp: list[McpServerSettings] = Field(
         default_factory=list, description="The MCP servers ([[tools.mcp]] tables)."
     )

@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 PING_INTERVAL_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 30.0
+CONCURRENT_CALLS = 4  # per server, all answers together: the rest wait their turn
+MAX_TOOLS = 64  # per server; the rest are not offered (the tool list is part of every prompt)
+MAX_DESCRIPTION_CHARS = 1000
+MAX_SCHEMA_BYTES = 8192  # a larger input schema: the tool is not offered
 
 
 class ServerDown(Exception):
@@ -58,6 +62,7 @@ class McpServer:
         self._broken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._refused: set[str] = set()  # tool names already warned about
+        self._calls = asyncio.Semaphore(CONCURRENT_CALLS)
 
     @property
     def up(self) -> bool:
@@ -96,7 +101,8 @@ class McpServer:
         if client is None:
             raise ServerDown(f"MCP server {self.name} is {self.state}")
         try:
-            result = await client.call_tool(name, arguments)
+            async with self._calls:
+                result = await client.call_tool(name, arguments)
         except MCPError as error:
             if error.code == CONNECTION_CLOSED:
                 self._broken.set()

@@ -15,7 +15,6 @@ model has read it: the next rounds' turns keep the prefix they were sampled from
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,7 +24,7 @@ from bot.config.tool_settings import TOOL_NAME, ToolSettings
 from bot.tools.defuse import cap, wrap
 from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
 from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of
-from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus
+from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus, parse_arguments
 
 log = logging.getLogger(__name__)
 
@@ -199,8 +198,4 @@ class Toolbox:
 
 
 def _arguments(call: ToolCallRequest) -> dict[str, Any] | None:
-    try:
-        value = json.loads(call.arguments or "{}")
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+    return parse_arguments(call.arguments)

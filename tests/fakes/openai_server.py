@@ -139,6 +139,7 @@ class CallTools:
     text: str = ""
     chunk_chars: int = 8
     id_prefix: str = "call_"
+    finish_reason: str = "tool_calls"  # "length": the arguments may be cut short
 
 
 Behaviour = Answer | RateLimited | Fail | BrokenStream | Hang | CallTools
@@ -439,7 +440,7 @@ class FakeOpenAI:
                 for i, (n, a) in zip(ids, asked.calls, strict=True)
             ]
             message = {"role": "assistant", "content": asked.text or None, "tool_calls": calls}
-            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+            choice = {"index": 0, "message": message, "finish_reason": asked.finish_reason}
             payload = {"id": "chatcmpl-fake", "object": "chat.completion", "model": model}
             return web.json_response(payload | {"choices": [choice], "usage": usage})
         response = await _start_stream(request)
@@ -453,7 +454,7 @@ class FakeOpenAI:
             for piece in _pieces(arguments, asked.chunk_chars):
                 more = {"index": index, "function": {"arguments": piece}}
                 await _send(response, _chunk(model, {"tool_calls": [more]}))
-        await _send(response, _chunk(model, {}, finish_reason="tool_calls"))
+        await _send(response, _chunk(model, {}, finish_reason=asked.finish_reason))
         options = recorded.body.get("stream_options")
         if isinstance(options, dict) and options.get("include_usage"):
             await _send(response, {**_chunk(model, None), "choices": [], "usage": usage})
