@@ -65,7 +65,7 @@ async def complete_using(
     return await complete_with_tools(
         model,
         messages,
-        toolbox,
+        toolbox.for_prompt(messages),
         max_steps=settings.max_steps,
         on_delta=on_delta,
         on_status=on_status,

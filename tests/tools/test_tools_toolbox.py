@@ -176,6 +176,7 @@ async def test_read_page_uses_the_article_reader(site: str) -> None:
     opened = ArticleSettings(allowed_networks=["127.0.0.1/32"])
     async with ArticleService(opened, resolver=resolver) as articles:
         box = Toolbox(ToolSettings(enabled=True), pages=PageReader(articles))
+        box = box.for_prompt([{"role": "user", "content": f"see {site}/deploy"}])
         assert [s.name for s in box.specs()] == ["read_page"]
         request = call("read_page", f'{{"url": "{site}/deploy"}}')
         assert box.status([request]) == "reading wiki.example.org …"
@@ -186,7 +187,9 @@ async def test_read_page_uses_the_article_reader(site: str) -> None:
         [again] = await box.run([request])
         assert articles.stats.cache_hits == 1 and again.content == page.content
     async with ArticleService(ArticleSettings(), resolver=resolver) as guarded:
-        box = Toolbox(ToolSettings(enabled=True), pages=PageReader(guarded))
+        box = Toolbox(
+            ToolSettings(enabled=True, read_page_any_host=True), pages=PageReader(guarded)
+        )
         [refused] = await box.run([request])  # 127.0.0.1 is not public: the guard says no
         assert refused.status == "error" and "could not read" in refused.detail
         [bad] = await box.run([call("read_page", '{"url": "file:///etc/passwd"}')])
