@@ -118,7 +118,9 @@ class McpServer:
         settings = self.settings
         if settings.command is not None:
             return StdioServerParameters(
-                command=settings.command, args=list(settings.args), env=dict(settings.env) or None
+                command=settings.command,
+                args=list(settings.args),
+                env=settings.env_values(self._env) or None,
             )
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
@@ -128,8 +130,7 @@ class McpServer:
             timeout=httpx2.Timeout(30.0, read=300.0),
         )
         stack.push_async_callback(http.aclose)
-        assert settings.url is not None
-        return streamable_http_client(settings.url, http_client=http)
+        return streamable_http_client(settings.url_value(self._env), http_client=http)
 
     async def _supervise(self) -> None:
         failures = 0
