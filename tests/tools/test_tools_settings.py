@@ -182,5 +182,5 @@ url = "https://search.example.com/mcp?key=${SEARCH_KEY}"
     env = {"SEARCH_KEY": "s3cret"}
     assert local.env_values(env) == {"KEY": "s3cret", "MODE": "fast"}
     assert remote.url_value(env) == "https://search.example.com/mcp?key=s3cret"
-    with pytest.raises(ValueError, match="SEARCH_KEY is not set \\(named in env.KEY\\)"):
+    with pytest.raises(ValueError, match=r"SEARCH_KEY is not set \(named in env\.KEY\)"):
         local.env_values({})
