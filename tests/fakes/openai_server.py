@@ -390,7 +390,9 @@ class FakeOpenAI:
             await self._sleep(answer.first_byte_delay)
         pieces = _pieces(text, answer.chunk_chars)
         recorded.cached_tokens = self._use_cache(recorded)
-        usage = _usage(recorded.messages, len(pieces), recorded.cached_tokens)
+        usage = _usage(
+            recorded.messages, len(pieces), recorded.cached_tokens, recorded.body.get("tools")
+        )
         if not recorded.stream:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if answer.reasoning is not None:
@@ -433,7 +435,7 @@ class FakeOpenAI:
     ) -> web.StreamResponse:
         number = len(self.chat_requests)
         ids = [f"{asked.id_prefix}{number}_{i}" for i in range(len(asked.calls))]
-        usage = _usage(recorded.messages, 1)
+        usage = _usage(recorded.messages, 1, tools=recorded.body.get("tools"))
         if not recorded.stream:
             calls = [
                 {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
@@ -576,6 +578,7 @@ def _echo(messages: list[dict[str, Any]]) -> str:
 
 
 _WORD_PIECES = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
+_JSON_PIECES = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]+")
 
 
 def count_tokens(messages: list[dict[str, Any]]) -> int:
@@ -593,8 +596,13 @@ def count_tokens(messages: list[dict[str, Any]]) -> int:
     return total
 
 
-def _usage(messages: list[dict[str, Any]], completion_tokens: int, cached: int = 0) -> dict:
+def _usage(
+    messages: list[dict[str, Any]], completion_tokens: int, cached: int = 0, tools: Any = None
+) -> dict:
     prompt = count_tokens(messages)
+    if isinstance(tools, list) and tools:  # as real servers do, the definitions count too
+        pieces = _JSON_PIECES.findall(json.dumps(tools))  # JSON's punctuation runs merge
+        prompt += sum(math.ceil(len(p) / 5) if p.isalpha() else 1 for p in pieces)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion_tokens,

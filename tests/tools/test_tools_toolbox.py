@@ -254,3 +254,23 @@ async def test_http_server_that_went_away_is_reconnected() -> None:
         await servers.close()
         process.kill()
         await process.wait()
+
+
+async def test_tool_list_limits(caplog: pytest.LogCaptureFixture) -> None:
+    from bot.tools.mcp_servers import MAX_DESCRIPTION_CHARS, MAX_TOOLS
+
+    settings = stdio_server(env={"FAKE_MCP_MANY": "${FAKE_MCP_MANY_FROM}"})
+    started = McpServers.from_settings(
+        [settings], restart_delays=(0.1,), env={"FAKE_MCP_MANY_FROM": "1"}
+    )
+    await started.start(wait=30)
+    try:
+        specs = Toolbox(ToolSettings(enabled=True, read_page=False), servers=started).specs()
+    finally:
+        await started.close()
+    names = [spec.name for spec in specs]
+    assert len(names) == MAX_TOOLS == 64
+    assert "bloated" not in names and "t0" in names
+    assert len(specs[names.index("t0")].description) == MAX_DESCRIPTION_CHARS
+    assert "tool bloated not offered: its input schema has" in caplog.text
+    assert f"offers more than {MAX_TOOLS} tools" in caplog.text
