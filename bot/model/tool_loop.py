@@ -99,7 +99,7 @@ async def complete_with_tools(
     room_chars: int | None = None,
     cache: CacheHints | None = None,
     max_calls: int = 8,
-    max_total: int = 32,
+    max_total: int = 24,
 ) -> LoopResult:
     """Answer ``messages`` with ``tools`` offered (see the module docstring). ``room_chars``:
     what the prompt's budget leaves for the tool turns (None: no limit); each round's results

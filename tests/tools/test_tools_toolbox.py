@@ -265,9 +265,13 @@ async def test_tool_list_limits(caplog: pytest.LogCaptureFixture) -> None:
     )
     await started.start(wait=30)
     try:
-        specs = Toolbox(ToolSettings(enabled=True, read_page=False), servers=started).specs()
+        box = Toolbox(ToolSettings(enabled=True, read_page=False), servers=started)
+        specs = box.specs()
+        naps = await box.run([call("nap", '{"seconds": 0.3}', f"n{i}") for i in range(10)])
     finally:
         await started.close()
+    assert [o.status for o in naps] == ["ok"] * 10
+    assert "at most 4 at once" in naps[-1].content  # CONCURRENT_CALLS a server
     names = [spec.name for spec in specs]
     assert len(names) == MAX_TOOLS == 64
     assert "bloated" not in names and "t0" in names
