@@ -5,8 +5,9 @@ Its tools: ``echo`` says the text back (``@everyone`` included: the bot must def
 ``fail`` raises, ``hang`` never answers, ``huge`` returns ``size`` characters, ``die`` ends the
 process (a crash, for the restart tests), ``pid`` names the process (to tell a restart), and
 ``not.a.valid.name`` has a name the model APIs refuse. With ``FAKE_MCP_MANY`` in its
-environment it also offers ``nap`` (says how many of its calls ran at once), ``bloated`` (an input schema over 8 KB) and ``t0``..``t99`` (``t0``
-with a 5,000-character description), for the tool-list limits."""
+environment it also offers ``nap`` (says how many of its calls ran at once), ``bloated`` (an
+input schema over 8 KB) and ``t0``..``t99`` (``t0`` with a 5,000-character description), for
+the tool-list limits."""
 
 from __future__ import annotations
 
