@@ -57,6 +57,7 @@ async def run(answers: int, rounds: int) -> None:
         ModelClient(ModelSettings(base_url=fake.url, name="fake-model")) as model,
     ):
         toolbox = Toolbox(ToolSettings(enabled=True), pages=PageReader(articles))
+        toolbox = toolbox.for_prompt([{"role": "user", "content": PAGE_URL}])  # a named page
 
         def script(request):  # type: ignore[no-untyped-def]
             done = sum(1 for m in request.messages if m.get("role") == "tool")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bot.answering.channels import ChannelRuntime, ChannelRuntimes, ModelClients
 from bot.answering.prompt_budget import PromptBudgeter
-from bot.answering.tool_use import complete_using, toolbox_for, with_tool_room
+from bot.answering.tool_use import complete_using, toolbox_for, tools_tokens, with_tool_room
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
@@ -188,8 +188,9 @@ class Answerer:
                 )
                 budget = runtime.budgeter.budget()
                 tools = runtime.config.tools  # the channel's [tools]
-                if toolbox_for(self.tools, tools, trigger) is not None:
-                    budget = with_tool_room(budget, tools)  # room for the results
+                offered = toolbox_for(self.tools, tools, trigger)
+                if offered is not None:  # room for the tool definitions and the results
+                    budget = with_tool_room(budget, tools, offered.specs())
                 result.prepared = await prepare_prompt(
                     trigger,
                     reader,
@@ -204,11 +205,12 @@ class Answerer:
             result.completion = completion
             result.request = completion.request
             result.model_attempts.extend(completion.attempts)
-            usage = completion.usage
+            usage, definitions = completion.usage, 0
             if result.tool_use is not None:  # the prompt alone: what the budget estimated
                 usage = result.tool_use.first_usage
+                definitions = tools_tokens(result.tool_use.specs)  # the server counted them
             await runtime.budgeter.observe(
-                result.prepared.fitted, usage.prompt_tokens if usage else None
+                result.prepared.fitted, usage.prompt_tokens if usage else None, definitions
             )
             result.answer = clean_text(completion.text)
             shown = result.answer

@@ -66,11 +66,15 @@ class PromptBudgeter:
         limits = self.limits(model)
         return TokenCounter(Calibration(ratio=limits.ratio, samples=limits.samples))
 
-    async def observe(self, fitted: FittedPrompt | None, reported: int | None) -> None:
-        """Calibrate from the ``prompt_tokens`` a server reported for an accepted prompt."""
+    async def observe(
+        self, fitted: FittedPrompt | None, reported: int | None, beside: int = 0
+    ) -> None:
+        """Calibrate from the ``prompt_tokens`` a server reported for an accepted prompt;
+        ``beside``: the estimate of what the request carried besides its messages (the tool
+        definitions), which the server counted too."""
         if fitted is None or reported is None or reported > fitted.budget.window:
             return  # over the window the count cannot be trusted (the server may have cut)
-        if self._calibrate(prompt_tokens(fitted.nodes), reported):
+        if self._calibrate(prompt_tokens(fitted.nodes) + beside, reported):
             await self._save(self.limits())
 
     async def after_overflow(

@@ -8,6 +8,7 @@ they come, decide through the same ``ToolSettings``. The streamed message names 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,8 +16,10 @@ from bot.config.tool_settings import ToolSettings
 from bot.model.call import CacheHints, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.tool_loop import LoopResult, complete_with_tools
+from bot.tools.spec import ToolSpec
 from bot.tools.toolbox import Toolbox
 from conversation.budget import Budget
+from conversation.tokens import text_tokens
 
 CHARS_PER_TOKEN = 3
 """Characters of a tool result per token of the budget: on the low side (escaped markup, URLs
@@ -27,16 +30,29 @@ TOOL_SHARE = 4
 """At most this fraction (1/4) of the prompt's room is kept aside for tool results."""
 
 
-def tool_reserve(budget: Budget, settings: ToolSettings) -> int:
-    """Tokens kept out of the prompt for the tool results when tools are offered: two full
+def tools_tokens(specs: Sequence[ToolSpec]) -> int:
+    """The tool definitions every request carries, as the budget's conservative (uncalibrated)
+    estimate: counted in the prompt's room, and beside the prompt when calibrating (the server's
+    ``prompt_tokens`` include them)."""
+    if not specs:
+        return 0
+    return text_tokens(json.dumps([spec.openai() for spec in specs], ensure_ascii=False))
+
+
+def tool_reserve(budget: Budget, settings: ToolSettings, specs: Sequence[ToolSpec] = ()) -> int:
+    """Tokens kept out of the prompt when tools are offered: the tool definitions, and two full
     results' worth, at most a quarter of the prompt's room. The results share what the prompt
     then leaves (``room_tokens``); the context gives way a little so that a full window still
-    leaves the model room to read what it asked for."""
-    return min(2 * settings.max_result_chars // CHARS_PER_TOKEN, budget.limit // TOOL_SHARE)
+    leaves the model room to read what it asked for. At most half the room in all."""
+    results = min(2 * settings.max_result_chars // CHARS_PER_TOKEN, budget.limit // TOOL_SHARE)
+    return min(results + tools_tokens(specs), budget.limit // 2)
 
 
-def with_tool_room(budget: Budget, settings: ToolSettings) -> Budget:
-    return budget.model_copy(update={"reserve": budget.reserve + tool_reserve(budget, settings)})
+def with_tool_room(
+    budget: Budget, settings: ToolSettings, specs: Sequence[ToolSpec] = ()
+) -> Budget:
+    reserve = budget.reserve + tool_reserve(budget, settings, specs)
+    return budget.model_copy(update={"reserve": reserve})
 
 
 def toolbox_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Toolbox | None:
@@ -61,14 +77,18 @@ async def complete_using(
     cache: CacheHints | None = None,
 ) -> LoopResult:
     """The tool loop; ``room_tokens``: what the prompt's budget leaves for the tool turns."""
+    if room_tokens is not None:  # the definitions take their share of the window first
+        room_tokens -= tools_tokens(toolbox.specs())
     room = None if room_tokens is None else max(room_tokens, 0) * CHARS_PER_TOKEN
     return await complete_with_tools(
         model,
         messages,
-        toolbox,
+        toolbox.for_prompt(messages),
         max_steps=settings.max_steps,
         on_delta=on_delta,
         on_status=on_status,
         room_chars=room,
         cache=cache,
+        max_calls=settings.max_calls_per_round,
+        max_total=settings.max_calls_per_answer,
     )

@@ -46,7 +46,7 @@ from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, keys_from_env
 from bot.config.store_url import redact_url, userinfo_problem
-from bot.config.tool_settings import ToolSettings
+from bot.config.tool_settings import ToolSettings, masked_tools
 from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
 from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
 
@@ -342,7 +342,8 @@ class Config(StrictSection):
 
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, secrets shown as ``**********``."""
-        return json.loads(self.model_dump_json())
+        data = json.loads(self.model_dump_json())
+        return data | {"tools": masked_tools(data["tools"], "**********")}
 
 
 def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None = None) -> Config:

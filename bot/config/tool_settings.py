@@ -2,7 +2,10 @@
 
 ``ToolSettings`` is one settings model so that per-channel settings can override it as a whole
 (``enabled``, ``max_steps``...) the way they override other sections. Secrets never sit in the
-file: an HTTP server's headers name environment variables, read when the server is connected.
+file: an HTTP server's headers name environment variables, read when the server is connected;
+a command server's ``env`` values and a ``url`` may name them as ``${VAR}`` too. check-config
+prints every ``env`` value, and the user, password and query values of a ``url``, masked
+unless they are just a ``${VAR}`` reference (``masked_tools``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,7 +30,8 @@ BUILT_IN = ("read_page",)
 # Read for each answer, so an edit applies while running; enabled and the servers are read
 # when the bot starts (the servers are started then).
 LIVE_KEYS = frozenset({"read_page", "max_steps", "call_timeout_seconds", "max_result_chars",
-                       "in_dms"})  # fmt: skip
+                       "in_dms", "max_calls_per_round", "max_calls_per_answer",
+                       "read_page_any_host"})  # fmt: skip
 
 
 class McpServerSettings(StrictSection):
@@ -35,9 +41,12 @@ class McpServerSettings(StrictSection):
     command: str | None = Field(None, description="Program to start (stdio transport).")
     args: list[str] = Field(default_factory=list, description="Its arguments.")
     env: dict[str, str] = Field(
-        default_factory=dict, description="Extra environment variables for the program."
+        default_factory=dict,
+        description="Extra environment variables for the program; ${VAR} takes the bot's own.",
     )
-    url: str | None = Field(None, description="Streamable HTTP endpoint, e.g. http://host/mcp.")
+    url: str | None = Field(
+        None, description="Streamable HTTP endpoint, e.g. http://host/mcp (${VAR} expanded)."
+    )
     headers: dict[str, str] = Field(
         default_factory=dict,
         description="HTTP header -> the environment variable holding its value (SEARCH_KEY), "
@@ -101,6 +110,25 @@ class McpServerSettings(StrictSection):
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
 
+    def env_values(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``env`` with each ``${VAR}`` taken from the bot's environment; ``ValueError`` names
+        the first variable that is not set."""
+        return {key: self._expand(value, env, f"env.{key}") for key, value in self.env.items()}
+
+    def url_value(self, env: Mapping[str, str] | None = None) -> str:
+        assert self.url is not None
+        return self._expand(self.url, env, "url")
+
+    def _expand(self, value: str, env: Mapping[str, str] | None, where: str) -> str:
+        env = os.environ if env is None else env
+        missing = [name for name in ENV_REFERENCE.findall(value) if not env.get(name)]
+        if missing:
+            raise ValueError(
+                f"[[tools.mcp]] {self.name}: environment variable {missing[0]} is not set "
+                f"(named in {where})"
+            )
+        return ENV_REFERENCE.sub(lambda m: env[m[1]], value)
+
     def header_values(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """The headers with their values from the environment; ``ValueError`` names the first
         variable that is not set."""
@@ -129,6 +157,12 @@ class ToolSettings(StrictSection):
     max_steps: int = Field(
         4, ge=1, le=16, description="Rounds of tool calls per answer; then it must answer."
     )
+    max_calls_per_round: int = Field(
+        8, ge=1, le=64, description="Tool calls run per round; the model's extra calls are not."
+    )
+    max_calls_per_answer: int = Field(
+        24, ge=1, le=256, description="Tool calls run per answer, all rounds together."
+    )
     call_timeout_seconds: float = Field(
         20, gt=0, le=600, description="A tool call taking longer gives the model an error."
     )
@@ -136,6 +170,11 @@ class ToolSettings(StrictSection):
         8000, ge=200, le=1_000_000, description="Each tool result is cut to this many characters."
     )
     in_dms: bool = Field(False, description="Offer tools in direct messages too.")
+    read_page_any_host: bool = Field(
+        False,
+        description="read_page may read any public host, not only those named in the "
+        "conversation (a page's hidden instructions could then send conversation text anywhere).",
+    )
     mcp: list[McpServerSettings] = Field(
         default_factory=list, description="The MCP servers ([[tools.mcp]] tables)."
     )
@@ -148,3 +187,40 @@ class ToolSettings(StrictSection):
                 raise ValueError(f"mcp: two servers are named {server.name!r}")
             seen.add(server.name)
         return self
+
+
+def masked_tools(values: dict[str, Any], mask: str) -> dict[str, Any]:
+    """The ``[tools]`` section as check-config prints it: each server's ``env`` values and its
+    ``url``'s user, password and query values shown as ``mask`` (they may be secrets written in
+    the file), unless one is just a ``${VAR}`` reference. Still a config that loads."""
+    servers = []
+    for server in values.get("mcp") or ():
+        server = dict(server)
+        if server.get("env"):
+            server["env"] = {key: _shown(value, mask) for key, value in server["env"].items()}
+        if isinstance(server.get("url"), str):
+            server["url"] = masked_http_url(server["url"], mask)
+        servers.append(server)
+    return values | {"mcp": servers} if "mcp" in values else values
+
+
+def masked_http_url(url: str, mask: str) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return f"{url.partition('://')[0]}://{mask}"
+    netloc = parts.netloc
+    userinfo, at, host = netloc.rpartition("@")
+    if at:
+        user, colon, password = userinfo.partition(":")
+        shown = _shown(user, mask) + (f":{_shown(password, mask)}" if colon else "")
+        netloc = f"{shown}@{host}"
+    query = "&".join(
+        f"{key}={_shown(value, mask)}" if sep else _shown(key, mask)
+        for key, sep, value in (pair.partition("=") for pair in parts.query.split("&") if pair)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def _shown(value: str, mask: str) -> str:
+    return value if ENV_REFERENCE.fullmatch(value) else mask

@@ -23,6 +23,7 @@ from bot.model.call import CacheHints, Call, Usage
 from bot.model.errors import ModelProtocolError
 from bot.model.provider import Provider, as_dict
 from bot.model.tool_wire import (
+    anthropic_safe,
     mark_anthropic_errors,
     read_anthropic_block,
     read_anthropic_delta,
@@ -55,7 +56,7 @@ class AnthropicProvider(Provider):
         stream: bool,
         cache: CacheHints | None = None,
     ) -> dict[str, Any]:
-        unnamed = [{k: v for k, v in m.items() if k != "name"} for m in messages]
+        unnamed = [{k: v for k, v in m.items() if k != "name"} for m in anthropic_safe(messages)]
         system, turns = _turns(unnamed)
         settings = self.settings
         body: dict[str, Any] = {"model": settings.name, "max_tokens": settings.answer_reserve}

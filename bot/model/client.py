@@ -32,6 +32,7 @@ from bot.model.errors import (
     ModelConnectionError,
     ModelError,
     ModelPartialError,
+    ModelProtocolError,
     ModelTimeoutError,
 )
 from bot.model.provider import Provider, sdk_error
@@ -110,10 +111,19 @@ class ModelClient:
         """The JSON body :meth:`complete` would send now; ``TypeError`` if it is not JSON.
         ``extra`` fields (the tools offered) are added to the provider's body."""
         stream = self.settings.stream if stream is None else stream
-        body = self.provider.build(messages, stream, cache)
+        try:
+            body = self.provider.build(messages, stream, cache)
+        except RecursionError:  # a message nested past what the translation can walk
+            raise ModelProtocolError(
+                "the request could not be built: a message is nested too deeply"
+            ) from None
         body |= extra or {}
         try:
             return json.loads(json.dumps(body, ensure_ascii=False, allow_nan=False))
+        except RecursionError:
+            raise ModelProtocolError(
+                "the request could not be built: a message is nested too deeply"
+            ) from None
         except (TypeError, ValueError) as exc:
             raise TypeError(f"chat messages are not JSON-serializable: {exc}") from exc
 

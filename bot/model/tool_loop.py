@@ -7,6 +7,11 @@ answer ends with text. Each round appends, in OpenAI format, the assistant turn 
 next request is the previous one plus those turns, so each assistant turn is recorded with
 exactly the prefix it was sampled from.
 
+Calls past ``max_calls`` in a round, or past ``max_total`` in the answer, are not run: each
+gets an error result saying why. An answer cut at its token limit (``max_tokens``, ``length``)
+while asking for calls has none run (their arguments may be cut short); the next request asks
+for the final answer, as does the one after the answer's last allowed call.
+
 The loop knows tools only through :class:`ToolRunner` (the bot's toolbox, or a test's);
 running them never raises here: a failing or slow tool is an error result the model reads.
 """
@@ -21,9 +26,12 @@ from typing import Any, Protocol
 
 from bot.model.call import Attempt, CacheHints, Completion, DeltaCallback, Usage
 from bot.model.client import ModelClient
+from bot.tools.defuse import wrap
 from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec
 
 log = logging.getLogger(__name__)
+
+CUT_OFF = ("max_tokens", "length")  # Anthropic's and OpenAI's "the token limit ended it"
 
 StatusCallback = Callable[[str], Awaitable[None]]
 
@@ -90,6 +98,8 @@ async def complete_with_tools(
     on_status: StatusCallback | None = None,
     room_chars: int | None = None,
     cache: CacheHints | None = None,
+    max_calls: int = 8,
+    max_total: int = 24,
 ) -> LoopResult:
     """Answer ``messages`` with ``tools`` offered (see the module docstring). ``room_chars``:
     what the prompt's budget leaves for the tool turns (None: no limit); each round's results
@@ -103,9 +113,10 @@ async def complete_with_tools(
     rounds: list[ToolRound] = []
     attempts: list[Attempt] = []
     first_usage: Usage | None = None
-    step = 0
+    step = used = 0
+    must_answer = False
     while True:
-        final = step >= max_steps or not specs
+        final = step >= max_steps or not specs or must_answer
         completion = await model.complete(
             [*messages, *added], on_delta=on_delta, tools=specs, final=final, cache=cache
         )
@@ -118,17 +129,48 @@ async def complete_with_tools(
             ignored = len(calls) if final else 0
             return LoopResult(completion, specs, added, rounds, attempts, ignored, first_usage)
         step += 1
-        if on_status is not None:
+        run, refused = _split(calls, completion.finish_reason, max_calls, max_total - used)
+        if on_status is not None and run:
             try:
-                await on_status(tools.status(calls))
+                await on_status(tools.status(run))
             except Exception as error:  # the status line is cosmetic
                 log.debug("tool status not shown: %s", error)
         began = time.monotonic()
         if room_chars is not None:
             room_chars -= sum(len(c.arguments) + len(c.name) for c in calls) + len(completion.text)
-        outcomes = await tools.run(calls, room_chars)
+        used += len(run)
+        must_answer = completion.finish_reason in CUT_OFF or used >= max_total
+        outcomes = await tools.run(run, room_chars) if run else []
+        outcomes = [*outcomes, *refused]
         if room_chars is not None:
             room_chars -= sum(len(outcome.content) for outcome in outcomes)
         rounds.append(ToolRound(calls, outcomes, time.monotonic() - began))
         added.append(assistant_turn(completion.text, calls))
         added.extend(tool_turn(outcome) for outcome in outcomes)
+
+
+def _split(
+    calls: Sequence[ToolCallRequest], finish_reason: str | None, max_calls: int, left: int
+) -> tuple[list[ToolCallRequest], list[ToolOutcome]]:
+    """The first calls, to run, and an error outcome for each later one, not run."""
+    if finish_reason in CUT_OFF:
+        why = "not run: your answer reached its token limit while asking for it; answer now"
+        return [], [_not_run(c, why) for c in calls]
+    allowed = max(0, min(max_calls, left))
+    why = (
+        f"not run: at most {max_calls} tool calls per round"
+        if allowed == max_calls
+        else "not run: this answer has used all its tool calls; answer now"
+    )
+    run = list(calls[:allowed])
+    return run, [_not_run(c, why) for c in calls[allowed:]]
+
+
+def _not_run(call: ToolCallRequest, why: str) -> ToolOutcome:
+    return ToolOutcome(
+        call_id=call.id,
+        name=call.name,
+        content=wrap(call.name, why, error=True),
+        status="error",
+        detail=why,
+    )

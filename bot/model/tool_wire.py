@@ -11,12 +11,12 @@ kept as the text that came, so the record holds exactly what the model wrote.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.model.call import Call
 from bot.model.provider import as_dict
-from bot.tools.spec import ToolCallRequest, ToolSpec
+from bot.tools.spec import ToolCallRequest, ToolSpec, parse_arguments
 
 
 def tool_fields(provider: str, tools: Sequence[ToolSpec], final: bool) -> dict[str, Any]:
@@ -88,6 +88,29 @@ def read_anthropic_delta(index: object, delta: dict[str, Any], call: Call) -> No
         part = call.tool_parts.get(index)
         if part is not None and isinstance(delta.get("partial_json"), str):
             part[2].append(delta["partial_json"])
+
+
+def anthropic_safe(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The messages with each call whose arguments are not a JSON object sent as ``{}``:
+    Anthropic takes a ``tool_use`` input only as an object. The record keeps the text the
+    model wrote; the model read an error result for that call."""
+    safe: list[Mapping[str, Any]] = []
+    for message in messages:
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and any(_bad_call(c) for c in calls):
+            fixed = [_emptied(c) if _bad_call(c) else c for c in calls]
+            message = {**message, "tool_calls": fixed}
+        safe.append(message)
+    return safe
+
+
+def _bad_call(call: object) -> bool:
+    arguments = as_dict(as_dict(call).get("function")).get("arguments")
+    return isinstance(arguments, str) and parse_arguments(arguments) is None
+
+
+def _emptied(call: dict[str, Any]) -> dict[str, Any]:
+    return {**call, "function": {**call["function"], "arguments": "{}"}}
 
 
 def tool_calls(call: Call) -> tuple[ToolCallRequest, ...]:

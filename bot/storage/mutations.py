@@ -501,6 +501,8 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
     def may_name(text: str) -> bool:
         if loose_hint is not None and loose_hint.search(text):
             return True
+        if '"tool_calls"' in text:  # arguments may escape a name ("Chlo\\u00e9"): parsed
+            return True
         return (
             text.startswith(ASSISTANT_JSON)
             and exact_hint is not None

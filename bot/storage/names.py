@@ -10,6 +10,7 @@ message in the store.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -95,9 +96,34 @@ def redact_names_in(message: dict[str, Any], pattern: re.Pattern[str] | None) ->
 
 
 def _redacted_call(call: Any, pattern: re.Pattern[str] | None) -> Any:
+    """The call with the names taken out of its arguments: of the decoded strings when the
+    arguments are JSON (a name may be escaped there, "Chlo\\u00e9", or end in a backslash that
+    a raw replacement would leave escaping the closing quote), written again as JSON; of the
+    raw text when they are not. A call with nothing to take out is returned as it was, so its
+    record (and the export) stays byte-exact."""
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
         return call
-    # The placeholder has no quote or backslash: the arguments stay the JSON they were.
-    return {**call, "function": {**function, "arguments": redact_text(function["arguments"],
-                                                                      pattern)}}  # fmt: skip
+    arguments = function["arguments"]
+    try:
+        value = json.loads(arguments)
+        redacted = _redacted_value(value, pattern)
+    except (ValueError, RecursionError):
+        new = redact_text(arguments, pattern)
+    else:
+        new = arguments if redacted == value else json.dumps(redacted, ensure_ascii=False)
+    if new == arguments:
+        return call
+    return {**call, "function": {**function, "arguments": new}}
+
+
+def _redacted_value(value: Any, pattern: re.Pattern[str] | None) -> Any:
+    if isinstance(value, str):
+        return redact_text(value, pattern)
+    if isinstance(value, list):
+        return [_redacted_value(item, pattern) for item in value]
+    if isinstance(value, dict):
+        return {
+            redact_text(key, pattern): _redacted_value(item, pattern) for key, item in value.items()
+        }
+    return value

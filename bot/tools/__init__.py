@@ -3,8 +3,9 @@ and the built-in ``read_page``.
 
 What lives here: the tool specs and results every tool speaks in (``spec``), making a result
 inert before the model reads it (``defuse``), the MCP connections and their restarts
-(``mcp_servers``), ``read_page`` on the article reader (``read_page``) and the toolbox that runs
-a round of calls in parallel under the limits (``toolbox``). The ``[tools]`` settings are in
+(``mcp_servers``), ``read_page`` on the article reader (``read_page``), the hosts it may read
+in one answer (``page_hosts``) and the toolbox that runs a round of calls in parallel under the
+limits (``toolbox``). The ``[tools]`` settings are in
 ``bot.config.tool_settings``.
 
 What it may import: ``bot.errors``, ``bot.config``, ``bot.storage`` (the layers below it),

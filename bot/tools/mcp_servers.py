@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 PING_INTERVAL_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 30.0
+CONCURRENT_CALLS = 4  # per server, all answers together: the rest wait their turn
+MAX_TOOLS = 64  # per server; the rest are not offered (the tool list is part of every prompt)
+MAX_DESCRIPTION_CHARS = 1000
+MAX_SCHEMA_BYTES = 8192  # a larger input schema: the tool is not offered
 
 
 class ServerDown(Exception):
@@ -58,6 +63,7 @@ class McpServer:
         self._broken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._refused: set[str] = set()  # tool names already warned about
+        self._calls = asyncio.Semaphore(CONCURRENT_CALLS)
 
     @property
     def up(self) -> bool:
@@ -96,7 +102,8 @@ class McpServer:
         if client is None:
             raise ServerDown(f"MCP server {self.name} is {self.state}")
         try:
-            result = await client.call_tool(name, arguments)
+            async with self._calls:
+                result = await client.call_tool(name, arguments)
         except MCPError as error:
             if error.code == CONNECTION_CLOSED:
                 self._broken.set()
@@ -112,7 +119,9 @@ class McpServer:
         settings = self.settings
         if settings.command is not None:
             return StdioServerParameters(
-                command=settings.command, args=list(settings.args), env=dict(settings.env) or None
+                command=settings.command,
+                args=list(settings.args),
+                env=settings.env_values(self._env) or None,
             )
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
@@ -122,8 +131,7 @@ class McpServer:
             timeout=httpx2.Timeout(30.0, read=300.0),
         )
         stack.push_async_callback(http.aclose)
-        assert settings.url is not None
-        return streamable_http_client(settings.url, http_client=http)
+        return streamable_http_client(settings.url_value(self._env), http_client=http)
 
     async def _supervise(self) -> None:
         failures = 0
@@ -183,6 +191,30 @@ class McpServer:
                             describe(error))  # fmt: skip
                 return
 
+    def _spec(self, tool: Any) -> ToolSpec | None:
+        """The tool as offered, its description cut to ``MAX_DESCRIPTION_CHARS``; None (and one
+        log line) when its input schema is over ``MAX_SCHEMA_BYTES``: every request carries
+        every tool's definition."""
+        schema = dict(tool.input_schema or {"type": "object"})
+        try:
+            size = len(json.dumps(schema, ensure_ascii=False).encode())
+        except (TypeError, ValueError, RecursionError):
+            size = MAX_SCHEMA_BYTES + 1
+        if size > MAX_SCHEMA_BYTES:
+            if tool.name not in self._refused:
+                self._refused.add(tool.name)
+                log.warning(
+                    "MCP server %s: tool %s not offered: its input schema has %d bytes (at "
+                    "most %d)", self.name, tool.name, size, MAX_SCHEMA_BYTES,
+                )  # fmt: skip
+            return None
+        return ToolSpec(
+            name=tool.name,
+            description=_clip(tool.description or ""),
+            parameters=schema,
+            source=self.name,
+        )
+
     async def _list_tools(self, client: Any, fresh: bool = False) -> list[ToolSpec]:
         allow = set(self.settings.allow)
         specs: list[ToolSpec] = []
@@ -198,14 +230,13 @@ class McpServer:
                         log.warning("MCP server %s: tool %r not offered: a name the model APIs "
                                     "refuse", self.name, tool.name[:80])  # fmt: skip
                     continue
-                specs.append(
-                    ToolSpec(
-                        name=tool.name,
-                        description=tool.description or "",
-                        parameters=dict(tool.input_schema or {"type": "object"}),
-                        source=self.name,
-                    )
-                )
+                spec = self._spec(tool)
+                if spec is not None and len(specs) < MAX_TOOLS:
+                    specs.append(spec)
+                elif spec is not None and "#more" not in self._refused:
+                    self._refused.add("#more")
+                    log.warning("MCP server %s offers more than %d tools: the rest are not "
+                                "offered", self.name, MAX_TOOLS)  # fmt: skip
             cursor = page.next_cursor
             if cursor is None:
                 break
@@ -215,6 +246,12 @@ class McpServer:
                 "MCP server %s does not offer %s (listed in allow)", self.name, sorted(missing)
             )
         return specs
+
+
+def _clip(description: str) -> str:
+    if len(description) <= MAX_DESCRIPTION_CHARS:
+        return description
+    return description[: MAX_DESCRIPTION_CHARS - 1] + "…"
 
 
 def result_text(content: Sequence[Any], structured: Any = None) -> str:
@@ -234,8 +271,6 @@ def result_text(content: Sequence[Any], structured: Any = None) -> str:
         else:
             parts.append(f"[{kind or 'part'} not shown]")
     if not parts and structured is not None:
-        import json
-
         parts.append(json.dumps(structured, ensure_ascii=False))
     return "\n".join(parts)
 

@@ -7,11 +7,24 @@ reads is fetched once."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 from urllib.parse import urlsplit
 
 from bot.tools.spec import ToolSpec
+from conversation.articles.models import ArticleStatus
 from conversation.articles.service import ArticleService
+
+log = logging.getLogger(__name__)
+
+# What the model (and the members, through the work log) are told instead of the reader's own
+# reason, which may name internal addresses ("resolves only to refused addresses: 10.0.0.5")
+# or whether a private host answers: those details go to the log only.
+TOLD = {
+    ArticleStatus.BLOCKED: "blocked: not a public address",
+    ArticleStatus.CONNECTION_ERROR: "could not connect",
+    ArticleStatus.TIMEOUT: "no answer in time",
+}
 
 READ_PAGE = ToolSpec(
     name="read_page",
@@ -63,7 +76,11 @@ class PageReader:
             raise ToolFailed("reading pages is turned off on this bot ([articles] enabled)")
         result = await self.articles.fetch(url)
         if not result.ok:
-            raise ToolFailed(f"could not read {url}: {result.reason}")
+            log.info("read_page %s: %s: %s", url[:200], result.status, result.reason)
+            told = TOLD.get(result.status)
+            if told is None and result.reason.startswith("internal error"):
+                told = "the page reader failed"
+            raise ToolFailed(f"could not read {url}: {told or result.reason}")
         text = f"{result.title}\n\n{result.text}" if result.title else result.text
         if result.truncated:
             text += (

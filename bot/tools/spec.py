@@ -4,6 +4,7 @@ import it, not each other."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,3 +56,13 @@ class ToolOutcome(_Frozen):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+def parse_arguments(text: str) -> dict[str, Any] | None:
+    """A call's arguments as the JSON object they must be, or None: not JSON (a stream cut at
+    the token limit), not an object (``[1, 2]``), or nested past what the parser takes."""
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None

@@ -15,17 +15,18 @@ model has read it: the next rounds' turns keep the prefix they were sampled from
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from bot.config.tool_settings import TOOL_NAME, ToolSettings
 from bot.tools.defuse import cap, wrap
 from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
-from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of
-from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus
+from bot.tools.page_hosts import hosts_in, hosts_named, normal_host
+from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of, page_url
+from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus, parse_arguments
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class Toolbox:
         self.pages = pages
         self.servers = servers or McpServers([])
         self._warned: set[tuple[str, str]] = set()
+        self.hosts: set[str] = set()  # read_page may read these (see bot/tools/page_hosts.py)
 
     def apply_settings(self, settings: ToolSettings) -> None:
         """A reloaded config's limits, from the next round on (servers stay as started)."""
@@ -74,8 +76,26 @@ class Toolbox:
         if settings == self.settings:
             return self
         view = Toolbox(settings, pages=self.pages, servers=self.servers)
-        view._warned = self._warned
+        view._warned, view.hosts = self._warned, self.hosts
         return view
+
+    def for_prompt(self, messages: Sequence[Mapping[str, Any]]) -> Toolbox:
+        """The toolbox for one answer: read_page may read the hosts its prompt names (and
+        those the pages it reads name), unless ``read_page_any_host``."""
+        view = Toolbox(self.settings, pages=self.pages, servers=self.servers)
+        view._warned, view.hosts = self._warned, hosts_named(messages)
+        return view
+
+    def _check_host(self, arguments: dict[str, Any]) -> None:
+        if self.settings.read_page_any_host:
+            return
+        host = normal_host(urlsplit(page_url(arguments)).hostname or "")
+        if host not in self.hosts:
+            raise ToolFailed(
+                f"refused: read_page reads only pages on hosts named in this conversation (a "
+                f"link a member posted, or one in a page already read), and {host[:100]} is "
+                "not one; ask the member to post the link if they want it read"
+            )
 
     @property
     def _reads_pages(self) -> bool:
@@ -173,7 +193,10 @@ class Toolbox:
             pages = self.pages
 
             async def read(arguments: dict[str, Any]) -> tuple[str, bool]:
-                return await pages(arguments), False
+                self._check_host(arguments)
+                text = await pages(arguments)
+                self.hosts |= hosts_in(text)  # its address and the links in its text
+                return text, False
 
             return read
         server = self._server_of(name)
@@ -199,8 +222,4 @@ class Toolbox:
 
 
 def _arguments(call: ToolCallRequest) -> dict[str, Any] | None:
-    try:
-        value = json.loads(call.arguments or "{}")
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+    return parse_arguments(call.arguments)

@@ -85,6 +85,15 @@ class UseTools:
     calls: tuple[tuple[str, str], ...]
     text: str = ""
     chunk_chars: int = 8
+    stop_reason: str = "tool_use"  # "max_tokens": the input text may be cut short
+
+
+def _input(text: str) -> Any:
+    """A whole answer's input; text that is not JSON (only a stream can carry it) as {}."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
 
 
 Behaviour = Answer | RateLimited | Overloaded | Fail | BrokenStream | UseTools
@@ -259,10 +268,11 @@ class FakeAnthropic:
         ids = [f"toolu_{number}_{i}" for i in range(len(asked.calls))]
         blocks: list[dict[str, Any]] = [{"type": "text", "text": asked.text}] if asked.text else []
         blocks += [
-            {"type": "tool_use", "id": i, "name": n, "input": json.loads(a)}
+            {"type": "tool_use", "id": i, "name": n, "input": _input(a)}
             for i, (n, a) in zip(ids, asked.calls, strict=True)
         ]
-        message = _message(model, "", asked, usage) | {"content": blocks, "stop_reason": "tool_use"}
+        stop = asked.stop_reason
+        message = _message(model, "", asked, usage) | {"content": blocks, "stop_reason": stop}
         if not body.get("stream"):
             return web.json_response(message)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -286,7 +296,7 @@ class FakeAnthropic:
                     }
                     await _event(response, "content_block_delta", {"index": index, "delta": delta})
             await _event(response, "content_block_stop", {"index": index})
-        await _event(response, "message_delta", {"delta": {"stop_reason": "tool_use",
+        await _event(response, "message_delta", {"delta": {"stop_reason": stop,
                      "stop_sequence": None}, "usage": {"output_tokens": 1}})  # fmt: skip
         await _event(response, "message_stop", {})
         await response.write_eof()

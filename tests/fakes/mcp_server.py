@@ -4,15 +4,20 @@
 Its tools: ``echo`` says the text back (``@everyone`` included: the bot must defuse it),
 ``fail`` raises, ``hang`` never answers, ``huge`` returns ``size`` characters, ``die`` ends the
 process (a crash, for the restart tests), ``pid`` names the process (to tell a restart), and
-``not.a.valid.name`` has a name the model APIs refuse."""
+``not.a.valid.name`` has a name the model APIs refuse. With ``FAKE_MCP_MANY`` in its
+environment it also offers ``nap`` (says how many of its calls ran at once), ``bloated`` (an
+input schema over 8 KB) and ``t0``..``t99`` (``t0`` with a 5,000-character description), for
+the tool-list limits."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 server = MCPServer("threadwise-test-tools", log_level="WARNING")
 
@@ -58,6 +63,31 @@ def pid() -> str:
 def dotted() -> str:
     """A name OpenAI and Anthropic refuse: the bot must not offer it."""
     return "never offered"
+
+
+if os.environ.get("FAKE_MCP_MANY"):
+    naps = {"now": 0, "most": 0}
+
+    @server.tool()
+    async def nap(seconds: float = 0.3) -> str:
+        """Sleep, then say how many naps ran at once at most (the bot bounds its calls)."""
+        naps["now"] += 1
+        naps["most"] = max(naps["most"], naps["now"])
+        await asyncio.sleep(seconds)
+        naps["now"] -= 1
+        return f"at most {naps['most']} at once"
+
+    @server.tool()
+    def bloated(text: Annotated[str, Field(description="padding " * 1200)] = "") -> str:
+        """An input schema too large to offer."""
+        return text
+
+    def numbered() -> str:
+        return "a numbered tool"
+
+    for number in range(100):
+        about = "A long description. " * 250 if number == 0 else "A numbered tool."
+        server.tool(name=f"t{number}", description=about)(numbered)
 
 
 if __name__ == "__main__":

@@ -139,6 +139,7 @@ class CallTools:
     text: str = ""
     chunk_chars: int = 8
     id_prefix: str = "call_"
+    finish_reason: str = "tool_calls"  # "length": the arguments may be cut short
 
 
 Behaviour = Answer | RateLimited | Fail | BrokenStream | Hang | CallTools
@@ -389,7 +390,9 @@ class FakeOpenAI:
             await self._sleep(answer.first_byte_delay)
         pieces = _pieces(text, answer.chunk_chars)
         recorded.cached_tokens = self._use_cache(recorded)
-        usage = _usage(recorded.messages, len(pieces), recorded.cached_tokens)
+        usage = _usage(
+            recorded.messages, len(pieces), recorded.cached_tokens, recorded.body.get("tools")
+        )
         if not recorded.stream:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if answer.reasoning is not None:
@@ -432,14 +435,14 @@ class FakeOpenAI:
     ) -> web.StreamResponse:
         number = len(self.chat_requests)
         ids = [f"{asked.id_prefix}{number}_{i}" for i in range(len(asked.calls))]
-        usage = _usage(recorded.messages, 1)
+        usage = _usage(recorded.messages, 1, tools=recorded.body.get("tools"))
         if not recorded.stream:
             calls = [
                 {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
                 for i, (n, a) in zip(ids, asked.calls, strict=True)
             ]
             message = {"role": "assistant", "content": asked.text or None, "tool_calls": calls}
-            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+            choice = {"index": 0, "message": message, "finish_reason": asked.finish_reason}
             payload = {"id": "chatcmpl-fake", "object": "chat.completion", "model": model}
             return web.json_response(payload | {"choices": [choice], "usage": usage})
         response = await _start_stream(request)
@@ -453,7 +456,7 @@ class FakeOpenAI:
             for piece in _pieces(arguments, asked.chunk_chars):
                 more = {"index": index, "function": {"arguments": piece}}
                 await _send(response, _chunk(model, {"tool_calls": [more]}))
-        await _send(response, _chunk(model, {}, finish_reason="tool_calls"))
+        await _send(response, _chunk(model, {}, finish_reason=asked.finish_reason))
         options = recorded.body.get("stream_options")
         if isinstance(options, dict) and options.get("include_usage"):
             await _send(response, {**_chunk(model, None), "choices": [], "usage": usage})
@@ -575,6 +578,7 @@ def _echo(messages: list[dict[str, Any]]) -> str:
 
 
 _WORD_PIECES = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
+_JSON_PIECES = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]+")
 
 
 def count_tokens(messages: list[dict[str, Any]]) -> int:
@@ -592,8 +596,13 @@ def count_tokens(messages: list[dict[str, Any]]) -> int:
     return total
 
 
-def _usage(messages: list[dict[str, Any]], completion_tokens: int, cached: int = 0) -> dict:
+def _usage(
+    messages: list[dict[str, Any]], completion_tokens: int, cached: int = 0, tools: Any = None
+) -> dict:
     prompt = count_tokens(messages)
+    if isinstance(tools, list) and tools:  # as real servers do, the definitions count too
+        pieces = _JSON_PIECES.findall(json.dumps(tools))  # JSON's punctuation runs merge
+        prompt += sum(math.ceil(len(p) / 5) if p.isalpha() else 1 for p in pieces)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion_tokens,

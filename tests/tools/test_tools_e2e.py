@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.answering.recording import InteractionRecorder
+from bot.answering.tool_use import tools_tokens
 from bot.config.schema import Config
 from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.model.client import ModelClient
@@ -225,4 +226,25 @@ async def test_with_tools_the_prompt_leaves_room_for_their_results(tmp_path, too
         limits[tools_on] = int(re.search(r" of (\d+) tokens", budget)[1])
         if tools_on:
             assert "[result truncated" not in sent[-1]["content"]  # read whole
-    assert limits[True] == limits[False] - 600  # 2 x 900 characters at 3 per token
+    # 2 x 900 characters at 3 per token, and the tool definitions every request carries
+    assert limits[True] == limits[False] - 600 - tools_tokens(toolbox.specs())
+
+
+async def test_tool_definitions_do_not_inflate_the_calibration(tmp_path, toolbox) -> None:
+    """The server's prompt_tokens count the tool definitions: so does the estimate beside it."""
+    ratios: dict[bool, float] = {}
+    question = "how long does the link mode take when the channel is busy? " * 8
+    for tools_on in (False, True):
+        with Store.open(tmp_path / f"store-{tools_on}.sqlite3") as store:
+            async with running_bot(
+                store=store, toolbox=toolbox, tools=TOOLS_ON | {"enabled": tools_on}
+            ) as bot:
+                bot.model.queue(Answer(text="About a minute."))
+                await ask(bot, question)
+                assert ("tools" in bot.model.chat_requests[-1].body) is tools_on
+            [limits] = store.model_limits().values()
+            assert limits.samples == 1
+            ratios[tools_on] = limits.ratio
+    # Not equal: the fake counts JSON a little more densely than prose. Without the definitions
+    # in the estimate the ratio came out 2.15 times as high (1.60 against 0.74).
+    assert ratios[True] < ratios[False] * 1.25

@@ -128,3 +128,59 @@ def test_tool_limits_apply_live_servers_at_restart() -> None:
 
     assert is_live(("tools", "max_steps")) and is_live(("tools", "in_dms"))
     assert not is_live(("tools", "enabled")) and not is_live(("tools", "mcp"))
+
+
+def test_check_config_masks_mcp_env_and_url_secrets_and_still_loads(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    path = tmp_path / "config.toml"
+    path.write_text(
+        """
+[[tools.mcp]]
+name = "local"
+command = "/bin/false"
+env = { API_KEY = "sk-live-123", FROM_ENV = "${SEARCH_KEY}" }
+[[tools.mcp]]
+name = "remote"
+url = "https://bob:hunter2@search.example.com/mcp?key=abc123&ref=${REF_KEY}"
+"""
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "check-config", "--config", str(path)],
+        capture_output=True, text=True, cwd=root, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for secret in ("sk-live-123", "hunter2", "abc123", "bob"):
+        assert secret not in done.stdout
+    printed = tomllib.loads(done.stdout)
+    local, remote = printed["tools"]["mcp"]
+    assert local["env"] == {"API_KEY": "**********", "FROM_ENV": "${SEARCH_KEY}"}
+    assert remote["url"] == (
+        "https://**********:**********@search.example.com/mcp?key=**********&ref=${REF_KEY}"
+    )
+    again = tmp_path / "printed.toml"
+    again.write_text(done.stdout)
+    assert load_config(again, env={}).tools.mcp[1].url == remote["url"]
+
+
+def test_env_and_url_take_variables_from_the_environment(tmp_path: Path) -> None:
+    local, remote = load(
+        tmp_path,
+        """
+[[tools.mcp]]
+name = "local"
+command = "run"
+env = { KEY = "${SEARCH_KEY}", MODE = "fast" }
+[[tools.mcp]]
+name = "remote"
+url = "https://search.example.com/mcp?key=${SEARCH_KEY}"
+""",
+    ).tools.mcp
+    env = {"SEARCH_KEY": "s3cret"}
+    assert local.env_values(env) == {"KEY": "s3cret", "MODE": "fast"}
+    assert remote.url_value(env) == "https://search.example.com/mcp?key=s3cret"
+    with pytest.raises(ValueError, match=r"SEARCH_KEY is not set \(named in env\.KEY\)"):
+        local.env_values({})

@@ -87,3 +87,37 @@ async def test_export_adds_the_tools_and_forget_user_keeps_pairs(tmp_path: Path)
     assert after["messages"][4]["tool_call_id"] == after["messages"][3]["tool_calls"][0]["id"]
     assert "alice" not in json.dumps(after["messages"][3:5])  # also the call's arguments
     assert json.loads(after["messages"][3]["tool_calls"][0]["function"]["arguments"])
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("Chloé", '{"q": "Chlo\\u00e9 deploy"}'),  # the name JSON-escaped
+        ("zed\\", json.dumps({"q": "ask zed\\ about the deploy"})),  # ends in a backslash
+    ],
+)
+async def test_forget_user_reads_the_arguments_as_json(
+    tmp_path: Path, name: str, arguments: str
+) -> None:
+    call = {**CALL, "tool_calls": [{**CALL["tool_calls"][0], "function": {
+        "name": "search", "arguments": arguments}}]}  # fmt: skip
+    prompt = [PROMPT[0], {**PROMPT[1], "name": "x", "content": f"{name}: hi"}, PROMPT[2]]
+    entry = ContextEntry(message_id=50, author_id=8, name=name, reasons=["linear"])
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        rec = record([*prompt, call, RESULT])
+        await store.record(rec.model_copy(update={"context": [None, entry, *rec.context[2:]]}))
+        await store.forget_user(8)
+        after = json.loads(next(iter(store.export_lines())))
+    decoded = json.loads(after["messages"][3]["tool_calls"][0]["function"]["arguments"])
+    assert name not in decoded["q"] and "deploy" in decoded["q"]
+
+
+async def test_forget_user_leaves_calls_without_the_name_byte_exact(tmp_path: Path) -> None:
+    arguments = '{"q":  "bob deploy",\n "n": 1.50}'  # spacing and number kept as written
+    call = {**CALL, "tool_calls": [{**CALL["tool_calls"][0], "function": {
+        "name": "search", "arguments": arguments}}]}  # fmt: skip
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        await store.record(record([*PROMPT, call, RESULT]))
+        await store.forget_user(8)
+        after = json.loads(next(iter(store.export_lines())))
+    assert after["messages"][3]["tool_calls"][0]["function"]["arguments"] == arguments

@@ -176,6 +176,7 @@ async def test_read_page_uses_the_article_reader(site: str) -> None:
     opened = ArticleSettings(allowed_networks=["127.0.0.1/32"])
     async with ArticleService(opened, resolver=resolver) as articles:
         box = Toolbox(ToolSettings(enabled=True), pages=PageReader(articles))
+        box = box.for_prompt([{"role": "user", "content": f"see {site}/deploy"}])
         assert [s.name for s in box.specs()] == ["read_page"]
         request = call("read_page", f'{{"url": "{site}/deploy"}}')
         assert box.status([request]) == "reading wiki.example.org …"
@@ -186,7 +187,9 @@ async def test_read_page_uses_the_article_reader(site: str) -> None:
         [again] = await box.run([request])
         assert articles.stats.cache_hits == 1 and again.content == page.content
     async with ArticleService(ArticleSettings(), resolver=resolver) as guarded:
-        box = Toolbox(ToolSettings(enabled=True), pages=PageReader(guarded))
+        box = Toolbox(
+            ToolSettings(enabled=True, read_page_any_host=True), pages=PageReader(guarded)
+        )
         [refused] = await box.run([request])  # 127.0.0.1 is not public: the guard says no
         assert refused.status == "error" and "could not read" in refused.detail
         [bad] = await box.run([call("read_page", '{"url": "file:///etc/passwd"}')])
@@ -251,3 +254,27 @@ async def test_http_server_that_went_away_is_reconnected() -> None:
         await servers.close()
         process.kill()
         await process.wait()
+
+
+async def test_tool_list_limits(caplog: pytest.LogCaptureFixture) -> None:
+    from bot.tools.mcp_servers import MAX_DESCRIPTION_CHARS, MAX_TOOLS
+
+    settings = stdio_server(env={"FAKE_MCP_MANY": "${FAKE_MCP_MANY_FROM}"})
+    started = McpServers.from_settings(
+        [settings], restart_delays=(0.1,), env={"FAKE_MCP_MANY_FROM": "1"}
+    )
+    await started.start(wait=30)
+    try:
+        box = Toolbox(ToolSettings(enabled=True, read_page=False), servers=started)
+        specs = box.specs()
+        naps = await box.run([call("nap", '{"seconds": 0.3}', f"n{i}") for i in range(10)])
+    finally:
+        await started.close()
+    assert [o.status for o in naps] == ["ok"] * 10
+    assert "at most 4 at once" in naps[-1].content  # CONCURRENT_CALLS a server
+    names = [spec.name for spec in specs]
+    assert len(names) == MAX_TOOLS == 64
+    assert "bloated" not in names and "t0" in names
+    assert len(specs[names.index("t0")].description) == MAX_DESCRIPTION_CHARS
+    assert "tool bloated not offered: its input schema has" in caplog.text
+    assert f"offers more than {MAX_TOOLS} tools" in caplog.text

