@@ -27,18 +27,17 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.boosting import fit_logistic, fit_trees
 from bench.context_quality import gold_triggers
 from conversation.relevance import (
     FEATURES,
-    RELATIVE_FEATURES,
+    SECOND_FEATURES,
+    THIRD_FEATURES,
     WEIGHTS_FILE,
     Clue,
     LogisticStage,
     RelevanceModel,
     TreeStage,
     feature_rows,
-    relative_rows,
     words_of,
 )
 from conversation.settings import ContextSettings
@@ -212,6 +211,101 @@ def choose_defaults(
     return best, table
 
 
+@dataclass
+class Example:
+    """One training trigger: its candidates as the builder proposes them, and their labels."""
+
+    trigger: Clue
+    walk: list[Clue]
+    chain: set[int]
+    labels: list[int]
+    rows: list[list[float]]
+
+
+def example_of(log: Log, trigger_id: int, settings: ContextSettings) -> Example:
+    gold, _parents = log.triggers[trigger_id]
+    index = log.index[trigger_id]
+    walk, chain = propose(log, index, settings)
+    trigger = log.clues[index]
+    return Example(
+        trigger=trigger,
+        walk=walk,
+        chain=chain,
+        labels=[int(clue.id in gold) for clue in walk],
+        rows=feature_rows(trigger, walk, chain),
+    )
+
+
+def fit_model(
+    examples: list[Example],
+    threshold_set: list[tuple[Log, int]],
+    settings: ContextSettings,
+    *,
+    fitter: str = "lightgbm",
+    verbose: bool = False,
+    without: frozenset[str] = frozenset(),
+    looks: int = 2,
+) -> tuple[RelevanceModel, Choice]:
+    """The looks fitted on ``examples`` (two, or three), the defaults chosen on ``threshold_set``.
+
+    The second look's features named in ``without`` are held at 0 for the fit, so its trees
+    never use them (an ablation, measured with ``bench.relevance_folds --without``).
+    """
+    if fitter == "lightgbm":
+        from bench import library_fit as fitting
+
+        tree_args: dict = {}
+    else:
+        from bench import boosting as fitting
+
+        tree_args = {"trees": TREES, "depth": DEPTH, "rate": RATE, "min_hessian": MIN_HESSIAN}
+    y = np.array([label for example in examples for label in example.labels], dtype=float)
+    if verbose:
+        print(f"{len(y)} candidates, {int(y.sum())} positive; fitting with {fitter}", flush=True)
+    rows = np.array([row for example in examples for row in example.rows])
+    first = stage(FEATURES, *fitting.fit_logistic(rows, y))
+    model = RelevanceModel(
+        first=first,
+        second=TreeStage(features=SECOND_FEATURES, means=(), base=0.0, trees=()),
+        anchor=ANCHOR,
+        threshold=0.5,
+    )
+    stages = ((2, SECOND_FEATURES), (3, THIRD_FEATURES))[: looks - 1]
+    for look, features in stages:
+        x = np.array(
+            [
+                row
+                for example in examples
+                for row in model.rows(example.trigger, example.walk, example.chain, looks=look)
+            ]
+        )
+        for name in without:
+            x[:, features.index(name)] = 0.0
+        if verbose:
+            print(f"look {look}: {x.shape[1]} features", flush=True)
+        base, trees = fitting.fit_trees(x, y, **tree_args)
+        fitted = TreeStage(
+            features=features,
+            means=tuple(round(v, 6) for v in x.mean(axis=0).tolist()),
+            base=round(base, 6),
+            trees=tuple(trees),
+        )
+        model = model.model_copy(update={"second" if look == 2 else "third": fitted})
+    choice, table = choose_defaults(model, threshold_set, settings)
+    min_linear, always_best, threshold = choice
+    if verbose:
+        for key in sorted(table):
+            if key[:2] == (min_linear, always_best) and abs(key[2] - threshold) < 0.06:
+                p, r, f, parent = table[key]
+                mark = " <- default" if key == choice else ""
+                print(
+                    f"  min_linear {key[0]:>2} best {key[1]} threshold {key[2]:.4f}: P {p:.3f} "
+                    f"R {r:.3f} F1 {f:.3f} parent recall {parent:.3f}{mark}"
+                )
+    model = model.model_copy(update={"threshold": threshold, "always_best": always_best})
+    return model, choice
+
+
 def main() -> None:
     if os.environ.get("PYTHONHASHSEED") != "0":
         # Word-overlap sums follow set order, which follows string hashing: fixing the hash
@@ -224,6 +318,12 @@ def main() -> None:
     parser.add_argument("--threshold-triggers", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
+    parser.add_argument(
+        "--fitter",
+        choices=("lightgbm", "numpy"),
+        default="lightgbm",
+        help="lightgbm: scikit-learn and LightGBM (default); numpy: bench.boosting's own",
+    )
     parser.add_argument(
         "--hold-out",
         type=float,
@@ -248,61 +348,13 @@ def main() -> None:
         args.dry_run = True
     picked = sample(logs, args.triggers + args.threshold_triggers, rng)
     fit_set, threshold_set = picked[: args.triggers], picked[args.triggers :]
-
-    examples = []
-    labels: list[int] = []
-    covered = gold_total = 0
-    for log, trigger_id in fit_set:
-        gold, _parents = log.triggers[trigger_id]
-        index = log.index[trigger_id]
-        walk, chain = propose(log, index, settings)
-        examples.append((log.clues[index], walk, chain))
-        labels.extend(int(clue.id in gold) for clue in walk)
-        covered += sum(clue.id in gold for clue in walk)
-        gold_total += len(gold)
-    print(
-        f"{len(labels)} candidates, {sum(labels)} positive; the candidates hold "
-        f"{covered / gold_total:.3f} of the gold context",
-        flush=True,
+    examples = [example_of(log, trigger_id, settings) for log, trigger_id in fit_set]
+    model, (min_linear, always_best, threshold) = fit_model(
+        examples, threshold_set, settings, fitter=args.fitter, verbose=True
     )
-    rows = [row for trigger, walk, chain in examples for row in feature_rows(trigger, walk, chain)]
-    y = np.array(labels, dtype=float)
-    print("first look (logistic):", flush=True)
-    first = stage(FEATURES, *fit_logistic(np.array(rows), y))
-    model = RelevanceModel(
-        first=first,
-        second=TreeStage(features=FEATURES + RELATIVE_FEATURES, means=(), base=0.0, trees=()),
-        anchor=ANCHOR,
-        threshold=0.5,
-        trained_on=f"irc-train, {len(fit_set)} triggers, seed {args.seed}",
+    model = model.model_copy(
+        update={"trained_on": f"irc-train, {len(fit_set)} triggers, seed {args.seed}"}
     )
-    rows2 = []
-    for trigger, walk, chain in examples:
-        base, scores, idf = model.first_look(trigger, walk, chain)
-        anchors = {c.id for c, p in zip(walk, scores, strict=True) if p >= ANCHOR}
-        extra = relative_rows(trigger, walk, anchors, idf)
-        rows2.extend(b + e for b, e in zip(base, extra, strict=True))
-    x2 = np.array(rows2)
-    print(f"second look ({TREES} boosted trees of depth {DEPTH}):", flush=True)
-    base, trees = fit_trees(x2, y, trees=TREES, depth=DEPTH, rate=RATE, min_hessian=MIN_HESSIAN)
-    second = TreeStage(
-        features=FEATURES + RELATIVE_FEATURES,
-        means=tuple(round(v, 6) for v in x2.mean(axis=0).tolist()),
-        base=round(base, 6),
-        trees=tuple(trees),
-    )
-    model = model.model_copy(update={"second": second})
-    (min_linear, always_best, threshold), table = choose_defaults(model, threshold_set, settings)
-    for key in sorted(table):
-        if key[:2] == (min_linear, always_best) and abs(key[2] - threshold) < 0.06:
-            p, r, f, parent = table[key]
-            mark = " <- default" if key == (min_linear, always_best, threshold) else ""
-            print(
-                f"  min_linear {key[0]:>2} best {key[1]} threshold {key[2]:.4f}: P {p:.3f} "
-                f"R {r:.3f} F1 {f:.3f} parent recall {parent:.3f}{mark}"
-            )
-    model = model.model_copy(update={"threshold": threshold, "always_best": always_best})
-    print(f"defaults: min_linear {min_linear}, {always_best} best always in, threshold {threshold}")
     if held_out:
         measured = sample(held_out, args.threshold_triggers, random.Random(args.seed + 1))
         _, held_table = choose_defaults(model, measured, settings)

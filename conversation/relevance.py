@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from conversation.reach import REACH_FEATURES, reach_rows
 from conversation.source import MessageLike, created_ms, reference_id
 
 # Words too common in any English chat to say anything about the topic.
@@ -124,6 +125,15 @@ RELATIVE_FEATURES: tuple[str, ...] = (
     "minutes to the conversation",
 )
 
+# What the second look reads: the first look's features, the relative ones, and how far each
+# candidate reaches into the conversation by its links (``conversation.reach``).
+SECOND_FEATURES: tuple[str, ...] = FEATURES + RELATIVE_FEATURES + REACH_FEATURES
+# An optional third look reads the same again, the conversation now the one the second found.
+LATER = ", second look"
+THIRD_FEATURES: tuple[str, ...] = SECOND_FEATURES + tuple(
+    name + LATER for name in RELATIVE_FEATURES + REACH_FEATURES
+)
+
 
 # Measures, worded for a value above and below the training mean.
 _MEASURES: dict[str, tuple[str | None, str | None]] = {
@@ -142,6 +152,12 @@ _MEASURES: dict[str, tuple[str | None, str | None]] = {
     "words shared with the conversation": ("on the conversation's topic", "off topic"),
     "messages to the conversation": (None, "next to the conversation"),
     "minutes to the conversation": (None, "close in time"),
+    "first-look score": ("likely at first look", None),
+    "first-look rank": (None, "among the likeliest"),
+    "its author's other messages": ("its author's other messages belong", None),
+    "linked to a likely message": ("linked to a likely message", None),
+    "silence before it": (None, "right after the message before"),
+    "its author's next message": (None, "its author speaks again soon"),
 }
 
 
@@ -479,6 +495,14 @@ class RelevanceModel(BaseModel):
     always_best: int = 0
     always_best_floor: float = 0.05  # ... unless even the best is plainly elsewhere
     trained_on: str = ""
+    # A third look, when fitted: the conversation as the second look found it, so a message
+    # two links from the trigger is judged with the one between them already in.
+    third: TreeStage | None = None
+
+    @property
+    def deciding(self) -> TreeStage:
+        """The last look: its scores decide, its trees explain."""
+        return self.third if self.third is not None else self.second
 
     def first_look(
         self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]
@@ -487,15 +511,21 @@ class RelevanceModel(BaseModel):
         rows = feature_rows(trigger, candidates, chain, idf)
         return rows, [self.first.score(row)[0] for row in rows], idf
 
+    def rows(
+        self, trigger: Clue, candidates: Sequence[Clue], chain: set[int], *, looks: int = 3
+    ) -> list[tuple[float, ...]]:
+        """The rows the deciding look reads, one per candidate: ``SECOND_FEATURES``, or
+        ``THIRD_FEATURES`` with a third look (unless ``looks`` stops at two)."""
+        base, first, idf = self.first_look(trigger, candidates, chain)
+        rows = _with_conversation(base, trigger, candidates, first, self.anchor, idf)
+        if self.third is None or looks < 3:
+            return rows
+        second = [self.second.probability(row) for row in rows]
+        return _with_conversation(rows, trigger, candidates, second, self.anchor, idf)
+
     def score_all(self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]) -> list[Scored]:
-        rows, first, idf = self.first_look(trigger, candidates, chain)
-        anchors = {c.id for c, p in zip(candidates, first, strict=True) if p >= self.anchor}
-        relative = relative_rows(trigger, candidates, anchors, idf)
-        scored = []
-        for row, extra in zip(rows, relative, strict=True):
-            full = (*row, *extra)
-            scored.append(Scored(self.second.probability(full), full))
-        return scored
+        probability = self.deciding.probability
+        return [Scored(probability(row), row) for row in self.rows(trigger, candidates, chain)]
 
     def score_threads(
         self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]
@@ -509,7 +539,7 @@ class RelevanceModel(BaseModel):
         A yes/no feature explains only when present; a measure says which way it went
         (``few messages back`` raises the score, ``many messages back`` would not).
         """
-        stage = self.second
+        stage = self.deciding
         row = scored.row
         parts = stage.contributions(row)
         words: list[str] = []
@@ -518,7 +548,7 @@ class RelevanceModel(BaseModel):
         for i in sorted(range(len(parts)), key=lambda i: -parts[i]):
             if parts[i] <= 0.05 or len(words) >= count:
                 break
-            name = stage.features[i]
+            name = stage.features[i].removesuffix(LATER)
             if name in words:
                 continue
             above = row[i] > stage.means[i]
@@ -532,6 +562,23 @@ class RelevanceModel(BaseModel):
             elif above:
                 words.append(name)
         return tuple(words)
+
+
+def _with_conversation(
+    rows: Sequence[Sequence[float]],
+    trigger: Clue,
+    candidates: Sequence[Clue],
+    scores: Sequence[float],
+    anchor: float,
+    idf: dict[str, float],
+) -> list[tuple[float, ...]]:
+    """``rows`` extended by how each candidate relates to the conversation ``scores`` found."""
+    anchors = {c.id for c, p in zip(candidates, scores, strict=True) if p >= anchor}
+    relative = relative_rows(trigger, candidates, anchors, idf)
+    reach = reach_rows(trigger, candidates, scores)
+    return [
+        (*row, *extra, *linked) for row, extra, linked in zip(rows, relative, reach, strict=True)
+    ]
 
 
 WEIGHTS_FILE = "relevance_weights.json"
@@ -566,7 +613,12 @@ def load_model_from(path: Path) -> RelevanceModel:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
         raise WeightsError(f"{path}: {where}: {first['msg']}; {refit}") from None
-    if model.first.features != FEATURES or model.second.features != FEATURES + RELATIVE_FEATURES:
+    third = model.third.features if model.third is not None else THIRD_FEATURES
+    if (
+        model.first.features != FEATURES
+        or model.second.features != SECOND_FEATURES
+        or third != THIRD_FEATURES
+    ):
         raise WeightsError(
             f"{path}: fitted for other features; run python -m bench.train_relevance"
         )
@@ -586,28 +638,38 @@ def _shape_fault(model: RelevanceModel) -> str | None:
     sizes = {len(first.features), len(first.means), len(first.scales), len(first.weights)}
     if len(sizes) != 1:
         return "first: features, means, scales and weights differ in length"
-    if len(second.means) != len(second.features):
-        return "second: features and means differ in length"
-    numbers = [*first.means, *first.scales, *first.weights, first.bias, *second.means, second.base]
+    stages = {"second": second} | ({"third": model.third} if model.third is not None else {})
+    for label, stage in stages.items():
+        if len(stage.means) != len(stage.features):
+            return f"{label}: features and means differ in length"
+    numbers = [*first.means, *first.scales, *first.weights, first.bias]
+    for stage in stages.values():
+        numbers.extend((*stage.means, stage.base))
     if not all(math.isfinite(number) for number in numbers) or 0.0 in first.scales:
         return "a number that is not finite (or a zero scale)"
-    for index, tree in enumerate(second.trees):
-        nodes = len(tree.feature)
-        arrays = (tree.threshold, tree.left, tree.right, tree.values)
-        if nodes == 0 or any(len(array) != nodes for array in arrays):
-            return f"second.trees.{index}: node arrays empty or of different lengths"
-        if not all(math.isfinite(number) for number in (*tree.threshold, *tree.values)):
-            return f"second.trees.{index}: a number that is not finite"
-        depth, parents = [0] * nodes, [0] * nodes
-        for node, feature in enumerate(tree.feature):
-            children = (tree.left[node], tree.right[node])
-            if feature >= 0 and (
-                feature >= len(second.features) or not all(node < c < nodes for c in children)
-            ):
-                return f"second.trees.{index}: node {node} points outside the tree or its features"
-            for child in children if feature >= 0 else ():
-                depth[child], parents[child] = depth[node] + 1, parents[child] + 1
-        # Trees compile to nested expressions: a shared node doubles them, depth is bounded.
-        if max(parents) > 1 or max(depth) > MAX_TREE_DEPTH:
-            return f"second.trees.{index}: a node with two parents, or deeper than {MAX_TREE_DEPTH}"
+    for label, stage in stages.items():
+        for index, tree in enumerate(stage.trees):
+            fault = _tree_fault(tree, len(stage.features))
+            if fault is not None:
+                return f"{label}.trees.{index}: {fault}"
+    return None
+
+
+def _tree_fault(tree: Tree, features: int) -> str | None:
+    nodes = len(tree.feature)
+    arrays = (tree.threshold, tree.left, tree.right, tree.values)
+    if nodes == 0 or any(len(array) != nodes for array in arrays):
+        return "node arrays empty or of different lengths"
+    if not all(math.isfinite(number) for number in (*tree.threshold, *tree.values)):
+        return "a number that is not finite"
+    depth, parents = [0] * nodes, [0] * nodes
+    for node, feature in enumerate(tree.feature):
+        children = (tree.left[node], tree.right[node])
+        if feature >= 0 and (feature >= features or not all(node < c < nodes for c in children)):
+            return f"node {node} points outside the tree or its features"
+        for child in children if feature >= 0 else ():
+            depth[child], parents[child] = depth[node] + 1, parents[child] + 1
+    # Trees compile to nested expressions: a shared node doubles them, depth is bounded.
+    if max(parents) > 1 or max(depth) > MAX_TREE_DEPTH:
+        return f"a node with two parents, or deeper than {MAX_TREE_DEPTH}"
     return None

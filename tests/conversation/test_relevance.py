@@ -11,7 +11,14 @@ from conversation.cache import ChannelCache
 from conversation.dce import parse_export
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
-from conversation.relevance import FEATURES, RELATIVE_FEATURES, Clue, load_model, words_of
+from conversation.relevance import (
+    FEATURES,
+    SECOND_FEATURES,
+    THIRD_FEATURES,
+    Clue,
+    load_model,
+    words_of,
+)
 from conversation.relevance import clue_of as clue_of_message
 from conversation.settings import ContextSettings
 from tests.conversation.test_replay_tools import EXAMPLE, run_cli
@@ -37,7 +44,8 @@ def clue(i: int, author: int, text: str, *, mentions=(), reference=None, minute=
 def test_the_shipped_weights_load_and_match_the_features():
     model = load_model()
     assert model.first.features == FEATURES
-    assert model.second.features == FEATURES + RELATIVE_FEATURES
+    assert model.second.features == SECOND_FEATURES
+    assert model.third is None or model.third.features == THIRD_FEATURES
     assert 0 < model.threshold < 1
     assert "irc-train" in model.trained_on
     assert model.second.trees and len(model.second.means) == len(model.second.features)
@@ -47,7 +55,7 @@ def test_the_trees_read_the_same_in_the_fast_and_the_explaining_walk():
     """The compiled expression scores; the node walk explains: both must follow the same paths."""
     import math
 
-    stage = load_model().second
+    stage = load_model().deciding
     source = synthetic()
     history = [clue_of_message(m) for m in reversed(source.messages[200:260])]
     trigger = clue_of_message(source.messages[260])
