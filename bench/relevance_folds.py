@@ -27,6 +27,8 @@ from pathlib import Path
 
 from bench.train_relevance import (
     DEFAULT_TRAIN,
+    LOOKS,
+    PREFER,
     Example,
     Log,
     example_of,
@@ -89,7 +91,14 @@ def main() -> None:
         metavar="FEATURE",
         help="hold this second-look feature at 0 in the fits (an ablation); repeatable",
     )
-    parser.add_argument("--looks", type=int, choices=(2, 3), default=2)
+    parser.add_argument("--looks", type=int, choices=(2, 3), default=LOOKS)
+    parser.add_argument(
+        "--prefer",
+        choices=("recent", "recall"),
+        default=PREFER,
+        help="among defaults within 0.005 F1 of the best: the most recent messages, then the "
+        "best F1 (recent), or the most recent messages, then the highest recall (recall)",
+    )
     parser.add_argument(
         "--fit-triggers", type=int, default=FIT_TRIGGERS, help="sampled over all logs"
     )
@@ -121,6 +130,7 @@ def main() -> None:
             fitter=args.fitter,
             without=frozenset(args.without),
             looks=args.looks,
+            prefer=args.prefer,
         )
         model = model.model_copy(
             update={"trained_on": f"irc-train fold {k + 1}/{args.folds}, {len(fit)} triggers"}

@@ -59,6 +59,9 @@ MIN_HESSIAN = 20.0  # a leaf stands for at least about a hundred and fifty candi
 # The defaults must keep the message a trigger answers in nearly every context.
 PARENT_RECALL_FLOOR = 0.98
 F1_TOLERANCE = 0.005
+# What the four folds of irc-train kept (python -m bench.relevance_folds; README.md).
+LOOKS = 2
+PREFER = "recent"
 
 
 @dataclass
@@ -151,7 +154,10 @@ Choice = tuple[int, int, float]  # min_linear, best candidates always in, thresh
 
 
 def choose_defaults(
-    model: RelevanceModel, chosen: list[tuple[Log, int]], settings: ContextSettings
+    model: RelevanceModel,
+    chosen: list[tuple[Log, int]],
+    settings: ContextSettings,
+    prefer: str = "recent",
 ) -> tuple[Choice, dict[Choice, tuple[float, float, float, float]]]:
     """The selection defaults with the best micro F1 of the whole selection.
 
@@ -207,7 +213,11 @@ def choose_defaults(
     # messages (a context that always shows what was just said is the safer default on other
     # servers).
     near = [key for key in allowed if table[key][2] >= top - F1_TOLERANCE]
-    best = max(near, key=lambda key: (key[0], table[key][2], key[2]))
+    # With ``prefer="recall"``, the fullest of those contexts (the most of the conversation).
+    if prefer == "recall":
+        best = max(near, key=lambda key: (key[0], table[key][1]))
+    else:
+        best = max(near, key=lambda key: (key[0], table[key][2], key[2]))
     return best, table
 
 
@@ -245,6 +255,7 @@ def fit_model(
     verbose: bool = False,
     without: frozenset[str] = frozenset(),
     looks: int = 2,
+    prefer: str = "recent",
 ) -> tuple[RelevanceModel, Choice]:
     """The looks fitted on ``examples`` (two, or three), the defaults chosen on ``threshold_set``.
 
@@ -291,7 +302,7 @@ def fit_model(
             trees=tuple(trees),
         )
         model = model.model_copy(update={"second" if look == 2 else "third": fitted})
-    choice, table = choose_defaults(model, threshold_set, settings)
+    choice, table = choose_defaults(model, threshold_set, settings, prefer)
     min_linear, always_best, threshold = choice
     if verbose:
         for key in sorted(table):
@@ -325,6 +336,16 @@ def main() -> None:
         help="lightgbm: scikit-learn and LightGBM (default); numpy: bench.boosting's own",
     )
     parser.add_argument(
+        "--looks", type=int, choices=(2, 3), default=LOOKS, help="two looks, or a third"
+    )
+    parser.add_argument(
+        "--prefer",
+        choices=("recent", "recall"),
+        default=PREFER,
+        help="among defaults within 0.005 F1 of the best, the most recent messages and then "
+        "the best F1 (recent), or the most recent messages and then the highest recall",
+    )
+    parser.add_argument(
         "--hold-out",
         type=float,
         default=0.0,
@@ -350,7 +371,13 @@ def main() -> None:
     fit_set, threshold_set = picked[: args.triggers], picked[args.triggers :]
     examples = [example_of(log, trigger_id, settings) for log, trigger_id in fit_set]
     model, (min_linear, always_best, threshold) = fit_model(
-        examples, threshold_set, settings, fitter=args.fitter, verbose=True
+        examples,
+        threshold_set,
+        settings,
+        fitter=args.fitter,
+        verbose=True,
+        looks=args.looks,
+        prefer=args.prefer,
     )
     model = model.model_copy(
         update={"trained_on": f"irc-train, {len(fit_set)} triggers, seed {args.seed}"}

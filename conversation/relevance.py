@@ -14,9 +14,11 @@ replayed logs, live messages and the training data.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -281,6 +283,8 @@ def relative_rows(
     referenced = {clue.reference for _, clue in members if clue.reference is not None}
     words: Counter[str] = Counter(word for _, clue in members for word in clue.words)
     total = sum(idf.get(word, 0.0) for word in words)
+    member_ranks = sorted(r for r, _ in members)
+    member_times = sorted(clue.at_ms for _, clue in members)
     rows = []
     for rank, clue in enumerate(candidates):
         inside = clue.id in member_ids
@@ -297,8 +301,8 @@ def relative_rows(
             shared = sum(idf[w] for w in clue.words if words[w] > 0)
         mine = sum(idf[w] for w in clue.words)
         similarity = shared / math.sqrt(mine * rest_total) if mine > 0 and rest_total > 0 else 0.0
-        distances = [abs(rank - r) for r, other in members if other.id != clue.id]
-        gaps = [abs(clue.at_ms - other.at_ms) for _, other in members if other.id != clue.id]
+        distance = _nearest(member_ranks, rank, inside)
+        gap = _nearest(member_times, clue.at_ms, inside)
         rows.append(
             [
                 math.log1p(own_authors),
@@ -309,11 +313,20 @@ def relative_rows(
                     or clue.id in referenced
                 ),
                 similarity,
-                math.log1p(min(distances)) if distances else 5.0,
-                math.log1p(min(gaps) / 60_000) if gaps else 5.0,
+                math.log1p(distance) if distance is not None else 5.0,
+                math.log1p(gap / 60_000) if gap is not None else 5.0,
             ]
         )
     return rows
+
+
+def _nearest(values: list[int], x: int, among: bool) -> int | None:
+    """The smallest distance from ``x`` to the sorted ``values`` (``x`` itself left out once
+    when it is ``among`` them), by bisection: the candidates are many, so no full scan."""
+    i = bisect.bisect_left(values, x)
+    around = (i - 1, i + 1) if among else (i - 1, i)
+    found = [abs(values[j] - x) for j in around if 0 <= j < len(values)]
+    return min(found) if found else None
 
 
 class LogisticStage(BaseModel):
@@ -338,6 +351,19 @@ class LogisticStage(BaseModel):
         parts = self.contributions(row)
         z = max(-30.0, min(30.0, self.bias + sum(parts)))
         return 1.0 / (1.0 + math.exp(-z)), parts
+
+    @functools.cached_property
+    def _folded(self) -> tuple[float, tuple[float, ...]]:
+        """The standardisation folded into the weights: log-odds = bias + sum(x * weight)."""
+        weights = tuple(w / s for w, s in zip(self.weights, self.scales, strict=True))
+        bias = self.bias - sum(w * m for w, m in zip(weights, self.means, strict=True))
+        return bias, weights
+
+    def probability(self, row: Sequence[float]) -> float:
+        """The probability alone, in one pass (the builder scores every candidate this way)."""
+        bias, weights = self._folded
+        z = max(-30.0, min(30.0, bias + sum(map(operator.mul, row, weights))))
+        return 1.0 / (1.0 + math.exp(-z))
 
 
 class Tree(BaseModel):
@@ -509,16 +535,23 @@ class RelevanceModel(BaseModel):
     ) -> tuple[list[list[float]], list[float], dict[str, float]]:
         idf = _idf([trigger, *candidates])
         rows = feature_rows(trigger, candidates, chain, idf)
-        return rows, [self.first.score(row)[0] for row in rows], idf
+        return rows, [self.first.probability(row) for row in rows], idf
 
     def rows(
-        self, trigger: Clue, candidates: Sequence[Clue], chain: set[int], *, looks: int = 3
+        self,
+        trigger: Clue,
+        candidates: Sequence[Clue],
+        chain: set[int],
+        *,
+        looks: int | None = None,
     ) -> list[tuple[float, ...]]:
         """The rows the deciding look reads, one per candidate: ``SECOND_FEATURES``, or
-        ``THIRD_FEATURES`` with a third look (unless ``looks`` stops at two)."""
+        ``THIRD_FEATURES`` with a third look (``looks`` asks for either, to fit the third)."""
+        if looks is None:
+            looks = 2 if self.third is None else 3
         base, first, idf = self.first_look(trigger, candidates, chain)
         rows = _with_conversation(base, trigger, candidates, first, self.anchor, idf)
-        if self.third is None or looks < 3:
+        if looks < 3:
             return rows
         second = [self.second.probability(row) for row in rows]
         return _with_conversation(rows, trigger, candidates, second, self.anchor, idf)
