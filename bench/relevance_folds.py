@@ -25,10 +25,12 @@ import sys
 import time
 from pathlib import Path
 
-from bench.train_relevance import (
+from bench.train_relevance import (  # sampled over all logs: ~8,000 and ~3,000 per fold
     DEFAULT_TRAIN,
+    FIT_TRIGGERS,
     LOOKS,
     PREFER,
+    THRESHOLD_TRIGGERS,
     Example,
     Log,
     example_of,
@@ -40,8 +42,6 @@ from conversation.relevance import THIRD_FEATURES
 from conversation.settings import ContextSettings
 
 ROOT = Path(__file__).resolve().parents[1]
-FIT_TRIGGERS = 5400  # about 4,000 per fold, as many as the shipped fit uses
-THRESHOLD_TRIGGERS = 4000  # about 3,000 per fold
 
 
 def deal(names: list[str], folds: int, seed: int) -> list[list[str]]:
