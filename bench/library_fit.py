@@ -113,3 +113,60 @@ def tree_sum(trees: Sequence[Tree], row: Sequence[float]) -> float:
             node = tree.left[node] if go_left else tree.right[node]
         total += tree.values[node]
     return total
+
+
+def check(rows: int = 3000, seed: int = 3) -> list[str]:
+    """What goes wrong when exported trees are scored in pure Python (empty: nothing).
+
+    On synthetic data with an interaction and values on split points: the exported trees,
+    compiled as the bot compiles them, give LightGBM's own raw scores; a value equal to a
+    threshold goes left, as in LightGBM.
+    """
+    from conversation.relevance import TreeStage
+
+    rng = np.random.default_rng(seed)
+    x = np.column_stack(
+        [rng.random(rows), rng.integers(0, 2, rows).astype(float), rng.integers(0, 6, rows)]
+    )
+    z = 2.0 * x[:, 0] * x[:, 1] - 0.5 * x[:, 2] + 0.8
+    y = (rng.random(rows) < 1 / (1 + np.exp(-z))).astype(float)
+    params = {**TREE_PARAMS, "min_data_in_leaf": 20}
+    booster = lightgbm.train(params, lightgbm.Dataset(x, label=y), num_boost_round=30)
+    trees = [export_tree(info["tree_structure"]) for info in booster.dump_model()["tree_info"]]
+    stage = TreeStage(features=("a", "b", "c"), means=(0.0,) * 3, base=0.0, trees=tuple(trees))
+    faults = []
+    for row, raw in zip(x.tolist(), booster.predict(x, raw_score=True).tolist(), strict=True):
+        fast = math.log(stage.probability(row) / (1 - stage.probability(row)))
+        if abs(tree_sum(trees, row) - raw) > 1e-4 or abs(fast - raw) > 1e-4:
+            faults.append(f"row {row}: LightGBM {raw:.6f}, exported {fast:.6f}")
+    edge = export_tree(
+        {
+            "split_feature": 0,
+            "threshold": 2.0,
+            "decision_type": "<=",
+            "internal_value": 0.0,
+            "left_child": {"leaf_value": -1.0},
+            "right_child": {"leaf_value": 1.0},
+        }
+    )
+    if tree_sum([edge], [2.0]) != -1.0 or tree_sum([edge], [math.nextafter(2.0, 3.0)]) != 1.0:
+        faults.append("a value equal to a threshold does not go left")
+    # The trees see that a matters only when b is set; a linear look could not.
+    fitted = TreeStage(
+        features=("a", "b", "c"), means=(0.0,) * 3, base=0.0, trees=tuple(fit_trees(x, y)[1])
+    )
+    with_b = fitted.probability([0.9, 1.0, 1.0]) - fitted.probability([0.1, 1.0, 1.0])
+    without_b = fitted.probability([0.9, 0.0, 1.0]) - fitted.probability([0.1, 0.0, 1.0])
+    if with_b < without_b + 0.1:
+        faults.append(f"the interaction is not learned ({with_b:.3f} vs {without_b:.3f})")
+    if fit_logistic(x, y)[2][2] >= 0:
+        faults.append("the logistic look misses that more c is less likely")
+    return faults
+
+
+if __name__ == "__main__":
+    problems = check()
+    for problem in problems[:10]:
+        print(problem)
+    print("exported trees score as LightGBM does" if not problems else f"{len(problems)} faults")
+    raise SystemExit(1 if problems else 0)

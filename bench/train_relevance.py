@@ -65,7 +65,7 @@ FIT_TRIGGERS = 10_800
 THRESHOLD_TRIGGERS = 4_000
 # What the four folds of irc-train kept (python -m bench.relevance_folds; README.md).
 LOOKS = 2
-PREFER = "recent"
+PREFER = "recall"
 
 
 @dataclass

@@ -16,10 +16,23 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from conversation.relevance import Clue
+
+class Clue(Protocol):
+    """What these measures read of a message (``conversation.relevance.Clue`` has it)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def at_ms(self) -> int: ...
+    @property
+    def author(self) -> int: ...
+    @property
+    def mentions(self) -> frozenset[int]: ...
+    @property
+    def reference(self) -> int | None: ...
+
 
 REACH_FEATURES: tuple[str, ...] = (
     "first-look score",

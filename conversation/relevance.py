@@ -154,7 +154,7 @@ _MEASURES: dict[str, tuple[str | None, str | None]] = {
     "words shared with the conversation": ("on the conversation's topic", "off topic"),
     "messages to the conversation": (None, "next to the conversation"),
     "minutes to the conversation": (None, "close in time"),
-    "first-look score": ("likely at first look", None),
+    "first-look score": (None, None),  # a restatement of the other features: says nothing
     "first-look rank": (None, "among the likeliest"),
     "its author's other messages": ("its author's other messages belong", None),
     "linked to a likely message": ("linked to a likely message", None),
