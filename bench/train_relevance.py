@@ -1,16 +1,20 @@
 """Fit the relevance score on the IRC training split and write conversation/relevance_weights.json.
 
     python -m bench.train_relevance [TRAIN_DIR] [--triggers N] [--seed S] [--dry-run]
+        [--fitter lightgbm|numpy] [--looks 2|3] [--prefer recall|recent]
 
 Candidates are proposed as the builder proposes them (the temporal walk before the trigger under
 sealing, at most one history page, plus the trigger's reply chain); a candidate is positive when
 the gold annotation puts it in the trigger's conversation. A seeded sample of triggers keeps the
-fit to a few minutes (numpy, a training-only dependency: ``pip install -e '.[train]'``): the
-first look is a logistic model, the second boosted trees over its features and the relative
-ones. The default threshold, ``min_linear`` and how many best-scored candidates are always in
-are then chosen on another seeded sample of training triggers: the best micro F1 of the whole
-selection (``max_total`` cap) that keeps parent recall at least 0.98, preferring more recent
-messages among near-equal choices. No figure on irc-dev is ever used.
+fit to a few minutes (scikit-learn and LightGBM, training-only dependencies: ``pip install -e
+'.[train]'``; ``--fitter numpy`` is the project's own ``bench.boosting``, kept to compare): the
+first look is a logistic model, the second boosted trees over its features, the relative ones
+and the reach ones (``conversation.reach``); ``--looks 3`` adds a third. The default threshold,
+``min_linear`` and how many best-scored candidates are always in are then chosen on another
+seeded sample of training triggers: the best micro F1 of the whole selection (``max_total``
+cap) that keeps parent recall at least 0.98; among choices within 0.005 of it, the most recent
+messages and then the highest recall (``--prefer recent``: the best F1). No figure on irc-dev
+is ever used; ``python -m bench.relevance_folds`` measures a change on irc-train's logs.
 """
 
 from __future__ import annotations
