@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 from bench import baselines
@@ -29,6 +30,7 @@ from conversation.dce import parse_export
 from conversation.gold import Score, load_gold
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
+from conversation.relevance import WeightsError, load_model_from
 from conversation.settings import ContextSettings
 from conversation.source import MessageLike
 
@@ -133,6 +135,114 @@ async def score_all(
     return scores
 
 
+async def score_logs(
+    data_dir: Path, settings: ContextSettings, names: list[str] | None = None, model=None
+) -> dict[str, Score]:
+    """The builder's score on each log (all of them, or those named), with ``model`` if given."""
+    builder = ContextBuilder(settings, model)
+    scores: dict[str, Score] = {}
+    for log_path in sorted(data_dir.glob("*.json")):
+        if log_path.name.endswith(".gold.json") or (names and log_path.stem not in names):
+            continue
+        source = LogSource.from_file(log_path)
+        score = scores[log_path.stem] = Score()
+        started = time.perf_counter()
+        for trigger_id, gold in load_gold(log_path.with_suffix(".gold.json")).items():
+            reader = ChannelReader(source, ChannelCache(source.channel_id))
+            selection = await builder.build(source.message(trigger_id), reader)
+            score.add(trigger_id, set(selection.ids), gold)
+            score.rest_calls += reader.rest_calls
+        score.seconds = time.perf_counter() - started
+    return scores
+
+
+class FoldError(ValueError):
+    """A folds manifest that cannot be used, as one line naming the file and the fault."""
+
+
+def score_folds(
+    data_dir: Path, manifest: Path, settings: ContextSettings
+) -> list[dict[str, Score]]:
+    """Each fold's held-out logs scored with that fold's weights (``bench.relevance_folds``)
+    and the ``min_linear`` chosen with them."""
+    try:
+        folds = json.loads(manifest.read_text(encoding="utf-8"))["folds"]
+        plan = [
+            (
+                manifest.parent / fold["weights"],
+                list(fold["held_out"]),
+                int(fold.get("min_linear", settings.min_linear)),
+            )
+            for fold in folds
+        ]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise FoldError(
+            f"{manifest}: not a folds manifest (run python -m bench.relevance_folds): "
+            f"{type(error).__name__}: {error}"
+        ) from None
+    results = []
+    for weights, held_out, min_linear in plan:
+        model = load_model_from(weights)
+        # The recent messages always in, as the fold chose them with its threshold.
+        fold_settings = settings.model_copy(update={"min_linear": min_linear})
+        results.append(asyncio.run(score_logs(data_dir, fold_settings, held_out, model)))
+    return results
+
+
+def _total(scores: Iterable[Score]) -> Score:
+    total = Score()
+    for s in scores:
+        for name in ("hits", "selected", "gold", "triggers", "with_parent", "parent_found"):
+            setattr(total, name, getattr(total, name) + getattr(s, name))
+        total.rest_calls += s.rest_calls
+        total.seconds += s.seconds
+    return total
+
+
+def print_per_log(scores: dict[str, Score], fold: int | None = None) -> None:
+    """One row per log: precision, recall, F1, parent recall, how many it picks per trigger."""
+    for name, s in scores.items():
+        where = f" | {fold}" if fold is not None else ""
+        print(
+            f"| {name}{where} | {s.triggers} | {s.precision:.3f} | {s.recall:.3f} | {s.f1:.3f} "
+            f"| {s.parent_recall:.3f} | {s.selected / max(s.triggers, 1):.1f} |"
+        )
+
+
+def print_folds(folds: list[dict[str, Score]]) -> None:
+    """Per-log figures, each fold's micro figures, and the folds' mean and spread."""
+    print("| log | fold | triggers | precision | recall | F1 | parent recall | picked |")
+    print("|---|---|---|---|---|---|---|---|")
+    for k, scores in enumerate(folds):
+        print_per_log(scores, k + 1)
+    print()
+    print("| fold | triggers | precision | recall | F1 | parent recall | picked |")
+    print("|---|---|---|---|---|---|---|")
+    totals = [_total(scores.values()) for scores in folds]
+    for k, s in enumerate(totals):
+        print(
+            f"| {k + 1} | {s.triggers} | {s.precision:.3f} | {s.recall:.3f} | {s.f1:.3f} "
+            f"| {s.parent_recall:.3f} | {s.selected / max(s.triggers, 1):.1f} |"
+        )
+    for label, measure in (
+        ("precision", lambda s: s.precision),
+        ("recall", lambda s: s.recall),
+        ("F1", lambda s: s.f1),
+        ("parent recall", lambda s: s.parent_recall),
+    ):
+        values = [measure(s) for s in totals]
+        print(
+            f"{label}: mean {statistics.fmean(values):.3f}, spread {min(values):.3f} to "
+            f"{max(values):.3f} (sd {statistics.pstdev(values):.3f})"
+        )
+    everything = _total(totals)
+    print(
+        f"all held-out triggers: P {everything.precision:.3f} R {everything.recall:.3f} "
+        f"F1 {everything.f1:.3f} parent recall {everything.parent_recall:.3f}; "
+        f"REST/trigger (cold) {everything.rest_calls / max(everything.triggers, 1):.2f}"
+    )
+
+
 def print_table(scores: dict[str, Score], settings: ContextSettings) -> None:
     baseline = scores.get("original tik/tok, literal")
     first = next(iter(scores.values()))
@@ -176,6 +286,16 @@ def main() -> None:
         action="store_true",
         help="every annotated message replies to its gold parent (a server that always replies)",
     )
+    parser.add_argument(
+        "--per-log", action="store_true", help="also print the builder's figures on each log"
+    )
+    parser.add_argument(
+        "--folds",
+        type=Path,
+        metavar="MANIFEST",
+        help="score each fold's held-out logs with that fold's weights (the folds.json "
+        "python -m bench.relevance_folds writes); prints each log, the folds' mean and spread",
+    )
     args = parser.parse_args()
     if not any(Path(args.data).glob("*.gold.json")):
         parser.exit(
@@ -185,6 +305,12 @@ def main() -> None:
         )
     overrides = dict(item.split("=", 1) for item in args.set)
     settings = ContextSettings.model_validate(overrides)
+    if args.folds is not None:
+        try:
+            print_folds(score_folds(args.data, args.folds, settings))
+        except (FoldError, WeightsError) as error:
+            parser.exit(2, f"error: {error}\n")
+        return
     scores = asyncio.run(
         score_all(
             args.data,
@@ -195,6 +321,11 @@ def main() -> None:
         )
     )
     print_table(scores, settings)
+    if args.per_log:
+        print()
+        print("| log | triggers | precision | recall | F1 | parent recall | picked |")
+        print("|---|---|---|---|---|---|---|")
+        print_per_log(asyncio.run(score_logs(args.data, settings)))
 
 
 if __name__ == "__main__":

@@ -39,8 +39,7 @@ from conversation.follow import (
     relevance_fingerprint,
 )
 from conversation.relevance import (
-    FEATURES,
-    RELATIVE_FEATURES,
+    SECOND_FEATURES,
     LogisticStage,
     TreeStage,
     load_model,
@@ -175,7 +174,7 @@ def main() -> None:
     decided = all_items(logs, SPEAKERS)
     _, _, _, px, py = rows_of(decided)
     print(f"parent stage: {len(py)} earlier messages, {int(py.sum())} gold parents", flush=True)
-    parent = logistic(FEATURES + RELATIVE_FEATURES, px, py)
+    parent = logistic(SECOND_FEATURES, px, py)
     per_log = [rows_of(all_items([log], SPEAKERS), parent) for log in logs]
     x = np.vstack([part[0] for part in per_log if len(part[1])])
     y = np.concatenate([part[1] for part in per_log])

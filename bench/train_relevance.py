@@ -1,16 +1,20 @@
 """Fit the relevance score on the IRC training split and write conversation/relevance_weights.json.
 
     python -m bench.train_relevance [TRAIN_DIR] [--triggers N] [--seed S] [--dry-run]
+        [--fitter lightgbm|numpy] [--looks 2|3] [--prefer recall|recent]
 
 Candidates are proposed as the builder proposes them (the temporal walk before the trigger under
 sealing, at most one history page, plus the trigger's reply chain); a candidate is positive when
 the gold annotation puts it in the trigger's conversation. A seeded sample of triggers keeps the
-fit to a few minutes (numpy, a training-only dependency: ``pip install -e '.[train]'``): the
-first look is a logistic model, the second boosted trees over its features and the relative
-ones. The default threshold, ``min_linear`` and how many best-scored candidates are always in
-are then chosen on another seeded sample of training triggers: the best micro F1 of the whole
-selection (``max_total`` cap) that keeps parent recall at least 0.98, preferring more recent
-messages among near-equal choices. No figure on irc-dev is ever used.
+fit to a few minutes (scikit-learn and LightGBM, training-only dependencies: ``pip install -e
+'.[train]'``; ``--fitter numpy`` is the project's own ``bench.boosting``, kept to compare): the
+first look is a logistic model, the second boosted trees over its features, the relative ones
+and the reach ones (``conversation.reach``); ``--looks 3`` adds a third. The default threshold,
+``min_linear`` and how many best-scored candidates are always in are then chosen on another
+seeded sample of training triggers: the best micro F1 of the whole selection (``max_total``
+cap) that keeps parent recall at least 0.98; among choices within 0.005 of it, the most recent
+messages and then the highest recall (``--prefer recent``: the best F1). No figure on irc-dev
+is ever used; ``python -m bench.relevance_folds`` measures a change on irc-train's logs.
 """
 
 from __future__ import annotations
@@ -27,18 +31,17 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.boosting import fit_logistic, fit_trees
 from bench.context_quality import gold_triggers
 from conversation.relevance import (
     FEATURES,
-    RELATIVE_FEATURES,
+    SECOND_FEATURES,
+    THIRD_FEATURES,
     WEIGHTS_FILE,
     Clue,
     LogisticStage,
     RelevanceModel,
     TreeStage,
     feature_rows,
-    relative_rows,
     words_of,
 )
 from conversation.settings import ContextSettings
@@ -60,6 +63,13 @@ MIN_HESSIAN = 20.0  # a leaf stands for at least about a hundred and fifty candi
 # The defaults must keep the message a trigger answers in nearly every context.
 PARENT_RECALL_FLOOR = 0.98
 F1_TOLERANCE = 0.005
+# Triggers sampled for the fit and for choosing the defaults: on the folds, twice the 4,000
+# the numpy fit could afford did better (LightGBM fits them in seconds).
+FIT_TRIGGERS = 10_800
+THRESHOLD_TRIGGERS = 4_000
+# What the four folds of irc-train kept (python -m bench.relevance_folds; README.md).
+LOOKS = 2
+PREFER = "recall"
 
 
 @dataclass
@@ -152,7 +162,10 @@ Choice = tuple[int, int, float]  # min_linear, best candidates always in, thresh
 
 
 def choose_defaults(
-    model: RelevanceModel, chosen: list[tuple[Log, int]], settings: ContextSettings
+    model: RelevanceModel,
+    chosen: list[tuple[Log, int]],
+    settings: ContextSettings,
+    prefer: str = "recent",
 ) -> tuple[Choice, dict[Choice, tuple[float, float, float, float]]]:
     """The selection defaults with the best micro F1 of the whole selection.
 
@@ -208,8 +221,108 @@ def choose_defaults(
     # messages (a context that always shows what was just said is the safer default on other
     # servers).
     near = [key for key in allowed if table[key][2] >= top - F1_TOLERANCE]
-    best = max(near, key=lambda key: (key[0], table[key][2], key[2]))
+    # With ``prefer="recall"``, the fullest of those contexts (the most of the conversation).
+    if prefer == "recall":
+        best = max(near, key=lambda key: (key[0], table[key][1]))
+    else:
+        best = max(near, key=lambda key: (key[0], table[key][2], key[2]))
     return best, table
+
+
+@dataclass
+class Example:
+    """One training trigger: its candidates as the builder proposes them, and their labels."""
+
+    trigger: Clue
+    walk: list[Clue]
+    chain: set[int]
+    labels: list[int]
+    rows: list[list[float]]
+
+
+def example_of(log: Log, trigger_id: int, settings: ContextSettings) -> Example:
+    gold, _parents = log.triggers[trigger_id]
+    index = log.index[trigger_id]
+    walk, chain = propose(log, index, settings)
+    trigger = log.clues[index]
+    return Example(
+        trigger=trigger,
+        walk=walk,
+        chain=chain,
+        labels=[int(clue.id in gold) for clue in walk],
+        rows=feature_rows(trigger, walk, chain),
+    )
+
+
+def fit_model(
+    examples: list[Example],
+    threshold_set: list[tuple[Log, int]],
+    settings: ContextSettings,
+    *,
+    fitter: str = "lightgbm",
+    verbose: bool = False,
+    without: frozenset[str] = frozenset(),
+    looks: int = 2,
+    prefer: str = "recent",
+) -> tuple[RelevanceModel, Choice]:
+    """The looks fitted on ``examples`` (two, or three), the defaults chosen on ``threshold_set``.
+
+    The second look's features named in ``without`` are held at 0 for the fit, so its trees
+    never use them (an ablation, measured with ``bench.relevance_folds --without``).
+    """
+    if fitter == "lightgbm":
+        from bench import library_fit as fitting
+
+        tree_args: dict = {}
+    else:
+        from bench import boosting as fitting
+
+        tree_args = {"trees": TREES, "depth": DEPTH, "rate": RATE, "min_hessian": MIN_HESSIAN}
+    y = np.array([label for example in examples for label in example.labels], dtype=float)
+    if verbose:
+        print(f"{len(y)} candidates, {int(y.sum())} positive; fitting with {fitter}", flush=True)
+    rows = np.array([row for example in examples for row in example.rows])
+    first = stage(FEATURES, *fitting.fit_logistic(rows, y))
+    model = RelevanceModel(
+        first=first,
+        second=TreeStage(features=SECOND_FEATURES, means=(), base=0.0, trees=()),
+        anchor=ANCHOR,
+        threshold=0.5,
+    )
+    stages = ((2, SECOND_FEATURES), (3, THIRD_FEATURES))[: looks - 1]
+    for look, features in stages:
+        x = np.array(
+            [
+                row
+                for example in examples
+                for row in model.rows(example.trigger, example.walk, example.chain, looks=look)
+            ]
+        )
+        for name in without:
+            x[:, features.index(name)] = 0.0
+        if verbose:
+            print(f"look {look}: {x.shape[1]} features", flush=True)
+        base, trees = fitting.fit_trees(x, y, **tree_args)
+        fitted = TreeStage(
+            features=features,
+            means=tuple(round(v, 6) for v in x.mean(axis=0).tolist()),
+            base=round(base, 6),
+            trees=tuple(trees),
+        )
+        model = model.model_copy(update={"second" if look == 2 else "third": fitted})
+    choice, table = choose_defaults(model, threshold_set, settings, prefer)
+    min_linear, always_best, threshold = choice
+    if verbose:
+        for key in sorted(table):
+            if key[:2] == (min_linear, always_best) and abs(key[2] - threshold) < 0.06:
+                p, r, f, parent = table[key]
+                mark = " <- default" if key == choice else ""
+                print(
+                    f"  min_linear {key[0]:>2} best {key[1]} threshold {key[2]:.4f}: P {p:.3f} "
+                    f"R {r:.3f} F1 {f:.3f} parent recall {parent:.3f}{mark}"
+                )
+    model = model.model_copy(update={"threshold": threshold, "always_best": always_best})
+    return model, choice
 
 
 def main() -> None:
@@ -220,10 +333,28 @@ def main() -> None:
         os.execv(sys.executable, [sys.executable, "-m", "bench.train_relevance", *sys.argv[1:]])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_TRAIN)
-    parser.add_argument("--triggers", type=int, default=4000, help="triggers sampled for the fit")
-    parser.add_argument("--threshold-triggers", type=int, default=3000)
+    parser.add_argument(
+        "--triggers", type=int, default=FIT_TRIGGERS, help="triggers sampled for the fit"
+    )
+    parser.add_argument("--threshold-triggers", type=int, default=THRESHOLD_TRIGGERS)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
+    parser.add_argument(
+        "--fitter",
+        choices=("lightgbm", "numpy"),
+        default="lightgbm",
+        help="lightgbm: scikit-learn and LightGBM (default); numpy: bench.boosting's own",
+    )
+    parser.add_argument(
+        "--looks", type=int, choices=(2, 3), default=LOOKS, help="two looks, or a third"
+    )
+    parser.add_argument(
+        "--prefer",
+        choices=("recent", "recall"),
+        default=PREFER,
+        help="among defaults within 0.005 F1 of the best, the most recent messages and then "
+        "the best F1 (recent), or the most recent messages and then the highest recall",
+    )
     parser.add_argument(
         "--hold-out",
         type=float,
@@ -236,6 +367,8 @@ def main() -> None:
     started = time.perf_counter()
     settings = ContextSettings()
     paths = sorted(p for p in args.data.glob("*.json") if not p.name.endswith(".gold.json"))
+    if not paths:
+        parser.exit(2, f"error: {args.data}: no logs here (*.json with a .gold.json beside)\n")
     logs = [load_log(path) for path in paths]
     print(f"{len(logs)} logs, {sum(len(log.triggers) for log in logs)} triggers", flush=True)
     rng = random.Random(args.seed)
@@ -248,61 +381,19 @@ def main() -> None:
         args.dry_run = True
     picked = sample(logs, args.triggers + args.threshold_triggers, rng)
     fit_set, threshold_set = picked[: args.triggers], picked[args.triggers :]
-
-    examples = []
-    labels: list[int] = []
-    covered = gold_total = 0
-    for log, trigger_id in fit_set:
-        gold, _parents = log.triggers[trigger_id]
-        index = log.index[trigger_id]
-        walk, chain = propose(log, index, settings)
-        examples.append((log.clues[index], walk, chain))
-        labels.extend(int(clue.id in gold) for clue in walk)
-        covered += sum(clue.id in gold for clue in walk)
-        gold_total += len(gold)
-    print(
-        f"{len(labels)} candidates, {sum(labels)} positive; the candidates hold "
-        f"{covered / gold_total:.3f} of the gold context",
-        flush=True,
+    examples = [example_of(log, trigger_id, settings) for log, trigger_id in fit_set]
+    model, (min_linear, always_best, threshold) = fit_model(
+        examples,
+        threshold_set,
+        settings,
+        fitter=args.fitter,
+        verbose=True,
+        looks=args.looks,
+        prefer=args.prefer,
     )
-    rows = [row for trigger, walk, chain in examples for row in feature_rows(trigger, walk, chain)]
-    y = np.array(labels, dtype=float)
-    print("first look (logistic):", flush=True)
-    first = stage(FEATURES, *fit_logistic(np.array(rows), y))
-    model = RelevanceModel(
-        first=first,
-        second=TreeStage(features=FEATURES + RELATIVE_FEATURES, means=(), base=0.0, trees=()),
-        anchor=ANCHOR,
-        threshold=0.5,
-        trained_on=f"irc-train, {len(fit_set)} triggers, seed {args.seed}",
+    model = model.model_copy(
+        update={"trained_on": f"irc-train, {len(fit_set)} triggers, seed {args.seed}"}
     )
-    rows2 = []
-    for trigger, walk, chain in examples:
-        base, scores, idf = model.first_look(trigger, walk, chain)
-        anchors = {c.id for c, p in zip(walk, scores, strict=True) if p >= ANCHOR}
-        extra = relative_rows(trigger, walk, anchors, idf)
-        rows2.extend(b + e for b, e in zip(base, extra, strict=True))
-    x2 = np.array(rows2)
-    print(f"second look ({TREES} boosted trees of depth {DEPTH}):", flush=True)
-    base, trees = fit_trees(x2, y, trees=TREES, depth=DEPTH, rate=RATE, min_hessian=MIN_HESSIAN)
-    second = TreeStage(
-        features=FEATURES + RELATIVE_FEATURES,
-        means=tuple(round(v, 6) for v in x2.mean(axis=0).tolist()),
-        base=round(base, 6),
-        trees=tuple(trees),
-    )
-    model = model.model_copy(update={"second": second})
-    (min_linear, always_best, threshold), table = choose_defaults(model, threshold_set, settings)
-    for key in sorted(table):
-        if key[:2] == (min_linear, always_best) and abs(key[2] - threshold) < 0.06:
-            p, r, f, parent = table[key]
-            mark = " <- default" if key == (min_linear, always_best, threshold) else ""
-            print(
-                f"  min_linear {key[0]:>2} best {key[1]} threshold {key[2]:.4f}: P {p:.3f} "
-                f"R {r:.3f} F1 {f:.3f} parent recall {parent:.3f}{mark}"
-            )
-    model = model.model_copy(update={"threshold": threshold, "always_best": always_best})
-    print(f"defaults: min_linear {min_linear}, {always_best} best always in, threshold {threshold}")
     if held_out:
         measured = sample(held_out, args.threshold_triggers, random.Random(args.seed + 1))
         _, held_table = choose_defaults(model, measured, settings)

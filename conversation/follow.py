@@ -33,9 +33,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conversation.relevance import (
-    FEATURES,
     MAX_TREE_DEPTH,
-    RELATIVE_FEATURES,
+    SECOND_FEATURES,
     WEIGHTS_FILE,
     Clue,
     LogisticStage,
@@ -400,7 +399,7 @@ def _shape_fault(model: FollowModel) -> str | None:
     weights): other features, arrays of different lengths, numbers that are not finite, tree
     nodes that lead outside their tree, back up it, or too deep."""
     parent, stage = model.parent, model.stage
-    if parent.features != FEATURES + RELATIVE_FEATURES or stage.features != FOLLOW_FEATURES:
+    if parent.features != SECOND_FEATURES or stage.features != FOLLOW_FEATURES:
         return "fitted for other features"
     if len({len(parent.means), len(parent.scales), len(parent.weights), len(parent.features)}) != 1:
         return "parent: features, means, scales and weights differ in length"

@@ -14,9 +14,11 @@ replayed logs, live messages and the training data.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from conversation.reach import REACH_FEATURES, reach_rows
 from conversation.source import MessageLike, created_ms, reference_id
 
 # Words too common in any English chat to say anything about the topic.
@@ -124,6 +127,15 @@ RELATIVE_FEATURES: tuple[str, ...] = (
     "minutes to the conversation",
 )
 
+# What the second look reads: the first look's features, the relative ones, and how far each
+# candidate reaches into the conversation by its links (``conversation.reach``).
+SECOND_FEATURES: tuple[str, ...] = FEATURES + RELATIVE_FEATURES + REACH_FEATURES
+# An optional third look reads the same again, the conversation now the one the second found.
+LATER = ", second look"
+THIRD_FEATURES: tuple[str, ...] = SECOND_FEATURES + tuple(
+    name + LATER for name in RELATIVE_FEATURES + REACH_FEATURES
+)
+
 
 # Measures, worded for a value above and below the training mean.
 _MEASURES: dict[str, tuple[str | None, str | None]] = {
@@ -142,6 +154,12 @@ _MEASURES: dict[str, tuple[str | None, str | None]] = {
     "words shared with the conversation": ("on the conversation's topic", "off topic"),
     "messages to the conversation": (None, "next to the conversation"),
     "minutes to the conversation": (None, "close in time"),
+    "first-look score": (None, None),  # a restatement of the other features: says nothing
+    "first-look rank": (None, "among the likeliest"),
+    "its author's other messages": ("its author's other messages belong", None),
+    "linked to a likely message": ("linked to a likely message", None),
+    "silence before it": (None, "right after the message before"),
+    "its author's next message": (None, "its author speaks again soon"),
 }
 
 
@@ -265,6 +283,8 @@ def relative_rows(
     referenced = {clue.reference for _, clue in members if clue.reference is not None}
     words: Counter[str] = Counter(word for _, clue in members for word in clue.words)
     total = sum(idf.get(word, 0.0) for word in words)
+    member_ranks = sorted(r for r, _ in members)
+    member_times = sorted(clue.at_ms for _, clue in members)
     rows = []
     for rank, clue in enumerate(candidates):
         inside = clue.id in member_ids
@@ -281,8 +301,8 @@ def relative_rows(
             shared = sum(idf[w] for w in clue.words if words[w] > 0)
         mine = sum(idf[w] for w in clue.words)
         similarity = shared / math.sqrt(mine * rest_total) if mine > 0 and rest_total > 0 else 0.0
-        distances = [abs(rank - r) for r, other in members if other.id != clue.id]
-        gaps = [abs(clue.at_ms - other.at_ms) for _, other in members if other.id != clue.id]
+        distance = _nearest(member_ranks, rank, inside)
+        gap = _nearest(member_times, clue.at_ms, inside)
         rows.append(
             [
                 math.log1p(own_authors),
@@ -293,11 +313,20 @@ def relative_rows(
                     or clue.id in referenced
                 ),
                 similarity,
-                math.log1p(min(distances)) if distances else 5.0,
-                math.log1p(min(gaps) / 60_000) if gaps else 5.0,
+                math.log1p(distance) if distance is not None else 5.0,
+                math.log1p(gap / 60_000) if gap is not None else 5.0,
             ]
         )
     return rows
+
+
+def _nearest(values: list[int], x: int, among: bool) -> int | None:
+    """The smallest distance from ``x`` to the sorted ``values`` (``x`` itself left out once
+    when it is ``among`` them), by bisection: the candidates are many, so no full scan."""
+    i = bisect.bisect_left(values, x)
+    around = (i - 1, i + 1) if among else (i - 1, i)
+    found = [abs(values[j] - x) for j in around if 0 <= j < len(values)]
+    return min(found) if found else None
 
 
 class LogisticStage(BaseModel):
@@ -322,6 +351,19 @@ class LogisticStage(BaseModel):
         parts = self.contributions(row)
         z = max(-30.0, min(30.0, self.bias + sum(parts)))
         return 1.0 / (1.0 + math.exp(-z)), parts
+
+    @functools.cached_property
+    def _folded(self) -> tuple[float, tuple[float, ...]]:
+        """The standardisation folded into the weights: log-odds = bias + sum(x * weight)."""
+        weights = tuple(w / s for w, s in zip(self.weights, self.scales, strict=True))
+        bias = self.bias - sum(w * m for w, m in zip(weights, self.means, strict=True))
+        return bias, weights
+
+    def probability(self, row: Sequence[float]) -> float:
+        """The probability alone, in one pass (the builder scores every candidate this way)."""
+        bias, weights = self._folded
+        z = max(-30.0, min(30.0, bias + sum(map(operator.mul, row, weights))))
+        return 1.0 / (1.0 + math.exp(-z))
 
 
 class Tree(BaseModel):
@@ -479,23 +521,44 @@ class RelevanceModel(BaseModel):
     always_best: int = 0
     always_best_floor: float = 0.05  # ... unless even the best is plainly elsewhere
     trained_on: str = ""
+    # A third look, when fitted: the conversation as the second look found it, so a message
+    # two links from the trigger is judged with the one between them already in.
+    third: TreeStage | None = None
+
+    @property
+    def deciding(self) -> TreeStage:
+        """The last look: its scores decide, its trees explain."""
+        return self.third if self.third is not None else self.second
 
     def first_look(
         self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]
     ) -> tuple[list[list[float]], list[float], dict[str, float]]:
         idf = _idf([trigger, *candidates])
         rows = feature_rows(trigger, candidates, chain, idf)
-        return rows, [self.first.score(row)[0] for row in rows], idf
+        return rows, [self.first.probability(row) for row in rows], idf
+
+    def rows(
+        self,
+        trigger: Clue,
+        candidates: Sequence[Clue],
+        chain: set[int],
+        *,
+        looks: int | None = None,
+    ) -> list[tuple[float, ...]]:
+        """The rows the deciding look reads, one per candidate: ``SECOND_FEATURES``, or
+        ``THIRD_FEATURES`` with a third look (``looks`` asks for either, to fit the third)."""
+        if looks is None:
+            looks = 2 if self.third is None else 3
+        base, first, idf = self.first_look(trigger, candidates, chain)
+        rows = _with_conversation(base, trigger, candidates, first, self.anchor, idf)
+        if looks < 3:
+            return rows
+        second = [self.second.probability(row) for row in rows]
+        return _with_conversation(rows, trigger, candidates, second, self.anchor, idf)
 
     def score_all(self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]) -> list[Scored]:
-        rows, first, idf = self.first_look(trigger, candidates, chain)
-        anchors = {c.id for c, p in zip(candidates, first, strict=True) if p >= self.anchor}
-        relative = relative_rows(trigger, candidates, anchors, idf)
-        scored = []
-        for row, extra in zip(rows, relative, strict=True):
-            full = (*row, *extra)
-            scored.append(Scored(self.second.probability(full), full))
-        return scored
+        probability = self.deciding.probability
+        return [Scored(probability(row), row) for row in self.rows(trigger, candidates, chain)]
 
     def score_threads(
         self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]
@@ -509,7 +572,7 @@ class RelevanceModel(BaseModel):
         A yes/no feature explains only when present; a measure says which way it went
         (``few messages back`` raises the score, ``many messages back`` would not).
         """
-        stage = self.second
+        stage = self.deciding
         row = scored.row
         parts = stage.contributions(row)
         words: list[str] = []
@@ -518,7 +581,7 @@ class RelevanceModel(BaseModel):
         for i in sorted(range(len(parts)), key=lambda i: -parts[i]):
             if parts[i] <= 0.05 or len(words) >= count:
                 break
-            name = stage.features[i]
+            name = stage.features[i].removesuffix(LATER)
             if name in words:
                 continue
             above = row[i] > stage.means[i]
@@ -532,6 +595,23 @@ class RelevanceModel(BaseModel):
             elif above:
                 words.append(name)
         return tuple(words)
+
+
+def _with_conversation(
+    rows: Sequence[Sequence[float]],
+    trigger: Clue,
+    candidates: Sequence[Clue],
+    scores: Sequence[float],
+    anchor: float,
+    idf: dict[str, float],
+) -> list[tuple[float, ...]]:
+    """``rows`` extended by how each candidate relates to the conversation ``scores`` found."""
+    anchors = {c.id for c, p in zip(candidates, scores, strict=True) if p >= anchor}
+    relative = relative_rows(trigger, candidates, anchors, idf)
+    reach = reach_rows(trigger, candidates, scores)
+    return [
+        (*row, *extra, *linked) for row, extra, linked in zip(rows, relative, reach, strict=True)
+    ]
 
 
 WEIGHTS_FILE = "relevance_weights.json"
@@ -566,7 +646,12 @@ def load_model_from(path: Path) -> RelevanceModel:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
         raise WeightsError(f"{path}: {where}: {first['msg']}; {refit}") from None
-    if model.first.features != FEATURES or model.second.features != FEATURES + RELATIVE_FEATURES:
+    third = model.third.features if model.third is not None else THIRD_FEATURES
+    if (
+        model.first.features != FEATURES
+        or model.second.features != SECOND_FEATURES
+        or third != THIRD_FEATURES
+    ):
         raise WeightsError(
             f"{path}: fitted for other features; run python -m bench.train_relevance"
         )
@@ -586,28 +671,38 @@ def _shape_fault(model: RelevanceModel) -> str | None:
     sizes = {len(first.features), len(first.means), len(first.scales), len(first.weights)}
     if len(sizes) != 1:
         return "first: features, means, scales and weights differ in length"
-    if len(second.means) != len(second.features):
-        return "second: features and means differ in length"
-    numbers = [*first.means, *first.scales, *first.weights, first.bias, *second.means, second.base]
+    stages = {"second": second} | ({"third": model.third} if model.third is not None else {})
+    for label, stage in stages.items():
+        if len(stage.means) != len(stage.features):
+            return f"{label}: features and means differ in length"
+    numbers = [*first.means, *first.scales, *first.weights, first.bias]
+    for stage in stages.values():
+        numbers.extend((*stage.means, stage.base))
     if not all(math.isfinite(number) for number in numbers) or 0.0 in first.scales:
         return "a number that is not finite (or a zero scale)"
-    for index, tree in enumerate(second.trees):
-        nodes = len(tree.feature)
-        arrays = (tree.threshold, tree.left, tree.right, tree.values)
-        if nodes == 0 or any(len(array) != nodes for array in arrays):
-            return f"second.trees.{index}: node arrays empty or of different lengths"
-        if not all(math.isfinite(number) for number in (*tree.threshold, *tree.values)):
-            return f"second.trees.{index}: a number that is not finite"
-        depth, parents = [0] * nodes, [0] * nodes
-        for node, feature in enumerate(tree.feature):
-            children = (tree.left[node], tree.right[node])
-            if feature >= 0 and (
-                feature >= len(second.features) or not all(node < c < nodes for c in children)
-            ):
-                return f"second.trees.{index}: node {node} points outside the tree or its features"
-            for child in children if feature >= 0 else ():
-                depth[child], parents[child] = depth[node] + 1, parents[child] + 1
-        # Trees compile to nested expressions: a shared node doubles them, depth is bounded.
-        if max(parents) > 1 or max(depth) > MAX_TREE_DEPTH:
-            return f"second.trees.{index}: a node with two parents, or deeper than {MAX_TREE_DEPTH}"
+    for label, stage in stages.items():
+        for index, tree in enumerate(stage.trees):
+            fault = _tree_fault(tree, len(stage.features))
+            if fault is not None:
+                return f"{label}.trees.{index}: {fault}"
+    return None
+
+
+def _tree_fault(tree: Tree, features: int) -> str | None:
+    nodes = len(tree.feature)
+    arrays = (tree.threshold, tree.left, tree.right, tree.values)
+    if nodes == 0 or any(len(array) != nodes for array in arrays):
+        return "node arrays empty or of different lengths"
+    if not all(math.isfinite(number) for number in (*tree.threshold, *tree.values)):
+        return "a number that is not finite"
+    depth, parents = [0] * nodes, [0] * nodes
+    for node, feature in enumerate(tree.feature):
+        children = (tree.left[node], tree.right[node])
+        if feature >= 0 and (feature >= features or not all(node < c < nodes for c in children)):
+            return f"node {node} points outside the tree or its features"
+        for child in children if feature >= 0 else ():
+            depth[child], parents[child] = depth[node] + 1, parents[child] + 1
+    # Trees compile to nested expressions: a shared node doubles them, depth is bounded.
+    if max(parents) > 1 or max(depth) > MAX_TREE_DEPTH:
+        return f"a node with two parents, or deeper than {MAX_TREE_DEPTH}"
     return None

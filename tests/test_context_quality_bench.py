@@ -40,3 +40,63 @@ def test_all_replies_makes_every_annotated_message_reply_to_its_gold_parent(tmp_
     # context and every parent; ids[7] -> ids[3] -> ids[1] misses ids[5] (recall 5/6).
     row = reply_chain_row(tmp_path, "--all-replies")
     assert row[1:5] == ["1.000", "0.833", "0.909", "1.000"]
+
+
+def _labelled_log(folder: Path, name: str, seed: int) -> None:
+    export = busy_channel(seed=seed, messages=40)
+    ids = [message["id"] for message in export["messages"]]
+    labels = {
+        message_id: {
+            "annotated": True,
+            "parents": [ids[i - 2]] if i >= 2 else [],
+            "conversation": f"c{i % 2}",
+        }
+        for i, message_id in enumerate(ids)
+    }
+    (folder / f"{name}.json").write_text(json.dumps(export))
+    (folder / f"{name}.gold.json").write_text(json.dumps({"messages": labels}))
+
+
+def test_folds_print_each_held_out_log_and_the_folds_mean_and_spread(tmp_path):
+    for name, seed in (("alpha", 1), ("beta", 2), ("gamma", 3)):
+        _labelled_log(tmp_path, name, seed)
+    shipped = ROOT / "conversation" / "relevance_weights.json"
+    (tmp_path / "fold.json").write_text(shipped.read_text())
+    manifest = tmp_path / "folds.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "folds": [
+                    {"weights": "fold.json", "min_linear": 2, "held_out": ["alpha", "beta"]},
+                    {"weights": "fold.json", "held_out": ["gamma"]},
+                ]
+            }
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--folds", str(manifest)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    logs = {row.split("|")[1].strip(): row.split("|")[2].strip() for row in rows}
+    assert logs["alpha"] == "1" and logs["beta"] == "1" and logs["gamma"] == "2"
+    assert any(
+        line.startswith("F1: mean ") and " to " in line for line in result.stdout.splitlines()
+    )
+    assert "all held-out triggers: P " in result.stdout
+
+
+def test_a_broken_folds_manifest_is_one_line(tmp_path):
+    _labelled_log(tmp_path, "alpha", 1)
+    manifest = tmp_path / "folds.json"
+    manifest.write_text('{"folds": [{"held_out": ["alpha"]}]}')
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--folds", str(manifest)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: {manifest}: not a folds manifest (run python -m bench.relevance_folds): "
+        "KeyError: 'weights'"
+    ]

@@ -69,6 +69,10 @@ BROKEN = {
         _weights(lambda data: data["first"]["weights"].pop()),
         "differ in length",
     ),
+    "third-look-for-other-features": (
+        _weights(lambda data: data.update(third=data["second"])),
+        "fitted for other features",
+    ),
     "cut-tree": (_weights(_cut_tree), "second.trees.0"),
     "looping-tree": (_weights(_loop_tree), "second.trees.0: node"),
     "shared-node": (_weights(_shared_node), "two parents"),

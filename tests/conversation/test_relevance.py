@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,14 @@ from conversation.cache import ChannelCache
 from conversation.dce import parse_export
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
-from conversation.relevance import FEATURES, RELATIVE_FEATURES, Clue, load_model, words_of
+from conversation.relevance import (
+    FEATURES,
+    SECOND_FEATURES,
+    THIRD_FEATURES,
+    Clue,
+    load_model,
+    words_of,
+)
 from conversation.relevance import clue_of as clue_of_message
 from conversation.settings import ContextSettings
 from tests.conversation.test_replay_tools import EXAMPLE, run_cli
@@ -37,7 +45,8 @@ def clue(i: int, author: int, text: str, *, mentions=(), reference=None, minute=
 def test_the_shipped_weights_load_and_match_the_features():
     model = load_model()
     assert model.first.features == FEATURES
-    assert model.second.features == FEATURES + RELATIVE_FEATURES
+    assert model.second.features == SECOND_FEATURES
+    assert model.third is None or model.third.features == THIRD_FEATURES
     assert 0 < model.threshold < 1
     assert "irc-train" in model.trained_on
     assert model.second.trees and len(model.second.means) == len(model.second.features)
@@ -47,7 +56,7 @@ def test_the_trees_read_the_same_in_the_fast_and_the_explaining_walk():
     """The compiled expression scores; the node walk explains: both must follow the same paths."""
     import math
 
-    stage = load_model().second
+    stage = load_model().deciding
     source = synthetic()
     history = [clue_of_message(m) for m in reversed(source.messages[200:260])]
     trigger = clue_of_message(source.messages[260])
@@ -225,3 +234,39 @@ async def test_the_whole_reply_chain_is_in_however_strict_the_threshold():
     wanted = {int(m["id"]) for m in (*chain, aside)}
     assert wanted <= set(selection.ids)
     assert selection.reasons[int(chain[0]["id"])][0].kind == "reference"
+
+
+def test_a_third_look_decides_with_the_conversation_the_second_found():
+    """With a third look, the rows grow by the relative and reach features a second time, and
+    the third look's trees give the score."""
+    from conversation.relevance import Tree, TreeStage
+
+    model = load_model()
+    extra = len(THIRD_FEATURES) - len(SECOND_FEATURES)
+    # A third look that reads only the second look's "linked to a likely message": +2 when set.
+    linked = THIRD_FEATURES.index("linked to a likely message, second look")
+    tree = Tree(
+        feature=(linked, -1, -1), threshold=(0.5, 0.0, 0.0), left=(1, -1, -1),
+        right=(2, -1, -1), values=(0.0, -2.0, 2.0),
+    )  # fmt: skip
+    third = TreeStage(
+        features=THIRD_FEATURES, means=(0.0,) * len(THIRD_FEATURES), base=0.0, trees=(tree,)
+    )
+    looked = model.model_copy(update={"third": third})
+    history = [
+        clue(10, HELPER, "the wifi driver needs firmware"),
+        clue(11, OTHER_A, "what a nice day"),
+        clue(12, OTHER_B, "it does, install linux-firmware", reference=10),
+    ]
+    trigger = clue(13, ASKER, "which wifi firmware", mentions=[HELPER])
+    candidates = list(reversed(history))
+    two = model.score_all(trigger, candidates, set())
+    three = looked.score_all(trigger, candidates, set())
+    assert all(len(s.row) == len(SECOND_FEATURES) for s in two)
+    assert all(len(s.row) == len(SECOND_FEATURES) + extra for s in three)
+    assert looked.deciding is looked.third
+    # The first 36 numbers are the same; the third look's score follows its one tree.
+    for a, b in zip(two, three, strict=True):
+        assert b.row[: len(SECOND_FEATURES)] == a.row
+        expected = 1 / (1 + math.exp(-2.0)) if b.row[linked] >= 0.5 else 1 / (1 + math.exp(2.0))
+        assert b.score == pytest.approx(expected)

@@ -1,0 +1,111 @@
+"""How far a candidate reaches into the conversation the first look found, by its links.
+
+The first look scores each candidate against the trigger alone. A message three replies or two
+addressings away from the trigger shares little with it, but much with its neighbours in the
+conversation: who wrote it and what else that person said, what it replies to or who it
+addresses, and how likely the first look found those. These measures carry the first look's
+scores one link further, so the second look decides about a message with its conversation in
+view rather than alone. They also say where a long silence inside a conversation lies (people
+come back after a break; a silence right before a message usually starts another topic).
+
+Pure Python over the candidates' clues, like the rest of the score.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class Clue(Protocol):
+    """What these measures read of a message (``conversation.relevance.Clue`` has it)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def at_ms(self) -> int: ...
+    @property
+    def author(self) -> int: ...
+    @property
+    def mentions(self) -> frozenset[int]: ...
+    @property
+    def reference(self) -> int | None: ...
+
+
+REACH_FEATURES: tuple[str, ...] = (
+    "first-look score",
+    "first-look rank",
+    "its author's other messages",
+    "linked to a likely message",
+    "silence before it",
+    "its author's next message",
+)
+
+_NONE = 5.0  # log-minutes standing for "no such message" (past any gap seen in a window)
+
+
+def reach_rows(
+    trigger: Clue, candidates: Sequence[Clue], first: Sequence[float]
+) -> list[list[float]]:
+    """One row of ``REACH_FEATURES`` per candidate (newest first), given first-look scores."""
+    score = {clue.id: p for clue, p in zip(candidates, first, strict=True)}
+    score[trigger.id] = 1.0
+    everyone = [trigger, *candidates]
+    order = sorted(range(len(candidates)), key=lambda i: -first[i])
+    rank = [0] * len(candidates)
+    for position, i in enumerate(order):
+        rank[i] = position
+    totals: dict[int, float] = {}
+    counts: dict[int, int] = {}
+    for clue, p in zip(candidates, first, strict=True):
+        totals[clue.author] = totals.get(clue.author, 0.0) + p
+        counts[clue.author] = counts.get(clue.author, 0) + 1
+    # The links: a reply reference either way, an addressing either way (to or from the
+    # addressed person's nearest message).
+    linked: dict[int, float] = {}
+
+    def link(a: int, b: int) -> None:
+        linked[a] = max(linked.get(a, 0.0), score[b])
+        linked[b] = max(linked.get(b, 0.0), score[a])
+
+    chronological = sorted(everyone, key=lambda clue: clue.id)
+    latest_by: dict[int, Clue] = {}
+    for clue in chronological:
+        if clue.reference is not None and clue.reference in score:
+            link(clue.id, clue.reference)
+        for user in clue.mentions:
+            addressed = latest_by.get(user)
+            if addressed is not None:
+                link(clue.id, addressed.id)
+        latest_by[clue.author] = clue
+    before: dict[int, int] = {}
+    next_by: dict[int, int] = {}
+    following: dict[int, int] = {}
+    for earlier, later in itertools.pairwise(chronological):
+        before[later.id] = later.at_ms - earlier.at_ms
+    for clue in reversed(chronological):
+        if clue.author in following:
+            next_by[clue.id] = following[clue.author] - clue.at_ms
+        following[clue.author] = clue.at_ms
+
+    rows = []
+    for i, (clue, p) in enumerate(zip(candidates, first, strict=True)):
+        others = counts[clue.author] - 1
+        mean_others = (totals[clue.author] - p) / others if others else 0.0
+        if clue.author == trigger.author:
+            mean_others = 1.0
+        gap = before.get(clue.id)
+        after = next_by.get(clue.id)
+        rows.append(
+            [
+                p,
+                math.log1p(rank[i]),
+                mean_others,
+                linked.get(clue.id, 0.0),
+                math.log1p(max(0, gap) / 60_000) if gap is not None else _NONE,
+                math.log1p(max(0, after) / 60_000) if after is not None else _NONE,
+            ]
+        )
+    return rows

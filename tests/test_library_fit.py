@@ -1,0 +1,26 @@
+"""LightGBM's trees, exported into the shipped weights format, score as LightGBM does.
+
+Run as the command (tests never import bench): it fits on synthetic data and compares.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytest.importorskip("lightgbm")
+pytest.importorskip("sklearn")
+
+
+def test_exported_trees_give_lightgbm_s_own_scores_and_thresholds():
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.library_fit"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "exported trees score as LightGBM does"
