@@ -112,11 +112,12 @@ async def test_another_bots_message_is_never_followed():
         await settled(bot)
         requests = len(bot.model.chat_requests)
         said = await bot.discord.user_says(
-            CHANNEL, helper, "and does the link mode also rebuild the indexes of the database?"
+            CHANNEL, helper, "and does the link mode also keep the old planner statistics?"
         )
         assert not await answered(bot, said)
         assert len(bot.model.chat_requests) == requests
-        # The same words from a member who talks to the bot are followed.
+        # A member's follow-up of the same kind, in the same channel, is followed. (Not the very
+        # same words: a message repeating one just said reads as an echo, not a follow-up.)
         await talk_to_bot(bot)
         assert await answered(bot, await follow_up(bot))
 
