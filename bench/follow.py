@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.train_relevance import export_clues
 from conversation.follow import (
     DEFAULT_MINUTES,
     FollowModel,
@@ -31,7 +32,7 @@ from conversation.follow import (
     decide,
     load_follow_model,
 )
-from conversation.relevance import Clue, words_of
+from conversation.relevance import Clue
 
 # ../shared/data beside the checkout (a worktree sits one level deeper than the main one).
 DATA = next(
@@ -42,7 +43,6 @@ DATA = next(
     ),
     Path(__file__).resolve().parents[2] / "shared" / "data",
 )
-DISCORD_EPOCH_MS = 1_420_070_400_000
 SPEAKERS = 3
 MINUTES = 30.0
 BASELINE_MINUTES = 2.0
@@ -59,26 +59,7 @@ class GoldLog:
 
 def load(path: Path) -> GoldLog:
     """A channel log as clues (the relevance model's view) and its gold labels."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    clues = []
-    for message in data["messages"]:
-        message_id = int(message["id"])
-        mentions = message.get("mentions") or []
-        reference = message.get("reference") or {}
-        content = message.get("content") or ""
-        clues.append(
-            Clue(
-                id=message_id,
-                at_ms=(message_id >> 22) + DISCORD_EPOCH_MS,
-                author=int(message["author"]["id"]),
-                mentions=frozenset(int(user["id"]) for user in mentions),
-                reference=int(reference["messageId"]) if reference.get("messageId") else None,
-                words=words_of(content, (user.get("name", "") for user in mentions)),
-                question="?" in content,
-                size=len(content.split()),
-            )
-        )
-    clues.sort(key=lambda clue: clue.id)
+    clues = export_clues(json.loads(path.read_text(encoding="utf-8")))
     labels = json.loads(path.with_suffix(".gold.json").read_text(encoding="utf-8"))["messages"]
     annotated = {int(k) for k, v in labels.items() if v["annotated"]}
     parents = {int(k): {int(p) for p in v["parents"]} for k, v in labels.items()}

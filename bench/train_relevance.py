@@ -80,8 +80,9 @@ class Log:
     triggers: dict[int, tuple[set[int], set[int]]]
 
 
-def load_log(path: Path) -> Log:
-    data = json.loads(path.read_text())
+def export_clues(data: dict) -> list[Clue]:
+    """A DiscordChatExporter log's messages as clues (the relevance model's view), oldest first:
+    the one reading of a log that the trainers and the follow bench share."""
     clues = []
     for message in data["messages"]:
         message_id = int(message["id"])
@@ -101,6 +102,12 @@ def load_log(path: Path) -> Log:
             )
         )
     clues.sort(key=lambda clue: clue.id)
+    return clues
+
+
+def load_log(path: Path) -> Log:
+    data = json.loads(path.read_text())
+    clues = export_clues(data)
     return Log(
         name=path.stem,
         clues=clues,

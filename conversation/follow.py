@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from conversation.relevance import (
-    MAX_TREE_DEPTH,
     SECOND_FEATURES,
     WEIGHTS_FILE,
     Clue,
@@ -44,6 +42,8 @@ from conversation.relevance import (
     _idf,
     _similarity,
     load_model,
+    read_weights,
+    tree_fault,
 )
 
 # Feature names double as the words of an explanation.
@@ -372,22 +372,7 @@ def load_follow_model() -> FollowModel:
 
 def load_follow_model_from(path: Path) -> FollowModel:
     """The model in ``path``; a missing, unreadable or malformed file is one WeightsError line."""
-    try:
-        model = FollowModel.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except OSError as error:
-        raise WeightsError(f"{path}: cannot be read ({error.strerror}); {_REFIT}") from None
-    except UnicodeDecodeError:
-        raise WeightsError(f"{path}: not UTF-8 text; {_REFIT}") from None
-    except json.JSONDecodeError as error:
-        raise WeightsError(
-            f"{path}: not valid JSON ({error.msg}, line {error.lineno}); {_REFIT}"
-        ) from None
-    except RecursionError:
-        raise WeightsError(f"{path}: nested too deeply to be weights; {_REFIT}") from None
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "top level"
-        raise WeightsError(f"{path}: {where}: {first['msg']}; {_REFIT}") from None
+    model = read_weights(path, FollowModel, _REFIT)
     fault = _shape_fault(model)
     if fault is not None:
         raise WeightsError(f"{path}: {fault}; {_REFIT}")
@@ -416,21 +401,7 @@ def _shape_fault(model: FollowModel) -> str | None:
     if not all(math.isfinite(n) for n in numbers) or 0.0 in parent.scales:
         return "a number that is not finite (or a zero scale)"
     for index, tree in enumerate(stage.trees):
-        nodes = len(tree.feature)
-        arrays = (tree.threshold, tree.left, tree.right, tree.values)
-        if nodes == 0 or any(len(array) != nodes for array in arrays):
-            return f"stage.trees.{index}: node arrays empty or of different lengths"
-        if not all(math.isfinite(n) for n in (*tree.threshold, *tree.values)):
-            return f"stage.trees.{index}: a number that is not finite"
-        depth, parents = [0] * nodes, [0] * nodes
-        for node, feature in enumerate(tree.feature):
-            children = (tree.left[node], tree.right[node])
-            if feature >= 0 and (
-                feature >= len(stage.features) or not all(node < c < nodes for c in children)
-            ):
-                return f"stage.trees.{index}: node {node} points outside the tree or its features"
-            for child in children if feature >= 0 else ():
-                depth[child], parents[child] = depth[node] + 1, parents[child] + 1
-        if max(parents) > 1 or max(depth) > MAX_TREE_DEPTH:
-            return f"stage.trees.{index}: a node with two parents, or deeper than {MAX_TREE_DEPTH}"
+        fault = tree_fault(tree, len(stage.features))
+        if fault is not None:
+            return f"stage.trees.{index}: {fault}"
     return None

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -627,11 +628,15 @@ def load_model() -> RelevanceModel:
     return load_model_from(Path(str(resources.files("conversation").joinpath(WEIGHTS_FILE))))
 
 
-def load_model_from(path: Path) -> RelevanceModel:
-    """The model in ``path``; a missing, unreadable or malformed file is one WeightsError line."""
-    refit = "restore it or run python -m bench.train_relevance"
+WeightsT = TypeVar("WeightsT", bound=BaseModel)
+
+
+def read_weights(path: Path, model_type: type[WeightsT], refit: str) -> WeightsT:
+    """A weights file read into its model; a missing, unreadable or malformed file is one
+    WeightsError line ending with ``refit`` (what to do about it). Shared by every fitted model
+    the package ships, so each says its faults the same way."""
     try:
-        model = RelevanceModel.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return model_type.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except OSError as error:
         raise WeightsError(f"{path}: cannot be read ({error.strerror}); {refit}") from None
     except UnicodeDecodeError:
@@ -646,6 +651,12 @@ def load_model_from(path: Path) -> RelevanceModel:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
         raise WeightsError(f"{path}: {where}: {first['msg']}; {refit}") from None
+
+
+def load_model_from(path: Path) -> RelevanceModel:
+    """The model in ``path``; a missing, unreadable or malformed file is one WeightsError line."""
+    refit = "restore it or run python -m bench.train_relevance"
+    model = read_weights(path, RelevanceModel, refit)
     third = model.third.features if model.third is not None else THIRD_FEATURES
     if (
         model.first.features != FEATURES
@@ -682,13 +693,15 @@ def _shape_fault(model: RelevanceModel) -> str | None:
         return "a number that is not finite (or a zero scale)"
     for label, stage in stages.items():
         for index, tree in enumerate(stage.trees):
-            fault = _tree_fault(tree, len(stage.features))
+            fault = tree_fault(tree, len(stage.features))
             if fault is not None:
                 return f"{label}.trees.{index}: {fault}"
     return None
 
 
-def _tree_fault(tree: Tree, features: int) -> str | None:
+def tree_fault(tree: Tree, features: int) -> str | None:
+    """What would break one tree mid-answer: arrays of other lengths, a number that is not
+    finite, a node leading outside the tree, back up it, or too deep (shared with following)."""
     nodes = len(tree.feature)
     arrays = (tree.threshold, tree.left, tree.right, tree.values)
     if nodes == 0 or any(len(array) != nodes for array in arrays):
