@@ -331,9 +331,10 @@ async def test_the_store_lists_recorded_answers_newest_first_and_shows_one_whole
     assert missing[0] == 404 and "no interaction with id nope" in missing[1]["error"]
 
 
-def test_the_command_prints_its_address_and_serves(tmp_path):
+def fetch_from_command(tmp_path: Path, paths: list[str], *args: str) -> list[Any]:
+    """Start ``python -m bot studio`` with ``args``, GET each of ``paths``, stop it."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot", "studio", str(EXAMPLE), "--port", "0"],
+        [sys.executable, "-m", "bot", "studio", *args, "--port", "0"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -345,14 +346,34 @@ def test_the_command_prints_its_address_and_serves(tmp_path):
         assert line.startswith("studio: http://127.0.0.1:"), line
         url = line.split()[1]
 
-        async def fetch() -> dict:
-            async with aiohttp.ClientSession() as http, http.get(url + "api/info") as response:
-                return await response.json()
+        async def fetch() -> list[Any]:
+            async with aiohttp.ClientSession() as http:
+                answers = []
+                for path in paths:
+                    async with http.get(url + path) as response:
+                        answers.append(await response.json())
+                return answers
 
-        assert asyncio.run(fetch()) == {"channel": True, "store": False}
+        return asyncio.run(fetch())
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_the_command_prints_its_address_and_serves(tmp_path):
+    info, channel = fetch_from_command(tmp_path, ["api/info", "api/channel"], str(EXAMPLE))
+    assert info == {"channel": True, "store": False}
+    assert channel["applies"]["summary"].startswith("settings: top level")
+
+
+def test_the_command_answers_with_the_table_of_the_logs_channel(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text(CHANNEL_MODELS + OTHER_TABLE + LOG_TABLE)
+    (channel,) = fetch_from_command(
+        tmp_path, ["api/channel"], str(EXAMPLE), "--config", str(config)
+    )
+    assert channel["applies"]["table"] == 2 and channel["applies"]["model"] == "big-model"
+    assert channel["settings"]["max_total"] == 12
 
 
 @pytest.mark.parametrize(
