@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, ConfigSource
 from bot.config.store_url import masked_url
 from conversation.budget import Budget
+
+if TYPE_CHECKING:
+    from bot.config.channels import ChannelRule
 
 MASKED = "**********"
 
@@ -95,10 +98,10 @@ def _channel_tables(config: Config) -> list[str]:
     return lines
 
 
-def table_differences(rule: Any, effective: Config, top: Config) -> list[str]:
+def table_differences(rule: ChannelRule, effective: Config, top: Config) -> list[str]:
     """What a ``[[channels]]`` table puts in effect that the top level does not, one
     ``[section] key = value`` line each, secrets masked (``check-config`` and the studio say it
-    the same way). ``rule`` is a ``bot.config.channels.ChannelRule``."""
+    the same way)."""
     top_values = top.masked()
     return [
         f"[{section}] {_setting(key, value)}"
