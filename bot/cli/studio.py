@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from bot.config.schema import Config
-from bot.discord.places import settings_for_export
 from bot.errors import CommandError
+from bot.studio.applied import settings_for_studio
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import is_loopback, make_app
 from conversation.gold import GoldError
@@ -30,10 +30,12 @@ def studio_command(args: argparse.Namespace, config: Config) -> int:
     if args.log is not None:
         try:
             channel = ChannelStudio(args.log, config.context, config.model, config.triggers)
-            effective = settings_for_export(config, channel.source.export)
-            if effective is not config:  # the log's channel has its own table
+            effective, applies, table = settings_for_studio(config, channel.source.export)
+            if effective is config:  # the top level's settings: no second read of the log
+                channel.applies = applies
+            else:  # the log's channel has its own table, or [model] use names an endpoint
                 channel = ChannelStudio(
-                    args.log, effective.context, effective.model, effective.triggers
+                    args.log, effective.context, effective.model, effective.triggers, applies, table
                 )
         except GoldError as error:
             raise CommandError(str(error)) from error

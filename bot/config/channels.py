@@ -239,14 +239,20 @@ class ChannelSettings:
 
     def rule_for(self, place: Place) -> int | None:
         """The index of the most specific ``[[channels]]`` table matching, None: top level."""
+        found = self.match_at(place)
+        return None if found is None else found[0]
+
+    def match_at(self, place: Place) -> tuple[int, str] | None:
+        """The index of the most specific table matching and what matched (``"channel"``,
+        ``"category"`` or ``"server"``), None: the top level applies."""
         by_channel, by_category, by_guild = self._index
-        for index, key in (
-            (by_channel, place.channel_id),
-            (by_category, place.category_id),
-            (by_guild, place.guild_id),
+        for index, key, level in (
+            (by_channel, place.channel_id, "channel"),
+            (by_category, place.category_id, "category"),
+            (by_guild, place.guild_id, "server"),
         ):
             if key is not None and key in index:
-                return index[key]
+                return index[key], level
         return None
 
     def settings_at(self, place: Place) -> Config:

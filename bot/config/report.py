@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, ConfigSource
 from bot.config.store_url import masked_url
 from conversation.budget import Budget
+
+if TYPE_CHECKING:
+    from bot.config.channels import ChannelRule
 
 MASKED = "**********"
 
@@ -79,18 +82,10 @@ def _channel_tables(config: Config) -> list[str]:
     from bot.config.channels import ChannelSettings
 
     table = ChannelSettings(config)
-    top = table.top.masked()
     lines: list[str] = []
     for number, (rule, effective) in enumerate(table, start=1):
         lines.extend(["", "[[channels]]", f"match = {toml_value(rule.match.model_dump())}"])
-        shown = effective.masked()
-        differences = [
-            f"#   [{section}] {_setting(key, value)}"
-            for section, values in shown.items()
-            if section in rule.overrides() or section == "model"
-            for key, value in values.items()
-            if top[section].get(key) != value
-        ]
+        differences = [f"#   {line}" for line in table_differences(rule, effective, table.top)]
         where = rule.describe_match()
         if differences:
             lines.append(f"# [[channels]] {number}: in effect where it matches ({where}):")
@@ -101,6 +96,20 @@ def _channel_tables(config: Config) -> list[str]:
             lines.append(f"[channels.{section}]")
             lines.extend(_setting(key, value) for key, value in values.items())
     return lines
+
+
+def table_differences(rule: ChannelRule, effective: Config, top: Config) -> list[str]:
+    """What a ``[[channels]]`` table puts in effect that the top level does not, one
+    ``[section] key = value`` line each, secrets masked (``check-config`` and the studio say it
+    the same way)."""
+    top_values = top.masked()
+    return [
+        f"[{section}] {_setting(key, value)}"
+        for section, values in effective.masked().items()
+        if section in rule.overrides() or section == "model"
+        for key, value in values.items()
+        if top_values[section].get(key) != value
+    ]
 
 
 def _storage_values(config: Config, values: dict[str, Any]) -> dict[str, Any]:

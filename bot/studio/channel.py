@@ -20,6 +20,7 @@ from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, TriggerSettings
 from bot.discord.follow import Follower, replay_decisions
+from bot.studio.applied import AppliedSettings, ChannelTable
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
@@ -96,6 +97,7 @@ class ChannelInfo(BaseModel):
     settings: dict[str, Any]
     has_gold: bool
     default_trigger: str | None
+    applies: AppliedSettings | None = None  # which settings apply: None when not from a config
 
 
 class ChosenReason(BaseModel):
@@ -221,8 +223,12 @@ class ChannelStudio:
         settings: ContextSettings,
         model: ModelSettings | None = None,
         triggers: TriggerSettings | None = None,
+        applies: AppliedSettings | None = None,
+        table: ChannelTable | None = None,
     ) -> None:
         self.path = log_path
+        self.applies = applies
+        self.table = table  # the log channel's [[channels]] table: what "Copy as TOML" writes
         self.triggers = triggers or TriggerSettings()
         self._follower: Follower | None = None
         self.source = LogSource.from_file(log_path)
@@ -254,6 +260,7 @@ class ChannelStudio:
             settings=self.settings.model_dump(),
             has_gold=bool(self.gold),
             default_trigger=default,
+            applies=self.applies,
         )
 
     def _timeline_message(self, message: Any) -> TimelineMessage:
@@ -376,7 +383,7 @@ class ChannelStudio:
             rest_calls=selection.rest_calls,
             problems=selection.problems + prepared.materialized.problems,
             score=self._trigger_score(trigger_id, set(selection.ids), gold),
-            toml=settings_toml(settings),
+            toml=self.table.toml(settings) if self.table else settings_toml(settings),
         )
 
     @staticmethod

@@ -331,9 +331,10 @@ async def test_the_store_lists_recorded_answers_newest_first_and_shows_one_whole
     assert missing[0] == 404 and "no interaction with id nope" in missing[1]["error"]
 
 
-def test_the_command_prints_its_address_and_serves(tmp_path):
+def fetch_from_command(tmp_path: Path, paths: list[str], *args: str) -> list[Any]:
+    """Start ``python -m bot studio`` with ``args``, GET each of ``paths``, stop it."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot", "studio", str(EXAMPLE), "--port", "0"],
+        [sys.executable, "-m", "bot", "studio", *args, "--port", "0"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -345,14 +346,34 @@ def test_the_command_prints_its_address_and_serves(tmp_path):
         assert line.startswith("studio: http://127.0.0.1:"), line
         url = line.split()[1]
 
-        async def fetch() -> dict:
-            async with aiohttp.ClientSession() as http, http.get(url + "api/info") as response:
-                return await response.json()
+        async def fetch() -> list[Any]:
+            async with aiohttp.ClientSession() as http:
+                answers = []
+                for path in paths:
+                    async with http.get(url + path) as response:
+                        answers.append(await response.json())
+                return answers
 
-        assert asyncio.run(fetch()) == {"channel": True, "store": False}
+        return asyncio.run(fetch())
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_the_command_prints_its_address_and_serves(tmp_path):
+    info, channel = fetch_from_command(tmp_path, ["api/info", "api/channel"], str(EXAMPLE))
+    assert info == {"channel": True, "store": False}
+    assert channel["applies"]["summary"].startswith("settings: top level")
+
+
+def test_the_command_answers_with_the_table_of_the_logs_channel(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text(CHANNEL_MODELS + OTHER_TABLE + LOG_TABLE)
+    (channel,) = fetch_from_command(
+        tmp_path, ["api/channel"], str(EXAMPLE), "--config", str(config)
+    )
+    assert channel["applies"]["table"] == 2 and channel["applies"]["model"] == "big-model"
+    assert channel["settings"]["max_total"] == 12
 
 
 @pytest.mark.parametrize(
@@ -393,3 +414,113 @@ def test_a_broken_gold_file_is_one_line(tmp_path):
     errors = [text for text in done.stderr.splitlines() if not text.startswith("note: ")]
     assert len(errors) == 1
     assert errors[0].startswith(f"error: {tmp_path / 'channel.gold.json'}: not a gold file")
+
+
+CHANNEL_MODELS = """
+[model]
+name = "small"
+[models.big]
+base_url = "http://127.0.0.1:9/v1"
+name = "big-model"
+[context]
+max_total = 30
+"""
+OTHER_TABLE = """
+[[channels]]
+match = { channel_ids = [77] }
+[channels.context]
+max_total = 8
+"""
+LOG_TABLE = """
+[[channels]]
+match = { channel_ids = [1300000000000000001] }
+model = "big"
+[channels.context]
+max_total = 12
+[channels.triggers]
+burst_window_seconds = 4.0
+"""
+
+
+@contextlib.asynccontextmanager
+async def configured_studio(
+    tmp_path: Path, text: str
+) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
+    """The studio as ``python -m bot studio LOG`` starts it with ``text`` as config.toml."""
+    from bot.config.schema import load_config
+    from bot.studio.applied import settings_for_studio
+
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    config = load_config(path, env={})
+    effective, applies, table = settings_for_studio(config, LogSource.from_file(EXAMPLE).export)
+    channel = ChannelStudio(
+        EXAMPLE, effective.context, effective.model, effective.triggers, applies, table
+    )
+    async with (
+        running(make_app(channel, None), "127.0.0.1", 0) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        yield http, url
+
+
+async def test_the_channel_says_which_table_applies_and_copies_that_table(tmp_path):
+    from bot.config.channels import ChannelSettings, Place
+
+    text = CHANNEL_MODELS + OTHER_TABLE + LOG_TABLE
+    trigger = ids_at("13:28")[0]
+    async with configured_studio(tmp_path, text) as (http, url):
+        async with http.get(url + "api/channel") as response:
+            info = await response.json()
+        _, view = await post(
+            http, url + "api/context", {"trigger": trigger, "settings": {"max_total": 5}}
+        )
+    applies = info["applies"]
+    assert applies["table"] == 2 and applies["matched_by"] == "channel"
+    assert applies["model"] == "big-model"
+    assert "[context] max_total = 12" in applies["changes"]
+    assert "[triggers] burst_window_seconds = 4.0" in applies["changes"]
+    assert '[model] name = "big-model"' in applies["changes"]
+    assert applies["summary"].startswith(
+        "settings: [[channels]] 2, matched by its channel (channel_ids = [1300000000000000001])"
+    )
+    assert info["settings"]["max_total"] == 12  # the table's, not the top level's 30
+    # The copy is the channel's table: pasted over it, only this channel changes.
+    assert view["toml"].startswith("[[channels]]\n")
+    pasted = tomllib.loads(view["toml"])["channels"][0]
+    assert pasted["match"] == {"channel_ids": [1300000000000000001]}
+    assert pasted["model"] == "big" and pasted["triggers"] == {"burst_window_seconds": 4.0}
+    assert pasted["context"] == {"max_total": 5}
+    edited = load_config_text(tmp_path, CHANNEL_MODELS + OTHER_TABLE + view["toml"])
+    table = ChannelSettings(edited)
+    here = table.settings_at(Place(1300000000000000001, None, 1300000000000000000))
+    assert here.context.max_total == 5 and here.model.name == "big-model"
+    assert table.settings_at(Place(77, None, None)).context.max_total == 8
+    assert table.settings_at(Place(78, None, None)).context.max_total == 30
+
+
+def load_config_text(tmp_path: Path, text: str):
+    from bot.config.schema import load_config
+
+    path = tmp_path / "edited.toml"
+    path.write_text(text)
+    return load_config(path, env={})
+
+
+async def test_a_channel_no_table_matches_says_top_level_and_copies_context(tmp_path):
+    trigger = ids_at("13:28")[0]
+    async with configured_studio(tmp_path, CHANNEL_MODELS + OTHER_TABLE) as (http, url):
+        async with http.get(url + "api/channel") as response:
+            info = await response.json()
+        _, view = await post(
+            http, url + "api/context", {"trigger": trigger, "settings": {"max_total": 5}}
+        )
+    applies = info["applies"]
+    assert applies["table"] is None and applies["matched_by"] is None
+    assert applies["model"] == "small" and applies["changes"] == []
+    assert applies["summary"] == (
+        "settings: top level (no [[channels]] table matches); model small"
+    )
+    assert info["settings"]["max_total"] == 30
+    assert view["toml"].startswith("[context]\n")
+    assert tomllib.loads(view["toml"])["context"]["max_total"] == 5

@@ -22,7 +22,7 @@ from bot.storage import Store, WorkLogEntry
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import make_app
 from conversation.settings import ContextSettings
-from tests.bot.test_studio_api import make_record
+from tests.bot.test_studio_api import CHANNEL_MODELS, LOG_TABLE, configured_studio, make_record
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
@@ -216,3 +216,23 @@ async def test_the_timeline_marks_what_the_bot_would_follow(browser):
         assert await page.locator(f'.msg[data-id="{follow_up}"] .follow.no').count() == 1
         assert "0 follow-ups answered" in await page.locator("#follow-note").inner_text()
         assert errors == []
+
+
+async def test_the_page_says_which_channel_table_applies(tmp_path, browser):
+    text = CHANNEL_MODELS.replace('"big-model"', '"big<b>model</b>"') + LOG_TABLE
+    async with configured_studio(tmp_path, text) as (_, url):
+        page = await browser.new_page(viewport={"width": 1400, "height": 900})
+        await page.goto(url)
+        applies = page.locator("#applies")
+        await applies.wait_for(state="visible")
+        shown = await applies.inner_text()
+        assert shown.startswith(
+            "settings: [[channels]] 1, matched by its channel "
+            "(channel_ids = [1300000000000000001]); model big<b>model</b>; changes "
+        )
+        assert "[context] max_total = 12" in shown
+        assert await page.locator("header b").count() == 0  # the model's name stays text
+        await page.wait_for_function(
+            "document.getElementById('toml').textContent.startsWith('[[channels]]')"
+        )
+        assert "[channels.context]\nmax_total = 12" in await page.locator("#toml").inner_text()

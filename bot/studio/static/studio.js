@@ -132,6 +132,15 @@ function show(view) {
 
 // ---------------------------------------------------------------- channel view
 
+// Which settings the channel answers with: its [[channels]] table or the top level (text only).
+function showApplies(applies) {
+  const node = $("applies");
+  node.hidden = !applies;
+  if (!applies) return;
+  node.textContent = applies.summary;
+  node.title = [applies.summary, ...applies.changes].join("\n");
+}
+
 async function loadChannel(wantedTrigger) {
   setStatus("loading the log…");
   const channel = await api("/api/channel");
@@ -141,6 +150,7 @@ async function loadChannel(wantedTrigger) {
     state.order.set(message.id, index);
   });
   $("source-name").textContent = `${channel.guild} › #${channel.channel} · ${channel.path}`;
+  showApplies(channel.applies);
   $("no-gold").hidden = channel.has_gold;
   $("score-table").hidden = !channel.has_gold;
   buildControls(channel.fields, channel.settings);
