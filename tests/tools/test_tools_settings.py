@@ -52,6 +52,9 @@ headers = { Authorization = "Bearer ${SEARCH_KEY}", X-Team = "TEAM" }
         ("[tools]\nmax_steps = 0", "[tools] max_steps"),
         ('[[tools.mcp]]\nname = "a"', "set command (stdio) or url (HTTP)"),
         ('[[tools.mcp]]\nname = "a"\ncommand = "x"\nurl = "http://h/mcp"', "not both"),
+        ('[[tools.mcp]]\nname = "a"\ncommand = ""\nurl = "http://h/mcp"', "not both"),
+        ('[[tools.mcp]]\nname = "a"\ncommand = ""', "[tools] mcp.0.command"),
+        ('[[tools.mcp]]\nname = "a"\ncommand = "  "', "[tools] mcp.0.command"),
         ('[[tools.mcp]]\nname = "a b"\ncommand = "x"', "[tools] mcp.0.name"),
         ('[[tools.mcp]]\nname = "a"\nurl = "ftp://h"', "must start with http://"),
         (
