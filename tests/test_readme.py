@@ -136,3 +136,26 @@ def test_the_contexts_rows_keys_are_the_ones_it_prints():
     assert result.returncode == 0, result.stderr
     printed = set(json.loads(result.stdout.splitlines()[0]))
     assert set(re.findall(r'"(\w+)"', named[1])) == printed
+
+
+def test_the_tools_examples_stdio_servers_can_run_in_the_image():
+    """The image has Python and the bot only (no uv, no Node): each ``command`` of the README's
+    ``[[tools.mcp]]`` examples is ``python``, or a venv's python that a Dockerfile in the README
+    creates."""
+    import tomllib
+
+    blocks = re.findall(r"```toml\n(.*?)```", README, re.S)
+    dockerfiles = "\n".join(re.findall(r"```dockerfile\n(.*?)```", README, re.S))
+    venvs = set(re.findall(r"python -m venv (\S+)", dockerfiles))
+    commands = [
+        server["command"]
+        for block in blocks
+        if "[[tools.mcp]]" in block
+        for server in tomllib.loads(block)["tools"]["mcp"]
+        if "command" in server
+    ]
+    assert commands, "the Tools section shows a command server"
+    for command in commands:
+        assert command == "python" or any(command == f"{venv}/bin/python" for venv in venvs), (
+            f"{command!r} is not in the Docker image: say how to add it"
+        )

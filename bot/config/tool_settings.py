@@ -38,7 +38,9 @@ class McpServerSettings(StrictSection):
     """One MCP server: a command the bot starts (stdio) or a URL it connects to (HTTP)."""
 
     name: str = Field(description="Short name, shown in logs and check-config.")
-    command: str | None = Field(None, description="Program to start (stdio transport).")
+    command: str | None = Field(
+        None, min_length=1, description="Program to start (stdio transport)."
+    )
     args: list[str] = Field(default_factory=list, description="Its arguments.")
     env: dict[str, str] = Field(
         default_factory=dict,
@@ -61,6 +63,13 @@ class McpServerSettings(StrictSection):
     def _name(cls, value: str) -> str:
         if not SERVER_NAME.fullmatch(value):
             raise ValueError(f"must be 1-32 letters, digits, _ or -, got {value!r}")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError(f"must name the program to start, got {value!r}")
         return value
 
     @field_validator("url")
@@ -92,14 +101,22 @@ class McpServerSettings(StrictSection):
                 raise ValueError(f"{name!r} is not a tool name")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _not_both(cls, data: Any) -> Any:
+        """Before the fields are read, so that ``command = ""`` beside a ``url`` is told it is
+        one too many, not that it is empty."""
+        both = isinstance(data, dict) and None not in (data.get("command"), data.get("url"))
+        if both:
+            name = data.get("name")
+            server = f"server {name!r}: " if isinstance(name, str) else ""
+            raise ValueError(f"{server}set either command (stdio) or url (HTTP), not both")
+        return data
+
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSettings:
-        if (self.command is None) == (self.url is None):
-            raise ValueError(
-                f"server {self.name!r}: set either command (stdio) or url (HTTP), not both"
-                if self.command
-                else f"server {self.name!r}: set command (stdio) or url (HTTP)"
-            )
+        if self.command is None and self.url is None:
+            raise ValueError(f"server {self.name!r}: set command (stdio) or url (HTTP)")
         if self.url is None and self.headers:
             raise ValueError(f"server {self.name!r}: headers are for url servers only")
         if self.command is None and (self.args or self.env):

@@ -16,7 +16,8 @@ from conversation.articles.service import ArticleService
 log = logging.getLogger(__name__)
 
 START_WAIT_SECONDS = 15.0
-"""How long the start waits for the MCP servers; a slower one joins when it is up."""
+"""How long the start waits for the MCP servers to connect (one that fails does not hold it
+up); a slower one, or one that failed, joins when it is up."""
 
 
 @contextlib.asynccontextmanager

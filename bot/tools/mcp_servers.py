@@ -60,9 +60,12 @@ class McpServer:
         self.connections = 0  # how many times it connected (restarts = connections - 1)
         self._client: Any = None
         self._up = asyncio.Event()
+        self._tried = asyncio.Event()  # the current attempt to connect ended, up or failed
         self._broken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._refused: set[str] = set()  # tool names already warned about
+        self._missing: frozenset[str] = frozenset()  # allow names last warned as not offered
+        self._warned_down = ""  # the down state last warned about ("" while it is up)
         self._calls = asyncio.Semaphore(CONCURRENT_CALLS)
 
     @property
@@ -78,10 +81,12 @@ class McpServer:
             self._task = asyncio.create_task(self._supervise(), name=f"mcp-{self.name}")
 
     async def wait_up(self, seconds: float) -> bool:
-        """Wait until connected, at most ``seconds``; whether it is."""
+        """Wait until connected or the attempt failed, at most ``seconds``; whether it is up.
+        A server that fails at once (no such program, a refused port) does not hold up the
+        start or check-config: its ``state`` says why, and it keeps trying in the background."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(seconds):
-                await self._up.wait()
+                await self._tried.wait()
         return self.up
 
     async def close(self) -> None:
@@ -142,30 +147,42 @@ class McpServer:
             except asyncio.CancelledError:
                 raise
             except ValueError as error:  # a header's environment variable is not set
-                self.state = f"down: {error}"
-                log.warning("MCP server %s: %s", self.name, self.state)
+                self._down(f"down: {error}")
             except Exception as error:  # the transport's task group, a refused handshake...
-                self.state = f"down: {describe(error)}"
-                log.warning("MCP server %s: %s", self.name, self.state)
+                self._down(f"down: {describe(error)}")
+            self._tried.set()
             if time.monotonic() - began > 60:
                 failures = 0  # it ran a while: start the pauses from the shortest again
             delay = self._delays[min(failures, len(self._delays) - 1)]
             failures += 1
-            log.info("MCP server %s: connecting again in %.1f s", self.name, delay)
+            log.debug("MCP server %s: connecting again in %.1f s", self.name, delay)
             await asyncio.sleep(delay)
+
+    def _down(self, state: str) -> None:
+        """A failed attempt: a warning when the state changed (it was up, or fails for another
+        reason), a debug line when it fails as the time before (it is retried for as long as
+        the bot runs, up to every 30 s)."""
+        self.state = state
+        if state == self._warned_down:
+            log.debug("MCP server %s: still %s", self.name, state)
+            return
+        self._warned_down = state
+        log.warning("MCP server %s: %s (trying again in the background)", self.name, state)
 
     async def _connection(self) -> None:
         from mcp import Client
 
         self.state = "connecting"
+        self._tried.clear()
         async with contextlib.AsyncExitStack() as stack:
             async with asyncio.timeout(self._connect_timeout):
                 client = await stack.enter_async_context(Client(self._target(stack)))
                 self.tools = await self._list_tools(client)
             self._broken.clear()
             self._client, self.connections = client, self.connections + 1
-            self.state = "up"
+            self.state, self._warned_down = "up", ""
             self._up.set()
+            self._tried.set()
             names = ", ".join(t.name for t in self.tools) or "none"
             log.info("MCP server %s up (%s), tools: %s", self.name, self.settings.transport, names)
             try:
@@ -240,11 +257,15 @@ class McpServer:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        missing = allow - {spec.name for spec in specs}
-        if missing:
-            log.warning(
-                "MCP server %s does not offer %s (listed in allow)", self.name, sorted(missing)
-            )
+        missing = frozenset(allow - {spec.name for spec in specs})
+        if missing != self._missing:  # said once, and again only when it changes
+            self._missing = missing
+            if missing:
+                log.warning(
+                    "MCP server %s does not offer %s (listed in allow)", self.name, sorted(missing)
+                )
+            else:
+                log.info("MCP server %s now offers every tool listed in allow", self.name)
         return specs
 
 
@@ -294,8 +315,9 @@ class McpServers:
         return cls([McpServer(server, **options) for server in settings])
 
     async def start(self, wait: float = 10.0) -> None:
-        """Start every server and wait (at most ``wait`` s) for them to connect: a slow one
-        keeps connecting in the background and its tools appear when it is up."""
+        """Start every server and wait (at most ``wait`` s) until each is connected or its
+        first attempt failed: a slow or failed one keeps connecting in the background and its
+        tools appear when it is up."""
         for server in self.servers:
             server.start()
         if self.servers:

@@ -7,7 +7,10 @@ reads is fetched once."""
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import logging
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -57,11 +60,35 @@ def page_url(arguments: dict[str, Any]) -> str:
 
 
 def host_of(arguments: dict[str, Any]) -> str:
-    """What the status line names while the page is read: its host."""
+    """What the status line names while the page is read: its host, when it is a valid host
+    name (or an IP address); else "a page". The URL is the model's: a "host" such as
+    ``**bold**`` would be Discord markdown, and one may be any length."""
     try:
-        return urlsplit(page_url(arguments)).hostname or "a page"
+        host = urlsplit(page_url(arguments)).hostname
     except (ToolFailed, ValueError):
         return "a page"
+    return shown_host(host or "") or "a page"
+
+
+HOST_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
+MAX_HOST_CHARS = 253
+
+
+def shown_host(host: str) -> str | None:
+    """``host`` as shown to the members: letters, digits and hyphens in dot-separated labels
+    of at most 63 characters, at most 253 in all (IDNA: a Unicode name counts in its ASCII
+    form and is shown in its Unicode one), or an IP address; None for anything else."""
+    with contextlib.suppress(ValueError):
+        return str(ipaddress.ip_address(host))
+    try:
+        ascii_name = host.encode("idna").decode("ascii").lower()
+        unicode_name = ascii_name.encode("ascii").decode("idna")
+    except UnicodeError:  # an empty or too long label, a character IDNA prohibits
+        return None
+    labels = ascii_name.removesuffix(".").split(".")
+    if len(ascii_name) > MAX_HOST_CHARS or not all(HOST_LABEL.fullmatch(x) for x in labels):
+        return None
+    return unicode_name
 
 
 class PageReader:

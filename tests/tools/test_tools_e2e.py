@@ -83,7 +83,8 @@ async def test_tool_call_answered_recorded_exported_and_defused(tmp_path, toolbo
             bot.model.queue(CallTools((("echo", '{"text": "@everyone the deploy is at 16:00"}'),)))
             bot.model.script(echo_the_tool)
             reply = await ask(bot, "what does the echo tool say?")
-            sent = bot.model.chat_requests[-1].body["messages"]
+            requests = bot.model.chat_requests
+            sent = requests[-1].body["messages"]
             shown = [
                 (r.body or {}).get("content") or ""
                 for r in bot.discord.requests_to(pattern=f"*channels/{CHANNEL}/messages*")
@@ -103,6 +104,10 @@ async def test_tool_call_answered_recorded_exported_and_defused(tmp_path, toolbo
     )  # byte for byte
     assert line["messages"][-1] == {"role": "assistant", "content": reply["content"]}
     assert [t["function"]["name"] for t in line["tools"]][:2] == ["echo", "fail"]
+    assert line["tools"] == requests[-1].body["tools"]  # as sent, descriptions and all
+    assert len(requests) == 2
+    for request in requests:  # on-policy: each request of the answer is a prefix of the line
+        assert line["messages"][: len(request.messages)] == request.messages
     reasons = [m.reasons for m in explanation.context]
     assert reasons[-2:] == [["tool call: echo"], ["tool result: echo"]]
     assert "→ echo(" in explanation.context[-2].excerpt
@@ -186,6 +191,7 @@ async def test_anthropic_tool_use_is_recorded_in_openai_format(tmp_path, toolbox
             )
             reply = await ask(bot, "use the echo tool twice")
             second = bot.model.message_requests[-1].body  # type: ignore[attr-defined]
+            first = bot.model.message_requests[0].body  # type: ignore[attr-defined]
         [line] = [json.loads(text) for text in store.export_lines()]
     assert reply["content"] == "Both said something."
     assert [b["type"] for b in second["messages"][-1]["content"]][:2] == [
@@ -205,6 +211,37 @@ async def test_anthropic_tool_use_is_recorded_in_openai_format(tmp_path, toolbox
     assert [r["tool_call_id"] for r in results] == [c["id"] for c in call_turn["tool_calls"]]
     assert answer == {"role": "assistant", "content": "Both said something."}
     assert line["tools"][0]["type"] == "function"  # OpenAI's format, whichever provider
+    assert first["tools"] == second["tools"]
+    assert line["tools"] == [as_openai_tool(tool) for tool in second["tools"]]  # as sent
+
+
+def as_openai_tool(tool: dict) -> dict:
+    """An Anthropic ``tools`` entry in OpenAI's format, as the export keeps it."""
+    function = {"name": tool["name"], "description": tool["description"]}
+    return {"type": "function", "function": function | {"parameters": tool["input_schema"]}}
+
+
+async def test_each_request_of_a_tool_loop_is_a_prefix_of_the_export(tmp_path, toolbox) -> None:
+    """Three rounds: every request the model saw is where the exported line begins, and the
+    line's tools are those the requests offered."""
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store, toolbox=toolbox, tools=TOOLS_ON) as bot:
+            bot.model.queue(
+                CallTools((("echo", '{"text": "one"}'),)),
+                CallTools((("echo", '{"text": "two"}'), ("echo", '{"text": "three"}'))),
+            )
+            bot.model.script(echo_the_tool)
+            reply = await ask(bot, "use the echo tool, then again")
+            requests = bot.model.chat_requests
+        [line] = [json.loads(text) for text in store.export_lines()]
+    assert "echo: three" in reply["content"]
+    assert len(requests) == 3
+    lengths = [len(r.messages) for r in requests]
+    assert lengths == sorted(lengths) and len(set(lengths)) == 3
+    for request in requests:
+        assert line["messages"][: len(request.messages)] == request.messages
+        assert line["tools"] == request.body["tools"]
+    assert len(line["messages"]) == len(requests[-1].messages) + 1
 
 
 async def test_with_tools_the_prompt_leaves_room_for_their_results(tmp_path, toolbox) -> None:

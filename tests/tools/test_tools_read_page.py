@@ -4,6 +4,7 @@ page cannot send conversation text to a host of its choosing), and a refused add
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 
@@ -114,3 +115,32 @@ async def test_a_refused_address_is_blocked_for_the_model_and_detailed_in_the_lo
     assert "blocked: not a public address" in outcome.content
     assert "10.0.0.5" not in outcome.content and "10.0.0.5" not in outcome.detail
     assert "10.0.0.5" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("https://Wiki.Example.org:8080/a", "wiki.example.org"),
+        ("https://bücher.example/", "bücher.example"),
+        ("https://xn--bcher-kva.example/", "bücher.example"),
+        ("http://127.0.0.1:8080/", "127.0.0.1"),
+        ("http://**bold**.com/", "a page"),  # Discord would render it bold
+        ("http://a_b.example.com/", "a page"),
+        ("http://-dash.example.com/", "a page"),
+        ("http://[@everyone](https://x).example/", "a page"),
+        ("http://" + "a" * 64 + ".example/", "a page"),  # a label is at most 63
+        ("http://" + "abcdefghi." * 25 + "example/", "a page"),  # 257 characters
+        ("http://a\u202eb.example/", "a page"),  # a right-to-left override
+    ],
+)
+def test_the_status_line_names_only_a_valid_host(url: str, shown: str) -> None:
+    box = Toolbox(ToolSettings(enabled=True, read_page_any_host=True))
+    request = call("read_page", json.dumps({"url": url}))
+    assert box.status([request]) == f"reading {shown} …"
+
+
+def test_a_long_valid_host_is_named() -> None:
+    host = "abcdefgh." * 27 + "example"  # 250 characters
+    box = Toolbox(ToolSettings(enabled=True, read_page_any_host=True))
+    request = call("read_page", json.dumps({"url": f"https://{host}/"}))
+    assert box.status([request]) == f"reading {host} …"

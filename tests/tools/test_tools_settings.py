@@ -52,6 +52,9 @@ headers = { Authorization = "Bearer ${SEARCH_KEY}", X-Team = "TEAM" }
         ("[tools]\nmax_steps = 0", "[tools] max_steps"),
         ('[[tools.mcp]]\nname = "a"', "set command (stdio) or url (HTTP)"),
         ('[[tools.mcp]]\nname = "a"\ncommand = "x"\nurl = "http://h/mcp"', "not both"),
+        ('[[tools.mcp]]\nname = "a"\ncommand = ""\nurl = "http://h/mcp"', "not both"),
+        ('[[tools.mcp]]\nname = "a"\ncommand = ""', "[tools] mcp.0.command"),
+        ('[[tools.mcp]]\nname = "a"\ncommand = "  "', "[tools] mcp.0.command"),
         ('[[tools.mcp]]\nname = "a b"\ncommand = "x"', "[tools] mcp.0.name"),
         ('[[tools.mcp]]\nname = "a"\nurl = "ftp://h"', "must start with http://"),
         (
@@ -184,3 +187,34 @@ url = "https://search.example.com/mcp?key=${SEARCH_KEY}"
     assert remote.url_value(env) == "https://search.example.com/mcp?key=s3cret"
     with pytest.raises(ValueError, match=r"SEARCH_KEY is not set \(named in env\.KEY\)"):
         local.env_values({})
+
+
+def test_check_config_reports_a_server_failing_at_once_at_once(tmp_path: Path) -> None:
+    """A missing program and a refused port: "down: <why>" in a few seconds, not after the
+    wait for a slow server (20 s)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once the probe is closed
+    for name, where in (
+        ("gone", 'command = "/nonexistent/mcp-server"'),
+        ("refused", f'url = "http://127.0.0.1:{port}/mcp"'),
+    ):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(f'[tools]\nenabled = true\n[[tools.mcp]]\nname = "{name}"\n{where}\n')
+        began = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", "check-config", "--config", str(path)],
+            capture_output=True, text=True, cwd=root, timeout=120,
+        )  # fmt: skip
+        took = time.monotonic() - began
+        assert done.returncode == 0, done.stderr
+        [line] = [line for line in done.stdout.splitlines() if line.startswith("#   MCP ")]
+        why = "FileNotFoundError" if name == "gone" else "ConnectError"
+        assert line.startswith(f"#   MCP {name} ") and f": down: {why}" in line, line
+        assert took < 10, f"{name}: {took:.1f} s"

@@ -105,6 +105,15 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+async def up(servers: McpServers) -> None:
+    """Start the servers and wait until they are up: ``start`` returns at the first refused
+    connection, and an HTTP server just started may not listen yet."""
+    await servers.start(wait=30)
+    async with asyncio.timeout(30):
+        while not all(server.up for server in servers.servers):
+            await asyncio.sleep(0.05)
+
+
 async def test_http_server_with_headers_from_environment() -> None:
     port = _free_port()
     process = await asyncio.create_subprocess_exec(
@@ -121,7 +130,7 @@ async def test_http_server_with_headers_from_environment() -> None:
         [settings], env={"TEST_MCP_KEY": "k"}, restart_delays=(0.2,), ping_interval=0.5
     )
     try:
-        await servers.start(wait=30)
+        await up(servers)
         box = toolbox(servers)
         assert [s.name for s in box.specs()] == ["echo"]  # allow: only echo is offered
         [outcome] = await box.run([call("echo", '{"text": "over http"}')])
@@ -233,7 +242,7 @@ async def test_http_server_that_went_away_is_reconnected() -> None:
     settings = McpServerSettings(name="remote", url=f"http://127.0.0.1:{port}/mcp")
     servers = McpServers.from_settings([settings], restart_delays=(0.2,), ping_interval=0.3)
     try:
-        await servers.start(wait=30)
+        await up(servers)
         [server] = servers.servers
         box = toolbox(servers, call_timeout_seconds=5.0)
         [first] = await box.run([call("pid")])
