@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conversation.relevance import WEIGHTS_FILE, WeightsError, load_model_from
+from tests.fakes.code_copy import code_copy_with
 from tests.fakes.harness import EXAMPLE, ROOT
 
 SHIPPED = ROOT / "conversation" / WEIGHTS_FILE
@@ -110,18 +110,7 @@ def test_the_shipped_weights_load():
 @pytest.fixture
 def broken_package(tmp_path: Path) -> Path:
     """A copy of the code whose weights file is cut short, imported ahead of the real one."""
-    for package in ("bot", "conversation"):
-        shutil.copytree(
-            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    (tmp_path / "conversation" / WEIGHTS_FILE).write_text('{"first": ', encoding="utf-8")
-    config = tmp_path / "config.toml"
-    config.write_text(
-        '[discord]\ntoken = "not-a-real-token"\napi_base = "http://127.0.0.1:9/api/v10"\n'
-        '[storage]\npath = "store.sqlite3"\n',
-        encoding="utf-8",
-    )
-    return tmp_path
+    return code_copy_with(tmp_path, f"conversation/{WEIGHTS_FILE}", '{"first": ')
 
 
 @pytest.mark.parametrize(

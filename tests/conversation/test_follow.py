@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from conversation.follow import (
     relevance_fingerprint,
 )
 from conversation.relevance import Clue, WeightsError, words_of
+from tests.fakes.code_copy import code_copy_with
 from tests.fakes.harness import EXAMPLE, ROOT
 
 SHIPPED = ROOT / "conversation" / FOLLOW_WEIGHTS_FILE
@@ -146,18 +146,7 @@ def test_the_follow_weights_were_fitted_over_the_shipped_relevance_weights():
 @pytest.fixture
 def broken_package(tmp_path: Path) -> Path:
     """A copy of the code whose follow weights file is cut short, imported ahead of the real."""
-    for package in ("bot", "conversation"):
-        shutil.copytree(
-            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    (tmp_path / "conversation" / FOLLOW_WEIGHTS_FILE).write_text('{"stage": ', encoding="utf-8")
-    config = tmp_path / "config.toml"
-    config.write_text(
-        '[discord]\ntoken = "not-a-real-token"\napi_base = "http://127.0.0.1:9/api/v10"\n'
-        '[storage]\npath = "store.sqlite3"\n',
-        encoding="utf-8",
-    )
-    return tmp_path
+    return code_copy_with(tmp_path, f"conversation/{FOLLOW_WEIGHTS_FILE}", '{"stage": ')
 
 
 @pytest.mark.parametrize(
