@@ -198,7 +198,6 @@ def main() -> None:
         trained_on=f"irc-train, {len(logs)} logs, {SPEAKERS} speakers each, {len(y)} messages",
         relevance_sha256=relevance_fingerprint(),
     )
-    model = model.model_copy(update={"threshold": threshold})
     if held:
         hx, hy, hmissed, _, _ = rows_of(all_items(held, SPEAKERS), parent)
         hscores = np.array([model.score(row) for row in hx.tolist()])

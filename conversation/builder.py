@@ -161,6 +161,17 @@ class ContextBuilder:
         self.links = links
         self._clues: dict[tuple[int, str], Clue] = {}
 
+    def threshold_of(self, model: RelevanceModel) -> float:
+        """The score a candidate needs: ``[context] relevance_threshold``, else the model's."""
+        setting = self.settings.relevance_threshold
+        return model.threshold if setting is None else setting
+
+    @property
+    def conversation_threshold(self) -> float | None:
+        """The learned score's threshold in force (None when the rules decide): the one line
+        the selection and the prompt's layout both read, so they never disagree."""
+        return None if self.model is None else self.threshold_of(self.model)
+
     async def build(self, trigger: MessageLike, reader: ChannelReader) -> ContextSelection:
         reader.learn(trigger)
         calls_before, log_start = reader.rest_calls, len(reader.log)
@@ -360,13 +371,12 @@ class ContextBuilder:
         trigger_clue = self._clue(trigger)
         clues = [self._clue(m) for m in candidates.messages]
         results = model.score_threads(trigger_clue, clues, set(candidates.chain))
-        threshold = self.settings.relevance_threshold
         return _Scoring(
             trigger=trigger,
             trigger_clue=trigger_clue,
             model=model,
             chain=candidates.chain,
-            threshold=model.threshold if threshold is None else threshold,
+            threshold=self.threshold_of(model),
             results={clue.id: result for clue, result in zip(clues, results, strict=True)},
             clues={clue.id: clue for clue in clues},
         )

@@ -43,7 +43,7 @@ from conversation.relevance import (
     _similarity,
     load_model,
     read_weights,
-    tree_fault,
+    stages_fault,
 )
 
 # Feature names double as the words of an explanation.
@@ -383,25 +383,6 @@ def _shape_fault(model: FollowModel) -> str | None:
     """What would break a decision mid-channel, said once at load (like the relevance
     weights): other features, arrays of different lengths, numbers that are not finite, tree
     nodes that lead outside their tree, back up it, or too deep."""
-    parent, stage = model.parent, model.stage
-    if parent.features != SECOND_FEATURES or stage.features != FOLLOW_FEATURES:
+    if model.parent.features != SECOND_FEATURES or model.stage.features != FOLLOW_FEATURES:
         return "fitted for other features"
-    if len({len(parent.means), len(parent.scales), len(parent.weights), len(parent.features)}) != 1:
-        return "parent: features, means, scales and weights differ in length"
-    if len(stage.means) != len(stage.features):
-        return "stage: features and means differ in length"
-    numbers = [
-        *parent.means,
-        *parent.scales,
-        *parent.weights,
-        parent.bias,
-        *stage.means,
-        stage.base,
-    ]
-    if not all(math.isfinite(n) for n in numbers) or 0.0 in parent.scales:
-        return "a number that is not finite (or a zero scale)"
-    for index, tree in enumerate(stage.trees):
-        fault = tree_fault(tree, len(stage.features))
-        if fault is not None:
-            return f"stage.trees.{index}: {fault}"
-    return None
+    return stages_fault("parent", model.parent, {"stage": model.stage})

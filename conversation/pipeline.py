@@ -227,10 +227,7 @@ def _with_label(fitted: FittedPrompt, others: set[str], label: int, budget: Budg
 
 def conversation_threshold(builder: ContextBuilder) -> float | None:
     """The learned score's threshold in force (None when the rules decide)."""
-    if builder.model is None:
-        return None
-    setting = builder.settings.relevance_threshold
-    return builder.model.threshold if setting is None else setting
+    return builder.conversation_threshold
 
 
 def _with_time(nodes: list[MessageNode]) -> list[MessageNode]:

@@ -676,13 +676,20 @@ MAX_TREE_DEPTH = 64
 
 
 def _shape_fault(model: RelevanceModel) -> str | None:
-    """What would break scoring mid-answer (an array of the wrong length, a child index that
-    leads outside its tree or back up it, a number that is not finite), said once, at load."""
-    first, second = model.first, model.second
+    """What would break scoring mid-answer, said once, at load (see ``stages_fault``)."""
+    stages = {"second": model.second}
+    if model.third is not None:
+        stages["third"] = model.third
+    return stages_fault("first", model.first, stages)
+
+
+def stages_fault(label: str, first: LogisticStage, stages: dict[str, TreeStage]) -> str | None:
+    """What would break a fitted model of a logistic look and tree stages (the relevance and
+    the follow models alike): an array of the wrong length, a child index that leads outside
+    its tree or back up it, a number that is not finite; messages name each part by label."""
     sizes = {len(first.features), len(first.means), len(first.scales), len(first.weights)}
     if len(sizes) != 1:
-        return "first: features, means, scales and weights differ in length"
-    stages = {"second": second} | ({"third": model.third} if model.third is not None else {})
+        return f"{label}: features, means, scales and weights differ in length"
     for label, stage in stages.items():
         if len(stage.means) != len(stage.features):
             return f"{label}: features and means differ in length"
