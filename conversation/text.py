@@ -14,6 +14,8 @@ import re
 from typing import Any
 
 REPLACEMENT = "\ufffd"
+ZERO_WIDTH_SPACE = "\u200b"
+_MASS_MENTION = re.compile(r"@(?=(?:everyone|here))", re.IGNORECASE)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNCLEAN = re.compile("[\x00\ud800-\udfff]")
 
@@ -65,3 +67,13 @@ def clean_message(message: Any) -> None:
         filename = getattr(attachment, "filename", None)
         if isinstance(filename, str) and _UNCLEAN.search(filename):
             attachment.filename = clean_text(filename)
+
+
+def defuse_mass_mentions(text: str) -> str:
+    """Put a zero-width space after the ``@`` of every ``@everyone``/``@here`` (any case).
+
+    Idempotent; the text reads the same in Discord but can no longer ping anyone. Here rather
+    than in ``bot.discord.mentions`` because the answer's posting and the tools' results both
+    defuse, and the tools' layer sits below Discord's.
+    """
+    return _MASS_MENTION.sub("@" + ZERO_WIDTH_SPACE, text)

@@ -104,9 +104,9 @@ async def log_prompts(
     async with ArticleService(config.articles, offline_pages=pages) as articles:
         materializer = Materializer(options, articles)
         persona = persona_for(config.model.system_prompt, source.bot_name, source.channel)
+        budgeter = PromptBudgeter(config.model)  # the conservative count: no store here
         for trigger in triggers:
             reader = ChannelReader(source, ChannelCache(source.channel_id))
-            budgeter = PromptBudgeter(config.model)  # the conservative count: no store here
             yield await prepare_prompt(
                 trigger,
                 reader,

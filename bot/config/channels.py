@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bot.config.errors import explain
 from bot.config.model_settings import CONNECTION_KEYS, ModelSettings
 from bot.config.named_models import MAX_NAMED_MODELS, MODEL_NAME, NamedModel, model_with
+from bot.config.validators import Snowflake
 from conversation.settings import StrictSection
 
 Config = Any
@@ -47,8 +48,6 @@ GLOBAL_KEYS = {
     ("tools", "mcp"): "the MCP servers are started once, for every channel",
 }
 """Keys of a channel section that cannot differ per channel, and why."""
-
-Snowflake = Annotated[int, Field(ge=1, le=2**63 - 1)]
 
 
 class ChannelMatch(StrictSection):

@@ -26,7 +26,6 @@ SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-BUILT_IN = ("read_page",)
 # Read for each answer, so an edit applies while running; enabled and the servers are read
 # when the bot starts (the servers are started then).
 LIVE_KEYS = frozenset({"read_page", "max_steps", "call_timeout_seconds", "max_result_chars",

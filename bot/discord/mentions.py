@@ -8,14 +8,12 @@ through a code path that forgot to pass ``allowed_mentions``, and text quoted el
 
 from __future__ import annotations
 
-import re
-
 import nextcord
 
 from bot.config.schema import MentionSettings
+from conversation.text import ZERO_WIDTH_SPACE, defuse_mass_mentions
 
-ZERO_WIDTH_SPACE = "\u200b"
-_MASS_MENTION = re.compile(r"@(?=(?:everyone|here))", re.IGNORECASE)
+__all__ = ["ZERO_WIDTH_SPACE", "allowed_mentions", "defuse_mass_mentions", "make_safe"]
 
 
 def allowed_mentions(settings: MentionSettings) -> nextcord.AllowedMentions:
@@ -26,14 +24,6 @@ def allowed_mentions(settings: MentionSettings) -> nextcord.AllowedMentions:
         roles=settings.allow_role_mentions,
         replied_user=settings.mention_replied_user,
     )
-
-
-def defuse_mass_mentions(text: str) -> str:
-    """Put a zero-width space after the ``@`` of every ``@everyone``/``@here`` (any case).
-
-    Idempotent; the text reads the same in Discord but can no longer ping anyone.
-    """
-    return _MASS_MENTION.sub("@" + ZERO_WIDTH_SPACE, text)
 
 
 def make_safe(text: str, settings: MentionSettings) -> str:

@@ -44,7 +44,6 @@ def apply_to_client(client: ThreadwiseClient, old: Config, config: Config) -> No
     client.allowed_mentions = mentions
     answerer.builder = builder
     answerer.model.apply_settings(config.model)
-    answerer.budgeter.settings = config.model  # the context window and the answer's reserve
     answerer.reconfigure(config)  # each channel's settings afresh; /model choices end here
     if isinstance(answerer.recorder, InteractionRecorder):
         answerer.recorder.config = config

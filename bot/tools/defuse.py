@@ -12,15 +12,13 @@ from __future__ import annotations
 import re
 
 from conversation.articles.render import clip_text, xml_attr, xml_text
+from conversation.text import ZERO_WIDTH_SPACE, defuse_mass_mentions
 
-ZERO_WIDTH_SPACE = "\u200b"
-_MASS_MENTION = re.compile(r"@(?=(?:everyone|here))", re.IGNORECASE)
 _MENTION_SYNTAX = re.compile(r"<(?=[@#]|/)")  # <@id>, <@!id>, <@&role>, <#channel>, </cmd:id>
 
 
 def defuse_mentions(text: str) -> str:
-    text = _MASS_MENTION.sub("@" + ZERO_WIDTH_SPACE, text)
-    return _MENTION_SYNTAX.sub("<" + ZERO_WIDTH_SPACE, text)
+    return _MENTION_SYNTAX.sub("<" + ZERO_WIDTH_SPACE, defuse_mass_mentions(text))
 
 
 def cap(text: str, max_chars: int) -> str:

@@ -59,7 +59,6 @@ class McpServer:
         self.state = "not started"
         self.connections = 0  # how many times it connected (restarts = connections - 1)
         self._client: Any = None
-        self._up = asyncio.Event()
         self._tried = asyncio.Event()  # the current attempt to connect ended, up or failed
         self._broken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -181,7 +180,6 @@ class McpServer:
             self._broken.clear()
             self._client, self.connections = client, self.connections + 1
             self.state, self._warned_down = "up", ""
-            self._up.set()
             self._tried.set()
             names = ", ".join(t.name for t in self.tools) or "none"
             log.info("MCP server %s up (%s), tools: %s", self.name, self.settings.transport, names)
@@ -189,7 +187,6 @@ class McpServer:
                 await self._watch(client)
             finally:
                 self._client = None
-                self._up.clear()
         self.state = "down: the connection broke"
         log.warning("MCP server %s: the connection broke", self.name)
 

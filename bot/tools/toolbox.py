@@ -213,8 +213,6 @@ class Toolbox:
         return remote
 
     def _server_of(self, name: str) -> McpServer | None:
-        if name == READ_PAGE.name and self._reads_pages:
-            return None
         for server in self.servers.servers:
             if server.up and any(spec.name == name for spec in server.tools):
                 return server
