@@ -186,8 +186,8 @@ class McpServer:
             try:
                 await self._watch(client)
             finally:
-                self._client = None
-        self.state = "down: the connection broke"
+                # Together: a call in the closing window below must not read "is up".
+                self._client, self.state = None, "down: the connection broke"
         log.warning("MCP server %s: the connection broke", self.name)
 
     async def _watch(self, client: Any) -> None:
