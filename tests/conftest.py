@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import signal
@@ -14,6 +15,49 @@ from typing import Any
 import pytest
 
 from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
+
+# ----------------------------------------------------------------------------- no internet
+
+NETGUARD = Path(__file__).parent / "fakes" / "netguard"
+
+
+def _guard_the_network() -> Path:
+    """Refuse non-loopback lookups and connections here and in every Python the tests start
+    (``tests/fakes/netguard/sitecustomize.py`` says why); returns the file they are noted in."""
+    spec = importlib.util.spec_from_file_location(
+        "threadwise_netguard", NETGUARD / "sitecustomize.py"
+    )
+    assert spec is not None and spec.loader is not None
+    guard = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(guard)
+    handle, name = tempfile.mkstemp(prefix="threadwise-netlog-", suffix=".txt")
+    os.close(handle)
+    os.environ[guard.LOG_VARIABLE] = name
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        part for part in (str(NETGUARD), os.environ.get("PYTHONPATH", "")) if part
+    )
+    guard.install()
+    return Path(name)
+
+
+NETLOG = _guard_the_network()
+
+
+@pytest.fixture(autouse=True)
+def _stays_offline() -> Iterator[None]:
+    """Fails the test that reached (or had a subprocess reach) for a host off this machine."""
+    before = NETLOG.stat().st_size
+    yield
+    with NETLOG.open(encoding="utf-8") as log:
+        log.seek(before)
+        attempts = log.read().splitlines()
+    if attempts:
+        pytest.fail("reached for the internet: " + "; ".join(sorted(set(attempts))[:3]))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    NETLOG.unlink(missing_ok=True)
+
 
 # ----------------------------------------------------------------------------- fake Discord
 

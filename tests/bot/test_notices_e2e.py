@@ -9,7 +9,16 @@ from datetime import datetime, timedelta
 import pytest
 
 from conversation.dce import time_snowflake
-from tests.fakes.harness import BEN, BOT_ID, CHANNEL, Harness, run_cli, running_bot, settled
+from tests.fakes.harness import (
+    BEN,
+    BOT_ID,
+    CHANNEL,
+    Harness,
+    run_cli,
+    running_bot,
+    settled,
+    with_offline_pages,
+)
 from tests.fakes.later import asked_later
 from tests.fakes.openai_server import Answer, BrokenStream, Fail
 
@@ -69,7 +78,7 @@ def test_replay_of_an_export_holding_notices_leaves_them_out(tmp_path):
         bot_says(f"*{NOT_AVAILABLE}*", 10),
         bot_says(f"Hard links are faster\n*{STOPPED}*", 20),
     ]
-    path = tmp_path / "with-notices.json"
+    path = with_offline_pages(tmp_path) / "with-notices.json"
     path.write_text(json.dumps(export))
     result = run_cli("replay", str(path), "--no-model")
     assert result.returncode == 0, result.stderr

@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from conversation.text import clean_text
-from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, run_cli, running_bot, settled
+from tests.fakes.harness import (
+    BEN,
+    BOT_ID,
+    CHANNEL,
+    CHLOE,
+    EXAMPLE,
+    run_cli,
+    running_bot,
+    settled,
+    with_offline_pages,
+)
 
 LONE = "\ud83d"
 
@@ -36,7 +46,7 @@ def poisoned_log(tmp_path: Path) -> Path:
     export = json.loads(EXAMPLE.read_text())
     export["messages"][-1]["content"] += " \\ud83d"  # JSON escape: a lone surrogate once parsed
     export["messages"][-1]["author"]["nickname"] = "Bad\\udc00Name"
-    path = tmp_path / "poisoned.json"
+    path = with_offline_pages(tmp_path) / "poisoned.json"
     path.write_text(
         json.dumps(export).replace("\\\\ud83d", "\\ud83d").replace("\\\\udc00", "\\udc00")
     )

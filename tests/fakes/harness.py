@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -108,6 +109,14 @@ async def settled(bot: Harness) -> None:
         if not bot.client._tasks:
             return
         await asyncio.sleep(0.05)
+
+
+def with_offline_pages(folder: Path) -> Path:
+    """``folder`` with a copy of the example's offline pages, for a log written there from the
+    example: its replay then reads the linked pages from disk, as the quick start does, and
+    never asks the network for them. Returns ``folder``."""
+    shutil.copytree(EXAMPLE.parent / "pages", folder / "pages", dirs_exist_ok=True)
+    return folder
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
