@@ -97,6 +97,28 @@ def test_ci_runs_exactly_the_readmes_commands():
     )
 
 
+def test_ci_says_what_failed_again_at_the_end(tmp_path):
+    """CI's record shows only the end of its output: a failure early on (the first interpreter's
+    suite) must be said again there, with the end of that step's output, without pip's notes."""
+    (tmp_path / "suite").write_text(
+        "echo \"WARNING: Location 'file:///opt/x/' is ignored: it is neither a file nor a "
+        'directory."\necho "FAILED tests/test_x.py::test_y"\necho "1 failed, 9 passed"\nexit 1\n'
+    )
+    out = ci_shell(
+        "LOGS=$(mktemp -d); steps=0; status=0; failures=(); failed_logs=()\n"
+        f'run_step "first suite" 10 "bash {tmp_path / "suite"}"\n'
+        'run_step "second suite" 10 "echo 10 passed"\n'
+        'echo "--- the end"; say_failures_again; rm -rf "$LOGS"'
+    )
+    assert out.split("--- the end\n", 1)[1].splitlines() == [
+        "=== the end of the output of: first suite",
+        "FAILED tests/test_x.py::test_y",
+        "1 failed, 9 passed",
+        "=== failures:",
+        "  first suite: exit 1",
+    ]
+
+
 def test_every_setting_the_readme_names_exists():
     named = re.findall(r"`\[(\w+)\] (\w+)", README)
     assert named, "the README names settings as `[section] key`"
