@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from bot.answering.channels import ChannelRuntime, ChannelRuntimes, ModelClients
@@ -311,7 +312,10 @@ class Answerer:
                     raise
                 result.model_attempts.extend(error.attempts)
                 fitted = result.prepared.fitted
-                budget = await runtime.budgeter.after_overflow(error, fitted)
+                room = None  # the rebuilt prompt leaves the tools their room too
+                if toolbox is not None:
+                    room = partial(with_tool_room, settings=settings, specs=toolbox.specs())
+                budget = await runtime.budgeter.after_overflow(error, fitted, room)
                 stated = ", ".join(
                     f"{label} {value}"
                     for label, value in (

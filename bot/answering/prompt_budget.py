@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+from collections.abc import Callable
 
 from bot.config.model_settings import ModelSettings
 from bot.model.errors import ModelContextTooLongError
@@ -78,9 +79,16 @@ class PromptBudgeter:
             await self._save(self.limits())
 
     async def after_overflow(
-        self, error: ModelContextTooLongError, fitted: FittedPrompt | None
+        self,
+        error: ModelContextTooLongError,
+        fitted: FittedPrompt | None,
+        with_room: Callable[[Budget], Budget] | None = None,
     ) -> Budget:
-        """Learn from a "context too long" answer; the budget to rebuild the prompt with."""
+        """Learn from a "context too long" answer; the budget to rebuild the prompt with.
+
+        ``with_room`` keeps out of the learned budget what the first one kept out beyond the
+        answer (the tools' definitions and results); a budget shrunk from the refused prompt
+        alone needs none: that prompt was already fitted without it."""
         model = self.settings.name
         limits = self.limits(model)
         if error.window is not None and error.window < self.budget(model).window:
@@ -100,6 +108,8 @@ class PromptBudgeter:
             self._calibrate(prompt_tokens(fitted.nodes), error.prompt_tokens)
         await self._save(self.limits(model))
         budget = self.budget(model)
+        if with_room is not None:
+            budget = with_room(budget)
         if fitted is not None and error.window is None and error.prompt_tokens is None:
             # Nothing to learn from: ask for less than what was refused.
             limit = max(math.floor(fitted.total * SHRINK_WITHOUT_NUMBERS), MIN_PROMPT_TOKENS)

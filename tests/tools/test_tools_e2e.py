@@ -24,6 +24,7 @@ from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from bot.tools.mcp_servers import McpServers
 from bot.tools.toolbox import Toolbox
+from tests.bot.test_budget_e2e import chatter
 from tests.fakes.anthropic_server import Answer as AnthropicAnswer
 from tests.fakes.anthropic_server import FakeAnthropic, UseTools
 from tests.fakes.discord_server import FakeDiscord
@@ -285,3 +286,24 @@ async def test_tool_definitions_do_not_inflate_the_calibration(tmp_path, toolbox
     # Not equal: the fake counts JSON a little more densely than prose. Without the definitions
     # in the estimate the ratio came out 2.15 times as high (1.60 against 0.74).
     assert ratios[True] < ratios[False] * 1.25
+
+
+async def test_a_prompt_rebuilt_after_too_long_keeps_the_tools_room(tmp_path, toolbox) -> None:
+    """The server's window is smaller than configured: the prompt rebuilt for it still leaves
+    room for the tool definitions and results, as the first one did."""
+    limits: dict[bool, int] = {}
+    for tools_on in (False, True):
+        with Store.open(tmp_path / f"store-{tools_on}.sqlite3") as store:
+            async with running_bot(
+                store=store, toolbox=toolbox, fake_model={"context_window": 1800},
+                model={"reserve_tokens": 200},
+                tools=TOOLS_ON | {"enabled": tools_on, "max_result_chars": 300},
+            ) as bot:  # fmt: skip
+                await chatter(bot, 20)
+                reply = await ask(bot, "summarise please")
+            explanation = await store.explain_async(int(reply["id"]))
+        assert reply["content"].startswith("echo:")
+        [refit] = [w.detail for w in explanation.work_log if w.action == "budget_refit"]
+        limits[tools_on] = int(re.search(r" of (\d+) tokens \(window 1800", refit)[1])
+    # 2 x 300 characters at 3 per token, and the tool definitions every request carries
+    assert limits[True] == limits[False] - 200 - tools_tokens(toolbox.specs())
