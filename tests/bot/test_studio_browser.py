@@ -30,6 +30,7 @@ CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/c
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
+    "--disable-quic",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
@@ -79,7 +80,9 @@ async def browser() -> AsyncIterator[Any]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        launched = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=120_000
+        )  # a cold first start on a fresh machine is slow
         try:
             yield launched
         finally:
