@@ -29,7 +29,7 @@ from bot.discord.visibility import history_restriction
 from bot.model.call import CacheHints, Completion, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.errors import ModelContextTooLongError, ModelError
-from bot.model.tool_loop import LoopResult
+from bot.model.tool_loop import ToolProgress
 from bot.tools.toolbox import Toolbox
 from conversation.builder import ContextBuilder
 from conversation.cache import CacheRegistry
@@ -74,7 +74,7 @@ class AnswerResult:
     overhead_seconds: float | None = None  # trigger to model request, our own cost
     refits: list[str] = field(default_factory=list)  # prompts refused as too long, and why
     followed: str | None = None  # answered without a call: why (see bot.discord.follow)
-    tool_use: LoopResult | None = None  # the tool rounds, when tools were offered
+    tool_use: ToolProgress | None = None  # the tool rounds, when tools were offered
     model_settings: ModelSettings | None = None  # the channel's [model], as it answered
 
 
@@ -224,6 +224,7 @@ class Answerer:
             result.error = error.detail
             result.model_attempts.extend(error.attempts)
             result.request = error.request
+            result.tool_use = error.tool_progress  # the calls already run are recorded too
             result.answer = clean_text(error.partial_text)
             result.outcome = "partial" if error.partial_text else "failure"
             await self._tell_user(streamer, error.user_message, result.answer)
@@ -298,13 +299,14 @@ class Answerer:
                         result.prepared.request_messages, on_delta=on_delta, cache=cache
                     )
                 fitted = result.prepared.fitted
-                result.tool_use = await complete_using(
+                loop = await complete_using(
                     runtime.model, result.prepared.request_messages, toolbox, settings,
                     on_delta=on_delta, on_status=on_status, cache=cache,
                     room_tokens=runtime.budgeter.budget().limit - fitted.total if fitted else None,
                 )  # fmt: skip
-                final = result.tool_use.completion
-                earlier = result.tool_use.attempts[: -len(final.attempts) or None]
+                result.tool_use = loop
+                final = loop.completion
+                earlier = loop.attempts[: -len(final.attempts) or None]
                 result.model_attempts.extend(earlier)  # the final ones are added with it
                 return final
             except ModelContextTooLongError as error:

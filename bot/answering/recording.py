@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from bot.answering.answerer import AnswerResult
 from bot.answering.tool_record import tool_context, tool_parameters, tool_work_log
 from bot.config.schema import Config
-from bot.model.tool_loop import LoopResult
+from bot.model.tool_loop import ToolProgress
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
 from conversation.budget import SHORTENED
@@ -127,7 +127,7 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
 def parameters(request: dict, loop: object) -> dict:
     """What was asked of the model besides the messages (the tools offered, if any)."""
     kept = {k: v for k, v in request.items() if k not in ("messages", "system", "stream_options")}
-    return tool_parameters(kept, loop) if isinstance(loop, LoopResult) and kept else kept
+    return tool_parameters(kept, loop) if isinstance(loop, ToolProgress) and kept else kept
 
 
 def people_names(selection: ContextSelection) -> dict[int, list[str]]:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.model.tool_loop import LoopResult
+from bot.model.tool_loop import ToolProgress
 from bot.storage.models import ContextEntry, WorkLogEntry
 
 TOOL_CALL = "tool call"
 TOOL_RESULT = "tool result"
 
 
-def tool_context(loop: LoopResult) -> list[ContextEntry]:
+def tool_context(loop: ToolProgress) -> list[ContextEntry]:
     """One entry per added turn, aligned with ``loop.added``."""
     names = {
         call.id: call.name for round_ in loop.rounds for call in round_.calls
@@ -34,7 +34,7 @@ def tool_context(loop: LoopResult) -> list[ContextEntry]:
     return entries
 
 
-def tool_work_log(loop: LoopResult) -> list[WorkLogEntry]:
+def tool_work_log(loop: ToolProgress) -> list[WorkLogEntry]:
     entries = []
     for number, round_ in enumerate(loop.rounds, start=1):
         for call, outcome in zip(round_.calls, round_.outcomes, strict=True):
@@ -62,7 +62,7 @@ def tool_work_log(loop: LoopResult) -> list[WorkLogEntry]:
     return entries
 
 
-def tool_parameters(parameters: dict[str, Any], loop: LoopResult) -> dict[str, Any]:
+def tool_parameters(parameters: dict[str, Any], loop: ToolProgress) -> dict[str, Any]:
     """The request's parameters with the tools in OpenAI's format and without ``tool_choice``
     (it only told the last request not to call)."""
     kept = {k: v for k, v in parameters.items() if k not in ("tools", "tool_choice")}

@@ -37,6 +37,9 @@ class ModelError(Exception):
         self.attempts: tuple[Attempt, ...] = ()
         self.request: dict[str, Any] | None = None
         self.partial_text = ""
+        # The tool rounds run before it, when tools were offered (a tool_loop.ToolProgress,
+        # which sits above this module).
+        self.tool_progress: Any = None
 
     def __str__(self) -> str:
         return self.detail

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from bot.model.call import Attempt, CacheHints, Completion, DeltaCallback, Usage
 from bot.model.client import ModelClient
+from bot.model.errors import ModelError
 from bot.tools.defuse import wrap
 from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec
 
@@ -56,16 +57,24 @@ class ToolRound:
 
 
 @dataclass
-class LoopResult:
-    """The final completion, the turns the rounds added, and every attempt of every request."""
+class ToolProgress:
+    """The tools offered, the turns the rounds added and every attempt of every request: what
+    an answer did with its tools, whether it ended with text or with a :class:`ModelError`
+    (which then carries it as ``tool_progress``: calls already run are recorded, not lost)."""
 
-    completion: Completion
     specs: list[ToolSpec]
     added: list[dict[str, Any]] = field(default_factory=list)
     rounds: list[ToolRound] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     ignored_calls: int = 0  # calls asked for after the last round (not run)
     first_usage: Usage | None = None  # of the first request: the prompt without tool turns
+
+
+@dataclass(kw_only=True)
+class LoopResult(ToolProgress):
+    """The progress of an answer that ended with text, and that final completion."""
+
+    completion: Completion
 
 
 def assistant_turn(text: str, calls: Sequence[ToolCallRequest]) -> dict[str, Any]:
@@ -106,28 +115,37 @@ async def complete_with_tools(
     share what is left of it. ``cache``: the prompt's cache hints, the same for every round
     (the prompt is the start of each request).
 
-    A :class:`ModelError` of any request propagates as ``complete`` raises it (the turns added
-    so far are lost with it; the answer failed)."""
-    specs = tools.specs()
-    added: list[dict[str, Any]] = []
-    rounds: list[ToolRound] = []
-    attempts: list[Attempt] = []
-    first_usage: Usage | None = None
+    A :class:`ModelError` of any request propagates as ``complete`` raises it, its class kept
+    (a context too long is still one), with the rounds so far as its ``tool_progress`` and the
+    earlier requests' attempts before its own."""
+    progress = ToolProgress(tools.specs())
+    specs, added, rounds, attempts = (
+        progress.specs,
+        progress.added,
+        progress.rounds,
+        progress.attempts,
+    )
     step = used = 0
     must_answer = False
     while True:
         final = step >= max_steps or not specs or must_answer
-        completion = await model.complete(
-            [*messages, *added], on_delta=on_delta, tools=specs, final=final, cache=cache
-        )
+        try:
+            completion = await model.complete(
+                [*messages, *added], on_delta=on_delta, tools=specs, final=final, cache=cache
+            )
+        except ModelError as error:
+            error.attempts = (*attempts, *error.attempts)
+            error.tool_progress = progress
+            raise
         attempts.extend(completion.attempts)
-        first_usage = completion.usage if step == 0 else first_usage
+        if step == 0:
+            progress.first_usage = completion.usage
         calls = completion.tool_calls
         if not calls or final:
             if calls:
                 log.info("the model asked for %d tool call(s) after the last round", len(calls))
-            ignored = len(calls) if final else 0
-            return LoopResult(completion, specs, added, rounds, attempts, ignored, first_usage)
+            progress.ignored_calls = len(calls) if final else 0
+            return LoopResult(**vars(progress), completion=completion)
         step += 1
         run, refused = _split(calls, completion.finish_reason, max_calls, max_total - used)
         if on_status is not None and run:

@@ -41,7 +41,7 @@ from tests.fakes.harness import (
     running_bot,
     settled,
 )
-from tests.fakes.openai_server import Answer, CallTools
+from tests.fakes.openai_server import Answer, CallTools, Fail
 
 FAKE_MCP = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
 TOOLS_ON = {"enabled": True, "read_page": False, "call_timeout_seconds": 2.0}
@@ -307,3 +307,27 @@ async def test_a_prompt_rebuilt_after_too_long_keeps_the_tools_room(tmp_path, to
         limits[tools_on] = int(re.search(r" of (\d+) tokens \(window 1800", refit)[1])
     # 2 x 300 characters at 3 per token, and the tool definitions every request carries
     assert limits[True] == limits[False] - 200 - tools_tokens(toolbox.specs())
+
+
+async def test_calls_already_run_are_recorded_when_the_model_then_fails(tmp_path, toolbox) -> None:
+    """A tool may have done something (written, sent): when the request after its round fails,
+    the interaction still holds the call, its result and every request's attempts."""
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store, toolbox=toolbox, tools=TOOLS_ON) as bot:
+            bot.model.queue(CallTools((("echo", '{"text": "written"}'),)))
+            bot.model.queue(Fail(status=400, message="the server refuses this request"))
+            reply = await ask(bot, "write it down, then tell me")
+            failed = bot.model.chat_requests[-1].messages
+        explanation = await store.explain_async(int(reply["id"]))
+        record = store.get_interaction(explanation.interaction_id)
+    assert explanation.outcome == "failure"
+    assert [m["role"] for m in failed[-2:]] == ["assistant", "tool"]
+    assert record.request_messages == failed  # the call and its result, as last sent
+    assert [m.reasons for m in explanation.context][-2:] == [
+        ["tool call: echo"],
+        ["tool result: echo"],
+    ]
+    [call] = [w for w in explanation.work_log if w.action == "tool_call"]
+    assert call.status == "success" and "round 1: echo" in call.detail
+    attempts = [w.detail for w in explanation.work_log if w.action == "model_attempt"]
+    assert attempts[0].endswith("ok") and "400" in attempts[-1]  # the round's request, then
