@@ -109,12 +109,12 @@ class ThreadwiseClient(nextcord.Client):
         self._channels: dict[int, Any] = {}
         self._pending: dict[tuple[int, int], Any] = {}
         self.follower = Follower()
-        # Messages answered as follow-ups (no mention): their explanation line, until answered.
-        self._followed: dict[int, str] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.answer_slots = AnswerSlots(lambda: self.config.triggers.max_concurrent_answers)
         self.queue = AnswerQueue(self._answer_now, self.answer_slots, self._spawn)
-        self._kinds: dict[int, str] = {}  # trigger id -> why it is answered (for the metrics)
+        # Trigger id -> why it is answered, until answered or dropped: its kind (for the
+        # metrics) and, for a follow-up, the explanation line.
+        self._kinds: dict[int, tuple[str, str | None]] = {}
         if self.metrics is not None:
             self.metrics.watch(
                 queue_length=self.queue.waiting_total,
@@ -274,21 +274,27 @@ class ThreadwiseClient(nextcord.Client):
             replies_to_bot = getattr(getattr(known, "author", None), "id", None) == self.user.id
         triggers = self.answerer.settings_for(message.channel).triggers
         kind = trigger_kind(message, self.user.id, triggers, bot_message=replies_to_bot)
-        if kind is None and self._follows(message, cache, triggers):
+        followed = None if kind is not None else self._follows(message, cache, triggers)
+        if followed is not None:
             kind = "follow"
         if kind is None:
             return
         if not await self._permitted(message):
             log.info("ignored message %s from %s: not permitted", message.id, message.author.id)
             return
-        self._kinds[message.id] = kind
+        if followed is not None:
+            log.info("following message %s: %s", message.id, followed)
+        self._kinds[message.id] = (kind, followed)
         self._spawn(self._debounced_answer(message))
 
-    def _follows(self, message: nextcord.Message, cache: Any, settings: TriggerSettings) -> bool:
-        """A message that calls no one, answered when it continues the bot's conversation
-        (``bot.discord.follow``): from the cache alone, never for a bot or in a DM, and never
-        for a member who may not read the channel's history (the conversation it would
-        continue is that history: issue 23's rule, ``bot.discord.visibility``)."""
+    def _follows(
+        self, message: nextcord.Message, cache: Any, settings: TriggerSettings
+    ) -> str | None:
+        """The explanation line of a message that calls no one, answered when it continues the
+        bot's conversation (``bot.discord.follow``); None when it is not. From the cache
+        alone, never for a bot or in a DM, and never for a member who may not read the
+        channel's history (the conversation it would continue is that history: issue 23's
+        rule, ``bot.discord.visibility``)."""
         assert self.user is not None
         if (
             message.guild is None
@@ -298,10 +304,10 @@ class ThreadwiseClient(nextcord.Client):
             or not may_read_history(message.channel, message.author)
             or not self.follower.spoke_lately(message, message.channel.id, settings.follow_minutes)
         ):
-            return False
+            return None
         decision = self.follower.decide(message, cache, self.user.id, settings)
         if not decision.answer or decision.kind != "followed":
-            return False
+            return None
 
         def name_of(user_id: int) -> str:
             member = message.guild.get_member(user_id) if message.guild is not None else None
@@ -310,11 +316,7 @@ class ThreadwiseClient(nextcord.Client):
             author = self.follower.author_in(cache, message, user_id)
             return author.display_name if author is not None else f"user {user_id}"
 
-        self._followed[message.id] = decision.describe(name_of)
-        if len(self._followed) > 1000:  # never answered (a newer message of the burst won)
-            del self._followed[next(iter(self._followed))]
-        log.info("following message %s: %s", message.id, self._followed[message.id])
-        return True
+        return decision.describe(name_of)
 
     async def _permitted(self, message: nextcord.Message) -> bool:
         """The permission lists, with a DM author's roles looked up in the shared guilds."""
@@ -402,12 +404,11 @@ class ThreadwiseClient(nextcord.Client):
             self._kinds.pop(replaced.id, None)
 
     async def _answer_now(self, message: nextcord.Message) -> None:
-        kind = self._kinds.pop(message.id, "unknown")
+        kind, followed = self._kinds.pop(message.id, ("unknown", None))
         cache = self.caches.get(message.channel.id)
         if cache is not None and cache.is_deleted(message.id):
             log.info("message %s was deleted before the answer; not answering", message.id)
             return
-        followed = self._followed.pop(message.id, None)
         await self.answerer.answer(message, followed=followed, kind=kind)
 
 
