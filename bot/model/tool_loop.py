@@ -119,12 +119,8 @@ async def complete_with_tools(
     (a context too long is still one), with the rounds so far as its ``tool_progress`` and the
     earlier requests' attempts before its own."""
     progress = ToolProgress(tools.specs())
-    specs, added, rounds, attempts = (
-        progress.specs,
-        progress.added,
-        progress.rounds,
-        progress.attempts,
-    )
+    specs, added, rounds = progress.specs, progress.added, progress.rounds  # filled as it goes
+    attempts = progress.attempts
     step = used = 0
     must_answer = False
     while True:
