@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from bot.config.tool_settings import TOOL_NAME, ToolSettings
 from bot.tools.defuse import cap, wrap
 from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
-from bot.tools.page_hosts import hosts_in, hosts_named, normal_host
+from bot.tools.page_hosts import hosts_named, normal_host
 from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of, page_url
 from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus, parse_arguments
 
@@ -80,8 +80,8 @@ class Toolbox:
         return view
 
     def for_prompt(self, messages: Sequence[Mapping[str, Any]]) -> Toolbox:
-        """The toolbox for one answer: read_page may read the hosts its prompt names (and
-        those the pages it reads name), unless ``read_page_any_host``."""
+        """The toolbox for one answer: read_page may read the hosts people named in its
+        prompt (``bot.tools.page_hosts``), unless ``read_page_any_host``."""
         view = Toolbox(self.settings, pages=self.pages, servers=self.servers)
         view._warned, view.hosts = self._warned, hosts_named(messages)
         return view
@@ -92,8 +92,8 @@ class Toolbox:
         host = normal_host(urlsplit(page_url(arguments)).hostname or "")
         if host not in self.hosts:
             raise ToolFailed(
-                f"refused: read_page reads only pages on hosts named in this conversation (a "
-                f"link a member posted, or one in a page already read), and {host[:100]} is "
+                f"refused: read_page reads only pages on hosts the members named in this "
+                f"conversation (not those named by a page or an article), and {host[:100]} is "
                 "not one; ask the member to post the link if they want it read"
             )
 
@@ -194,9 +194,7 @@ class Toolbox:
 
             async def read(arguments: dict[str, Any]) -> tuple[str, bool]:
                 self._check_host(arguments)
-                text = await pages(arguments)
-                self.hosts |= hosts_in(text)  # its address and the links in its text
-                return text, False
+                return await pages(arguments), False
 
             return read
         server = self._server_of(name)
