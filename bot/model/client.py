@@ -147,11 +147,13 @@ class ModelClient:
         """
         stream = self.settings.stream if stream is None else stream
         extra = tool_fields(self.settings.provider, tools, final)
-        self.build_request(messages, stream=stream, cache=cache, extra=extra)  # fail fast
+        # Built before any wait (a bad request fails fast) and sent by the first attempt; a
+        # retry builds it again (the provider may have learned what the server refuses).
+        body = self.build_request(messages, stream=stream, cache=cache, extra=extra)
         call, limit = Call(on_delta), self.settings.timeout_seconds
         try:
             async with asyncio.timeout(limit) as deadline:
-                return await self._attempts(messages, stream, call, cache, extra)
+                return await self._attempts(messages, stream, body, call, cache, extra)
         except CallbackFailed as failed:
             raise failed.__cause__ from None  # type: ignore[misc]
         except TimeoutError:
@@ -171,15 +173,16 @@ class ModelClient:
         self,
         messages: Sequence[Mapping[str, Any]],
         stream: bool,
+        body: dict[str, Any],
         call: Call,
         cache: CacheHints | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> Completion:
         sdk, retries = self.provider.sdk, 0
         while True:
-            body = call.request = self.build_request(
-                messages, stream=stream, cache=cache, extra=extra
-            )
+            if call.attempts:  # a retry
+                body = self.build_request(messages, stream=stream, cache=cache, extra=extra)
+            call.request = body
             call.fresh()
             try:
                 await self.provider.send(body, call)
