@@ -64,19 +64,21 @@ class ModelClient:
         secrets = [settings.api_key, *settings.extra_headers.values()]
         self._secrets = [s.get_secret_value() for s in secrets if s is not None]
 
+    def pinned(self, settings: ModelSettings) -> ModelSettings:
+        """``settings`` over this client's connection: the ``CONNECTION_KEYS`` it was opened
+        with (endpoint, key, headers) kept, whatever ``settings`` say of them."""
+        kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
+        return settings.model_copy(update=kept)
+
     def apply_settings(self, settings: ModelSettings) -> None:
         """Take a reloaded config's settings from the next request on; the connection keeps
         what it was opened with (``CONNECTION_KEYS``)."""
-        kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
-        self.settings = self.provider.settings = settings.model_copy(update=kept)
+        self.settings = self.provider.settings = self.pinned(settings)
 
     def with_settings(self, settings: ModelSettings) -> ModelClient:
         """A client for other per-request settings (a channel's persona, sampling or model
         name) over this one's connection: same HTTP pool, same endpoint and key."""
-        kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
-        client = ModelClient(
-            settings.model_copy(update=kept), http_client=self._http, rng=self._rng
-        )
+        client = ModelClient(self.pinned(settings), http_client=self._http, rng=self._rng)
         if hasattr(self.provider, "stream_options_ok"):  # what the server refused, learned once
             client.provider.stream_options_ok = self.provider.stream_options_ok  # type: ignore[attr-defined]
         return client
