@@ -286,6 +286,7 @@ class ChannelStudio:
         fitted = self._follower.model.threshold
         if threshold is None:
             threshold = self.triggers.follow_threshold
+        shown = fitted if threshold is None else threshold  # 0.0 is a threshold, not unset
         triggers = self.triggers.model_copy(
             update={"follow": True, "follow_off_channels": (), "follow_threshold": threshold}
         )
@@ -293,9 +294,7 @@ class ChannelStudio:
             bot_id = self.source.bot_user_id
         messages = self.source.messages
         if not any(m.author.id == bot_id for m in messages):
-            return FollowView(
-                bot_id=None, threshold=threshold or fitted, fitted_threshold=fitted, marks=[]
-            )
+            return FollowView(bot_id=None, threshold=shown, fitted_threshold=fitted, marks=[])
         marks = [
             FollowMark(
                 id=str(decided.message.id),
@@ -308,7 +307,7 @@ class ChannelStudio:
         ]
         return FollowView(
             bot_id=str(bot_id),
-            threshold=fitted if threshold is None else threshold,
+            threshold=shown,
             fitted_threshold=fitted,
             marks=marks,
         )
