@@ -83,7 +83,8 @@ class Toolbox:
         unless ``read_page_any_host``; ``settings``: other limits (a channel's own; None: these);
         ``specs``: the tools it offers, fixed for the answer (None: those offered now), so the
         room its prompt keeps for them and every request agree when a server comes or goes."""
-        view = Toolbox(settings or self.settings, pages=self.pages, servers=self.servers)
+        settings = self.settings if settings is None else settings
+        view = Toolbox(settings, pages=self.pages, servers=self.servers)
         view._warned, view.hosts = self._warned, hosts_named(messages)
         view._offered = None if specs is None else list(specs)
         return view
