@@ -168,13 +168,29 @@ def _openai_tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
 
 def to_anthropic(nodes: Iterable[MessageNode]) -> tuple[str, list[dict[str, Any]]]:
     """``(system, messages)`` for Anthropic's messages API (see the module docstring)."""
+    system, turns, _ = to_anthropic_upto(nodes, 0)
+    return system, turns
+
+
+def to_anthropic_upto(
+    nodes: Iterable[MessageNode], upto: int
+) -> tuple[str, list[dict[str, Any]], int]:
+    """``to_anthropic``, and how many content blocks the first ``upto`` nodes give: merging
+    only appends, so those are the first blocks of the turns (a prompt-cache breakpoint after
+    those nodes goes on the last of them), found without translating the start again."""
     system: list[str] = []
     turns: list[dict[str, Any]] = []
+    count = seen = 0
+    upto_blocks: int | None = None
     for node in nodes:
+        if seen == upto:
+            upto_blocks = count
+        seen += 1
         if node.role == "system":
             system.append(_named_text(node))
             continue
         blocks = _anthropic_blocks(node)
+        count += len(blocks)
         if not blocks:
             continue
         role = "assistant" if node.role == "assistant" else "user"
@@ -182,7 +198,7 @@ def to_anthropic(nodes: Iterable[MessageNode]) -> tuple[str, list[dict[str, Any]
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
-    return "\n\n".join(system), turns
+    return "\n\n".join(system), turns, count if upto_blocks is None else upto_blocks
 
 
 def from_anthropic(

@@ -14,12 +14,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from bot.answering.channels import ChannelRuntime, ChannelRuntimes, ModelClients
 from bot.answering.prompt_budget import PromptBudgeter
-from bot.answering.tool_use import complete_using, toolbox_for, tools_tokens, with_tool_room
+from bot.answering.tool_use import Offer, complete_using, offer_for
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
@@ -188,10 +187,10 @@ class Answerer:
                     runtime.config.model.system_prompt, self.bot_name(channel), channel
                 )
                 budget = runtime.budgeter.budget()
-                tools = runtime.config.tools  # the channel's [tools]
-                offered = toolbox_for(self.tools, tools, trigger)
-                if offered is not None:  # room for the tool definitions and the results
-                    budget = with_tool_room(budget, tools, offered.specs())
+                # The channel's [tools]: taken once, for the budget and every request.
+                offer = offer_for(self.tools, runtime.config.tools, trigger)
+                if offer is not None:  # room for the tool definitions and the results
+                    budget = offer.with_room(budget)
                 result.prepared = await prepare_prompt(
                     trigger,
                     reader,
@@ -202,14 +201,14 @@ class Answerer:
                     counter=runtime.budgeter.counter(),
                 )
                 result.overhead_seconds = time.perf_counter() - began
-                completion = await self._complete(result, on_delta, streamer.status, runtime)
+                completion = await self._complete(result, on_delta, streamer.status, runtime, offer)
             result.completion = completion
             result.request = completion.request
             result.model_attempts.extend(completion.attempts)
             usage, definitions = completion.usage, 0
-            if result.tool_use is not None:  # the prompt alone: what the budget estimated
+            if result.tool_use is not None and offer is not None:  # the prompt alone
                 usage = result.tool_use.first_usage
-                definitions = tools_tokens(result.tool_use.specs)  # the server counted them
+                definitions = offer.tokens  # the server counted them
             await runtime.budgeter.observe(
                 result.prepared.fitted, usage.prompt_tokens if usage else None, definitions
             )
@@ -282,8 +281,10 @@ class Answerer:
         on_delta: DeltaCallback,
         on_status: Callable[[str], Awaitable[None]],
         runtime: ChannelRuntime,
+        offer: Offer | None,
     ) -> Completion:
-        """Ask the model; on "context too long", rebuild a smaller prompt and ask again.
+        """Ask the model; on "context too long", rebuild a smaller prompt and ask again, with
+        the same tools (``offer``) and the same room for them.
 
         ``result.prepared`` always ends as the prompt last sent, so the record holds exactly
         the accepted prompt; the refused attempts stay in ``result.model_attempts``.
@@ -291,16 +292,14 @@ class Answerer:
         assert result.prepared is not None
         while True:
             try:
-                settings = runtime.config.tools  # the channel's [tools]
-                toolbox = toolbox_for(self.tools, settings, result.trigger)
                 cache = cache_hints(result.prepared)
-                if toolbox is None:
+                if offer is None:
                     return await runtime.model.complete(
                         result.prepared.request_messages, on_delta=on_delta, cache=cache
                     )
                 fitted = result.prepared.fitted
                 loop = await complete_using(
-                    runtime.model, result.prepared.request_messages, toolbox, settings,
+                    runtime.model, result.prepared.request_messages, offer,
                     on_delta=on_delta, on_status=on_status, cache=cache,
                     room_tokens=runtime.budgeter.budget().limit - fitted.total if fitted else None,
                 )  # fmt: skip
@@ -314,9 +313,7 @@ class Answerer:
                     raise
                 result.model_attempts.extend(error.attempts)
                 fitted = result.prepared.fitted
-                room = None  # the rebuilt prompt leaves the tools their room too
-                if toolbox is not None:
-                    room = partial(with_tool_room, settings=settings, specs=toolbox.specs())
+                room = None if offer is None else offer.with_room  # the tools keep their room
                 budget = await runtime.budgeter.after_overflow(error, fitted, room)
                 stated = ", ".join(
                     f"{label} {value}"

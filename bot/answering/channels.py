@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.config.channels import ChannelSettings, Place
-from bot.config.model_settings import CONNECTION_KEYS, ModelSettings
+from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, model_with
 from bot.discord.places import place_of
 from bot.model.client import ModelClient
@@ -50,8 +50,7 @@ class ModelClients:
     def for_settings(self, settings: ModelSettings) -> ModelClient:
         """A client answering with ``settings`` (its endpoint's, or a light one sharing it)."""
         base = self.endpoint(settings.use, settings)
-        same = settings.model_copy(update={k: getattr(base.settings, k) for k in CONNECTION_KEYS})
-        return base if same == base.settings else base.with_settings(settings)
+        return base if base.pinned(settings) == base.settings else base.with_settings(settings)
 
     async def aclose(self) -> None:
         for client in self._opened.values():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bot.config.tool_settings import ToolSettings
@@ -39,37 +40,52 @@ def tools_tokens(specs: Sequence[ToolSpec]) -> int:
     return text_tokens(json.dumps([spec.openai() for spec in specs], ensure_ascii=False))
 
 
-def tool_reserve(budget: Budget, settings: ToolSettings, specs: Sequence[ToolSpec] = ()) -> int:
-    """Tokens kept out of the prompt when tools are offered: the tool definitions, and two full
-    results' worth, at most a quarter of the prompt's room. The results share what the prompt
-    then leaves (``room_tokens``); the context gives way a little so that a full window still
-    leaves the model room to read what it asked for. At most half the room in all."""
+def tool_reserve(budget: Budget, settings: ToolSettings, definitions: int = 0) -> int:
+    """Tokens kept out of the prompt when tools are offered: the tool definitions
+    (``definitions`` tokens), and two full results' worth, at most a quarter of the prompt's
+    room. The results share what the prompt then leaves (``room_tokens``); the context gives way
+    a little so that a full window still leaves the model room to read what it asked for. At
+    most half the room in all."""
     results = min(2 * settings.max_result_chars // CHARS_PER_TOKEN, budget.limit // TOOL_SHARE)
-    return min(results + tools_tokens(specs), budget.limit // 2)
+    return min(results + definitions, budget.limit // 2)
 
 
-def with_tool_room(
-    budget: Budget, settings: ToolSettings, specs: Sequence[ToolSpec] = ()
-) -> Budget:
-    reserve = budget.reserve + tool_reserve(budget, settings, specs)
-    return budget.model_copy(update={"reserve": reserve})
+@dataclass(frozen=True)
+class Offer:
+    """The tools one answer offers, taken once when its prompt is budgeted: the room kept for
+    them, a prompt rebuilt after "context too long", and every request of the answer use the
+    same list, even when an MCP server comes up or goes down meanwhile (a call to a tool of a
+    server now down is answered "try again later")."""
+
+    toolbox: Toolbox  # the shared toolbox
+    settings: ToolSettings  # the channel's [tools]
+    specs: tuple[ToolSpec, ...]
+    tokens: int  # the definitions, as ``tools_tokens`` counts them
+
+    def with_room(self, budget: Budget) -> Budget:
+        """``budget`` less the tools' room (definitions and results)."""
+        reserve = budget.reserve + tool_reserve(budget, self.settings, self.tokens)
+        return budget.model_copy(update={"reserve": reserve})
+
+    def for_prompt(self, messages: Sequence[Mapping[str, Any]]) -> Toolbox:
+        """The toolbox the tool loop runs with for this prompt, offering exactly ``specs``."""
+        return self.toolbox.for_prompt(messages, settings=self.settings, specs=self.specs)
 
 
-def toolbox_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Toolbox | None:
-    """The toolbox when this trigger may use tools, else None (the plain model call)."""
+def offer_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Offer | None:
+    """The tools offered when this trigger may use tools, else None (the plain model call)."""
     if toolbox is None or not settings.enabled:
         return None
     if getattr(trigger, "guild", None) is None and not settings.in_dms:
         return None
-    toolbox = toolbox.under(settings)
-    return toolbox if toolbox.specs() else None
+    specs = tuple(toolbox.for_prompt((), settings=settings).specs())
+    return Offer(toolbox, settings, specs, tools_tokens(specs)) if specs else None
 
 
 async def complete_using(
     model: ModelClient,
     messages: Sequence[Mapping[str, Any]],
-    toolbox: Toolbox,
-    settings: ToolSettings,
+    offer: Offer,
     *,
     on_delta: DeltaCallback,
     on_status: Callable[[str], Awaitable[None]],
@@ -78,12 +94,13 @@ async def complete_using(
 ) -> LoopResult:
     """The tool loop; ``room_tokens``: what the prompt's budget leaves for the tool turns."""
     if room_tokens is not None:  # the definitions take their share of the window first
-        room_tokens -= tools_tokens(toolbox.specs())
+        room_tokens -= offer.tokens
     room = None if room_tokens is None else max(room_tokens, 0) * CHARS_PER_TOKEN
+    settings = offer.settings
     return await complete_with_tools(
         model,
         messages,
-        toolbox.for_prompt(messages),
+        offer.for_prompt(messages),
         max_steps=settings.max_steps,
         on_delta=on_delta,
         on_status=on_status,

@@ -12,7 +12,6 @@ from aiohttp import web
 
 from bot.config.schema import Config
 from bot.errors import CommandError
-from bot.studio.applied import settings_for_studio
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import is_loopback, make_app
 from conversation.gold import GoldError
@@ -29,14 +28,7 @@ def studio_command(args: argparse.Namespace, config: Config) -> int:
     channel = None
     if args.log is not None:
         try:
-            channel = ChannelStudio(args.log, config.context, config.model, config.triggers)
-            effective, applies, table = settings_for_studio(config, channel.source.export)
-            if effective is config:  # the top level's settings: no second read of the log
-                channel.applies = applies
-            else:  # the log's channel has its own table, or [model] use names an endpoint
-                channel = ChannelStudio(
-                    args.log, effective.context, effective.model, effective.triggers, applies, table
-                )
+            channel = ChannelStudio.for_config(args.log, config)
         except GoldError as error:
             raise CommandError(str(error)) from error
         load_model()  # a broken weights file is one line now, not a failed build later

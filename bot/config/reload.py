@@ -92,7 +92,10 @@ def effective_config(running: Config, new: Config) -> Config:
             if not is_live((section, key))
         }
         sections[section] = fresh.model_copy(update=kept)
-    return new.model_copy(update=sections)
+    effective = new.model_copy(update=sections)
+    # Usually no key needing a restart differs: ``new`` itself then, its [[channels]] configs
+    # already worked out by its validation (a copy works them out again).
+    return new if effective == new else effective
 
 
 def describe(key: Key, old: Config, new: Config) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from bot.config.schema import TriggerSettings
 from conversation.cache import ChannelCache, Unknown
 from conversation.follow import FollowDecision, FollowModel, decide, explicit, load_follow_model
+from conversation.names import shown_name
 from conversation.relevance import Clue, RelevanceModel, clue_of, load_model
 from conversation.source import MessageLike, created_ms
 
@@ -176,7 +177,7 @@ def replay_decisions(
             decision = _replayed(follower, settings, message, clue, earlier, authors, bot_id)
             why = decision.describe(lambda user_id: names.get(user_id, f"user {user_id}"))
             yield Decided(message, decision, why)
-        names[message.author.id] = getattr(message.author, "display_name", str(message.author.id))
+        names[message.author.id] = shown_name(message.author) or str(message.author.id)
         earlier.append(clue)
         authors[message.id] = message.author.id
 

@@ -28,7 +28,7 @@ from bot.model.tool_wire import (
     read_anthropic_block,
     read_anthropic_delta,
 )
-from conversation.graph import MessageGraph
+from conversation import formats
 
 _BREAKPOINT = {"type": "ephemeral"}
 # The API wants the conversation to open with a user turn; a context that starts with one of
@@ -57,15 +57,13 @@ class AnthropicProvider(Provider):
         cache: CacheHints | None = None,
     ) -> dict[str, Any]:
         unnamed = [{k: v for k, v in m.items() if k != "name"} for m in anthropic_safe(messages)]
-        system, turns = _turns(unnamed)
+        stable = len(unnamed) if cache is None else cache.stable_end
+        system, turns, end = _turns(unnamed, stable)
         settings = self.settings
         body: dict[str, Any] = {"model": settings.name, "max_tokens": settings.answer_reserve}
         if system:
             body["system"] = [{"type": "text", "text": system, "cache_control": _BREAKPOINT}]
         blocks = [block for turn in turns for block in turn["content"]]
-        end = len(blocks)
-        if cache is not None and cache.stable_end is not None:
-            end = len([b for t in _turns(unnamed[: cache.stable_end])[1] for b in t["content"]])
         if 0 < end <= len(blocks):
             blocks[end - 1]["cache_control"] = _BREAKPOINT
         mark_anthropic_errors(turns)
@@ -111,13 +109,19 @@ class AnthropicProvider(Provider):
                 call.usage = call.usage.model_copy(update=update)
 
 
-def _turns(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """The system prompt and the turns; the turns of a start of ``messages`` are a start of the
-    turns of all of them (merging only appends), which is how a breakpoint finds its block."""
-    system, turns = MessageGraph.from_openai(messages).to_anthropic()
+def _turns(
+    messages: Sequence[Mapping[str, Any]], stable_end: int | None
+) -> tuple[str, list[dict[str, Any]], int]:
+    """The system prompt, the turns, and how many content blocks ``messages[:stable_end]``
+    make (None: all of them): the turns of a start of ``messages`` are a start of the turns of
+    all of them (merging only appends), which is how a breakpoint finds its block, in the one
+    translation of the request."""
+    upto = slice(None, stable_end).indices(len(messages))[1]
+    system, turns, end = formats.to_anthropic_upto(formats.from_openai(messages), upto)
     if turns and turns[0]["role"] == "assistant":
         turns.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING}]})
-    return system, turns
+        end += 1 if end else 0  # the start has the opening turn too
+    return system, turns, end
 
 
 def _usage(usage: object, with_output: bool = False) -> Usage | None:

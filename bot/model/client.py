@@ -64,19 +64,21 @@ class ModelClient:
         secrets = [settings.api_key, *settings.extra_headers.values()]
         self._secrets = [s.get_secret_value() for s in secrets if s is not None]
 
+    def pinned(self, settings: ModelSettings) -> ModelSettings:
+        """``settings`` over this client's connection: the ``CONNECTION_KEYS`` it was opened
+        with (endpoint, key, headers) kept, whatever ``settings`` say of them."""
+        kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
+        return settings.model_copy(update=kept)
+
     def apply_settings(self, settings: ModelSettings) -> None:
         """Take a reloaded config's settings from the next request on; the connection keeps
         what it was opened with (``CONNECTION_KEYS``)."""
-        kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
-        self.settings = self.provider.settings = settings.model_copy(update=kept)
+        self.settings = self.provider.settings = self.pinned(settings)
 
     def with_settings(self, settings: ModelSettings) -> ModelClient:
         """A client for other per-request settings (a channel's persona, sampling or model
         name) over this one's connection: same HTTP pool, same endpoint and key."""
-        kept = {key: getattr(self.settings, key) for key in CONNECTION_KEYS}
-        client = ModelClient(
-            settings.model_copy(update=kept), http_client=self._http, rng=self._rng
-        )
+        client = ModelClient(self.pinned(settings), http_client=self._http, rng=self._rng)
         if hasattr(self.provider, "stream_options_ok"):  # what the server refused, learned once
             client.provider.stream_options_ok = self.provider.stream_options_ok  # type: ignore[attr-defined]
         return client
@@ -147,11 +149,13 @@ class ModelClient:
         """
         stream = self.settings.stream if stream is None else stream
         extra = tool_fields(self.settings.provider, tools, final)
-        self.build_request(messages, stream=stream, cache=cache, extra=extra)  # fail fast
+        # Built before any wait (a bad request fails fast) and sent by the first attempt; a
+        # retry builds it again (the provider may have learned what the server refuses).
+        body = self.build_request(messages, stream=stream, cache=cache, extra=extra)
         call, limit = Call(on_delta), self.settings.timeout_seconds
         try:
             async with asyncio.timeout(limit) as deadline:
-                return await self._attempts(messages, stream, call, cache, extra)
+                return await self._attempts(messages, stream, body, call, cache, extra)
         except CallbackFailed as failed:
             raise failed.__cause__ from None  # type: ignore[misc]
         except TimeoutError:
@@ -171,15 +175,16 @@ class ModelClient:
         self,
         messages: Sequence[Mapping[str, Any]],
         stream: bool,
+        body: dict[str, Any],
         call: Call,
         cache: CacheHints | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> Completion:
         sdk, retries = self.provider.sdk, 0
         while True:
-            body = call.request = self.build_request(
-                messages, stream=stream, cache=cache, extra=extra
-            )
+            if call.attempts:  # a retry
+                body = self.build_request(messages, stream=stream, cache=cache, extra=extra)
+            call.request = body
             call.fresh()
             try:
                 await self.provider.send(body, call)

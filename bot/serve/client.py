@@ -38,7 +38,7 @@ from bot.tools.toolbox import Toolbox
 from conversation.articles.service import ArticleService
 from conversation.cache import CacheRegistry
 from conversation.materialize import MaterializeOptions, Materializer
-from conversation.names import bot_name_in
+from conversation.names import bot_name_in, shown_name
 from conversation.slim import Slimmer
 from conversation.text import clean_text
 
@@ -310,11 +310,11 @@ class ThreadwiseClient(nextcord.Client):
             return None
 
         def name_of(user_id: int) -> str:
+            """Named as the prompt names them (``shown_name``: not nextcord's display_name)."""
             member = message.guild.get_member(user_id) if message.guild is not None else None
-            if member is not None:
-                return member.display_name
-            author = self.follower.author_in(cache, message, user_id)
-            return author.display_name if author is not None else f"user {user_id}"
+            if member is None:
+                member = self.follower.author_in(cache, message, user_id)
+            return (shown_name(member) if member is not None else "") or f"user {user_id}"
 
         return decision.describe(name_of)
 

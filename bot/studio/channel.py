@@ -20,7 +20,7 @@ from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, TriggerSettings
 from bot.discord.follow import Follower, replay_decisions
-from bot.studio.applied import AppliedSettings, ChannelTable
+from bot.studio.applied import AppliedSettings, ChannelTable, settings_for_studio
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
@@ -225,13 +225,16 @@ class ChannelStudio:
         triggers: TriggerSettings | None = None,
         applies: AppliedSettings | None = None,
         table: ChannelTable | None = None,
+        *,
+        source: LogSource | None = None,
     ) -> None:
+        """``source``: the log already read (from ``log_path``)."""
         self.path = log_path
         self.applies = applies
         self.table = table  # the log channel's [[channels]] table: what "Copy as TOML" writes
         self.triggers = triggers or TriggerSettings()
         self._follower: Follower | None = None
-        self.source = LogSource.from_file(log_path)
+        self.source = source or LogSource.from_file(log_path)
         self.settings = settings
         self.model = model or ModelSettings()
         self._budgeter = PromptBudgeter(self.model)  # the conservative count: no store here
@@ -242,6 +245,17 @@ class ChannelStudio:
             MaterializeOptions(bot_user_id=self.source.bot_user_id, notices=bot_notices())
         )
         self._log_scores: dict[str, ScoreFigures] = {}
+
+    @classmethod
+    def for_config(cls, log_path: Path, config: Config) -> ChannelStudio:
+        """The studio of a log with the settings its channel answers with under ``config``
+        (its ``[[channels]]`` table's, else the top level's), the log read once."""
+        source = LogSource.from_file(log_path)
+        effective, applies, table = settings_for_studio(config, source.export)
+        return cls(
+            log_path, effective.context, effective.model, effective.triggers, applies, table,
+            source=source,
+        )  # fmt: skip
 
     def info(self) -> ChannelInfo:
         export = self.source.export
@@ -286,6 +300,7 @@ class ChannelStudio:
         fitted = self._follower.model.threshold
         if threshold is None:
             threshold = self.triggers.follow_threshold
+        shown = fitted if threshold is None else threshold  # 0.0 is a threshold, not unset
         triggers = self.triggers.model_copy(
             update={"follow": True, "follow_off_channels": (), "follow_threshold": threshold}
         )
@@ -293,9 +308,7 @@ class ChannelStudio:
             bot_id = self.source.bot_user_id
         messages = self.source.messages
         if not any(m.author.id == bot_id for m in messages):
-            return FollowView(
-                bot_id=None, threshold=threshold or fitted, fitted_threshold=fitted, marks=[]
-            )
+            return FollowView(bot_id=None, threshold=shown, fitted_threshold=fitted, marks=[])
         marks = [
             FollowMark(
                 id=str(decided.message.id),
@@ -308,7 +321,7 @@ class ChannelStudio:
         ]
         return FollowView(
             bot_id=str(bot_id),
-            threshold=fitted if threshold is None else threshold,
+            threshold=shown,
             fitted_threshold=fitted,
             marks=marks,
         )

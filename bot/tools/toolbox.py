@@ -65,25 +65,28 @@ class Toolbox:
         self.servers = servers or McpServers([])
         self._warned: set[tuple[str, str]] = set()
         self.hosts: set[str] = set()  # read_page may read these (see bot/tools/page_hosts.py)
+        self._offered: list[ToolSpec] | None = None  # fixed for one answer (``for_prompt``)
 
     def apply_settings(self, settings: ToolSettings) -> None:
         """A reloaded config's limits, from the next round on (servers stay as started)."""
         self.settings = settings
 
-    def under(self, settings: ToolSettings) -> Toolbox:
-        """The same tools under other limits (a channel's own settings), for one answer: the
-        shared toolbox is not changed under the answers running with it."""
-        if settings == self.settings:
-            return self
+    def for_prompt(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        settings: ToolSettings | None = None,
+        specs: Sequence[ToolSpec] | None = None,
+    ) -> Toolbox:
+        """The toolbox for one answer, the shared one unchanged under the answers running with
+        it: read_page may read the hosts people named in its prompt (``bot.tools.page_hosts``),
+        unless ``read_page_any_host``; ``settings``: other limits (a channel's own; None: these);
+        ``specs``: the tools it offers, fixed for the answer (None: those offered now), so the
+        room its prompt keeps for them and every request agree when a server comes or goes."""
+        settings = self.settings if settings is None else settings
         view = Toolbox(settings, pages=self.pages, servers=self.servers)
-        view._warned, view.hosts = self._warned, self.hosts
-        return view
-
-    def for_prompt(self, messages: Sequence[Mapping[str, Any]]) -> Toolbox:
-        """The toolbox for one answer: read_page may read the hosts people named in its
-        prompt (``bot.tools.page_hosts``), unless ``read_page_any_host``."""
-        view = Toolbox(self.settings, pages=self.pages, servers=self.servers)
         view._warned, view.hosts = self._warned, hosts_named(messages)
+        view._offered = None if specs is None else list(specs)
         return view
 
     def _refused_host(self, arguments: dict[str, Any]) -> str | None:
@@ -114,7 +117,10 @@ class Toolbox:
 
     def specs(self) -> list[ToolSpec]:
         """The tools offered now: read_page first, then each connected server's, in config
-        order; a name already taken is left out (and logged)."""
+        order; a name already taken is left out (and logged). An answer's toolbox offers the
+        tools taken when its prompt was budgeted (``for_prompt``)."""
+        if self._offered is not None:
+            return list(self._offered)
         specs: list[ToolSpec] = []
         if self._reads_pages:
             specs.append(READ_PAGE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.storage import Store, render_text
+from conversation.dce import DceUser
 from tests.bot.test_read_history import deny_history
 from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, DEV, ELI, Harness, running_bot, settled
 from tests.fakes.openai_server import Answer
@@ -146,3 +147,25 @@ async def test_a_member_without_read_history_is_never_followed():
         bot.model.queue(Answer(text=UPGRADE_ANSWER))
         reply = await bot.answer_to(CHANNEL, CHLOE, f"<@{BOT_ID}> and the indexes?")
         assert reply["content"]
+
+
+async def test_the_explanation_names_the_member_as_the_prompt_does(tmp_path):
+    """A member with a global display name and no server nickname: the explanation names them
+    as the prompt does (nextcord 2's ``display_name`` would give the username)."""
+    zoe = 1300000000000000190
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            bot.discord.state.add_user(DceUser(id=str(zoe), name="zoe_k", globalName="Zoé"))
+            bot.model.queue(Answer(text=UPGRADE_ANSWER))
+            await bot.answer_to(
+                CHANNEL, zoe, f"<@{BOT_ID}> how do I upgrade the 800 GB database quickly?"
+            )
+            await settled(bot)
+            said = await bot.discord.user_says(
+                CHANNEL, zoe, "and does the link mode also rebuild the indexes of the database?"
+            )
+            assert await answered(bot, said)
+            trigger = bot.model.chat_requests[-1].messages[-1]["content"]
+        explanation = await store.explain_async(int(said["id"]))
+    assert trigger.startswith("Zoé: and does the link mode")
+    assert "continues the conversation with Zoé, score" in render_text(explanation)

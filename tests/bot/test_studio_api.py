@@ -448,15 +448,10 @@ async def configured_studio(
 ) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
     """The studio as ``python -m bot studio LOG`` starts it with ``text`` as config.toml."""
     from bot.config.schema import load_config
-    from bot.studio.applied import settings_for_studio
 
     path = tmp_path / "config.toml"
     path.write_text(text)
-    config = load_config(path, env={})
-    effective, applies, table = settings_for_studio(config, LogSource.from_file(EXAMPLE).export)
-    channel = ChannelStudio(
-        EXAMPLE, effective.context, effective.model, effective.triggers, applies, table
-    )
+    channel = ChannelStudio.for_config(EXAMPLE, load_config(path, env={}))
     async with (
         running(make_app(channel, None), "127.0.0.1", 0) as url,
         aiohttp.ClientSession() as http,
@@ -524,3 +519,36 @@ async def test_a_channel_no_table_matches_says_top_level_and_copies_context(tmp_
     assert info["settings"]["max_total"] == 30
     assert view["toml"].startswith("[context]\n")
     assert tomllib.loads(view["toml"])["context"]["max_total"] == 5
+
+
+def test_the_studio_command_reads_the_log_once_when_a_table_applies(tmp_path, monkeypatch):
+    """``python -m bot studio LOG`` with a [[channels]] table for the log's channel: the log is
+    read once, and the page answers with the table's settings."""
+    import argparse
+
+    import bot.cli.studio as cli
+    import conversation.log_source as log_source
+    from bot.config.schema import load_config
+    from bot.studio.server import CHANNEL_KEY
+
+    reads: list[Path] = []
+    read = log_source.load_export
+
+    def counted(path, *args, **kwargs):
+        reads.append(Path(path))
+        return read(path, *args, **kwargs)
+
+    served: list[Any] = []
+
+    async def serve(app, host, port) -> None:  # instead of serving until Ctrl-C
+        served.append(app)
+
+    monkeypatch.setattr(log_source, "load_export", counted)
+    monkeypatch.setattr(cli, "_serve_forever", serve)
+    path = tmp_path / "config.toml"
+    path.write_text(CHANNEL_MODELS + OTHER_TABLE + LOG_TABLE)
+    args = argparse.Namespace(log=EXAMPLE, store=False, port=0, host="127.0.0.1")
+    assert cli.studio_command(args, load_config(path, env={})) == 0
+    [app] = served
+    assert reads == [EXAMPLE]
+    assert app[CHANNEL_KEY].applies.table == 2 and app[CHANNEL_KEY].model.name == "big-model"

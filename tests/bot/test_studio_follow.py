@@ -46,3 +46,13 @@ async def test_an_author_who_wrote_nothing_has_no_marks():
     ):
         view = await response.json()
     assert view["bot_id"] is None and view["marks"] == []
+
+
+async def test_a_threshold_of_zero_is_shown_as_zero_not_as_the_fitted_one():
+    """0.0 is a threshold (answer everything), not "unset": shown as asked, whoever plays the
+    bot."""
+    async with studio(FOLLOW_LOG) as (http, url):
+        for bot in (str(BOT_ID), "42"):  # the log's bot, and an author who wrote nothing
+            async with http.post(f"{url}api/follow", json={"threshold": 0.0, "bot": bot}) as got:
+                view = await got.json()
+            assert view["threshold"] == 0.0 != view["fitted_threshold"], bot

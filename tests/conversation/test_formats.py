@@ -17,6 +17,7 @@ from conversation.formats import (
     from_openai,
     openai_name,
     to_anthropic,
+    to_anthropic_upto,
     to_openai,
 )
 from conversation.graph import MessageGraph
@@ -366,3 +367,18 @@ def test_anthropic_round_trips_what_it_carries(
     assert all(a != b for a, b in itertools.pairwise(roles))  # turns alternate
     wire = json.loads(json.dumps(messages))
     assert to_anthropic(from_anthropic(system_text, wire)) == (system_text, wire)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(node_strategy(TEXT, OPENAI_NAMES), max_size=8), st.integers(0, 9))
+def test_the_blocks_of_a_start_are_counted_in_the_one_translation(
+    nodes: list[MessageNode], upto: int
+) -> None:
+    """What a cache breakpoint needs, without translating the start apart (as it once was)."""
+    system, turns, count = to_anthropic_upto(nodes, upto)
+    assert (system, turns) == to_anthropic(nodes)
+    start = to_anthropic(nodes[:upto])[1]
+    assert count == sum(len(turn["content"]) for turn in start)
+    assert [b for t in turns for b in t["content"]][:count] == [
+        b for t in start for b in t["content"]
+    ]

@@ -24,6 +24,7 @@ from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from bot.tools.mcp_servers import McpServers
 from bot.tools.toolbox import Toolbox
+from conversation.tokens import text_tokens
 from tests.bot.test_budget_e2e import chatter
 from tests.fakes.anthropic_server import Answer as AnthropicAnswer
 from tests.fakes.anthropic_server import FakeAnthropic, UseTools
@@ -331,3 +332,43 @@ async def test_calls_already_run_are_recorded_when_the_model_then_fails(tmp_path
     assert call.status == "success" and "round 1: echo" in call.detail
     attempts = [w.detail for w in explanation.work_log if w.action == "model_attempt"]
     assert attempts[0].endswith("ok") and "400" in attempts[-1]  # the round's request, then
+
+
+async def test_a_server_going_down_mid_answer_keeps_the_room_and_the_offer_agreed(tmp_path) -> None:
+    """The tools are taken once per answer: a server that goes down between the budget and the
+    request does not leave room kept for tools the request no longer offers (its tools are
+    still offered, and a call to one is answered "try again later")."""
+    first = McpServerSettings(name="test", command=sys.executable, args=[str(FAKE_MCP)])
+    second = McpServerSettings(
+        name="naps", command=sys.executable, args=[str(FAKE_MCP)],
+        env={"FAKE_MCP_MANY": "1"}, allow=["nap"],
+    )  # fmt: skip
+    servers = McpServers.from_settings([first, second], restart_delays=(30.0,), ping_interval=30)
+    await servers.start(wait=30)
+    toolbox = Toolbox(ToolSettings(**TOOLS_ON), servers=servers)
+    limits: dict[bool, int] = {}
+    try:
+        for tools_on in (False, True):
+            with Store.open(tmp_path / f"store-{tools_on}.sqlite3") as store:
+                async with running_bot(
+                    store=store, toolbox=toolbox, model={"context_tokens": 4000},
+                    tools=TOOLS_ON | {"enabled": tools_on, "max_result_chars": 900},
+                ) as bot:  # fmt: skip
+                    history = f"/channels/{CHANNEL}/messages"
+                    fetch = bot.discord.add_latency(history, 1.0, method="GET", count=1)
+                    asking = asyncio.create_task(ask(bot, "how long does the link mode take?"))
+                    if tools_on:  # the budget is made; the prompt's history is being read
+                        async with asyncio.timeout(10):
+                            while not fetch.hits:
+                                await asyncio.sleep(0.01)
+                        await servers.servers[1].close()
+                    reply = await asking
+                    sent = bot.model.chat_requests[-1].body.get("tools", [])
+                explanation = await store.explain_async(int(reply["id"]))
+            [budget] = [w.detail for w in explanation.work_log if w.action == "budget"]
+            limits[tools_on] = int(re.search(r" of (\d+) tokens", budget)[1])
+    finally:
+        await servers.close()
+    assert "nap" in [tool["function"]["name"] for tool in sent]  # offered as budgeted
+    definitions = text_tokens(json.dumps(sent, ensure_ascii=False))
+    assert limits[True] == limits[False] - 600 - definitions  # room for exactly what is offered
