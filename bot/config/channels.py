@@ -17,7 +17,6 @@ the table and the key), and looked up per answer by three dictionary reads.
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -108,60 +107,11 @@ def top_level(config: Config) -> Config:
     return config.model_copy(update={"model": _model(config.model, {}, named, "[model]")})
 
 
-class Resolved:
-    """The ``[[channels]]`` configs worked out for one config object, kept on it (a private
-    attribute) by the validation that checks them, so that a reload and every channel's
-    settings read them instead of checking again. No part of the config's value: equal to any
-    other, and a copy of the config (``model_copy``) does not take it as its own."""
-
-    __slots__ = ("configs", "owner")
-
-    def __init__(self, owner: Config, configs: list[Config]) -> None:
-        self.owner, self.configs = weakref.ref(owner), tuple(configs)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Resolved)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_unresolved, ())
-
-
-def _unresolved() -> None:
-    return None
-
-
 def effective_configs(config: Config) -> list[Config]:
-    """The effective config of each ``[[channels]]`` table, in the file's order: worked out
-    once per config object (see ``Resolved``).
+    """The effective config of each ``[[channels]]`` table, in the file's order.
 
     Raises ``ValueError("[[channels]] N [section] key: what is wrong")`` for the first problem.
     """
-    kept = config._channel_configs
-    if isinstance(kept, Resolved) and kept.owner() is config:
-        return list(kept.configs)
-    configs = _resolve(config)
-    config._channel_configs = Resolved(config, configs)
-    return configs
-
-
-def with_sections(config: Config, update: Mapping[str, Any]) -> Config:
-    """``config`` with ``update``'s sections replaced, sections no ``[[channels]]`` table sets
-    (``[storage]``...): its tables' configs, when already worked out, take the same update
-    instead of being checked again."""
-    touched = set(update) & {*CHANNEL_SECTIONS, "models", "channels"}
-    if touched:
-        raise ValueError(f"with_sections: {sorted(touched)[0]} is set per channel")
-    new = config.model_copy(update=dict(update))
-    kept = config._channel_configs
-    if isinstance(kept, Resolved) and kept.owner() is config:
-        configs = [table.model_copy(update=dict(update)) for table in kept.configs]
-        new._channel_configs = Resolved(new, configs)
-    return new
-
-
-def _resolve(config: Config) -> list[Config]:
     if len(config.channels) > MAX_CHANNEL_TABLES:
         raise ValueError(
             f"[[channels]] {len(config.channels)} tables: at most {MAX_CHANNEL_TABLES}"

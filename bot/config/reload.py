@@ -92,10 +92,7 @@ def effective_config(running: Config, new: Config) -> Config:
             if not is_live((section, key))
         }
         sections[section] = fresh.model_copy(update=kept)
-    effective = new.model_copy(update=sections)
-    # Usually no key needing a restart differs: ``new`` itself then, its [[channels]] configs
-    # already worked out by its validation (a copy works them out again).
-    return new if effective == new else effective
+    return new.model_copy(update=sections)
 
 
 def describe(key: Key, old: Config, new: Config) -> str:

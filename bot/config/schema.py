@@ -39,16 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    Field,
-    PrivateAttr,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
-from bot.config.channels import ChannelRule, check_models, effective_configs, with_sections
+from bot.config.channels import ChannelRule, check_models, effective_configs
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, keys_from_env
@@ -321,12 +314,10 @@ class Config(StrictSection):
     metrics: MetricsSettings = MetricsSettings()
     models: dict[str, NamedModel] = Field(default_factory=dict)
     channels: tuple[ChannelRule, ...] = ()
-    _channel_configs: Any = PrivateAttr(None)  # see bot.config.channels.Resolved
 
     @model_validator(mode="after")
     def _channels_resolve(self) -> Config:
-        """Each named model and ``[[channels]]`` table makes a valid config (the configs are
-        kept: ``effective_configs`` of this config reads them)."""
+        """Each named model and ``[[channels]]`` table makes a valid config."""
         check_models(self.models)
         effective_configs(self)
         return self
@@ -385,8 +376,9 @@ def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None
     anchor = _data_folder(source, env)
     if not config.storage.path.is_absolute() and anchor is not None:
         anchored = anchor / config.storage.path
-        storage = config.storage.model_copy(update={"path": anchored})
-        config = with_sections(config, {"storage": storage})
+        config = config.model_copy(
+            update={"storage": config.storage.model_copy(update={"path": anchored})}
+        )
     return config
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.channels import ChannelSettings, Place, _resolve, effective_configs
+from bot.config.channels import ChannelSettings, Place
 from bot.config.schema import ConfigError, load_config
 from tests.bot.test_config import run_cli
 
@@ -263,20 +263,3 @@ def test_check_config_says_where_model_use_sends_answers_and_budgets_for_it(tmp_
         result.stdout
     )
     assert "prompts are cut to 31744 tokens = [model] context_tokens 32768" in result.stdout
-
-
-def test_the_tables_are_worked_out_once_and_a_changed_copy_works_them_out_again(tmp_path):
-    """Validation keeps the tables' configs; a copy with other values does not reuse them."""
-    path = tmp_path / "config.toml"
-    path.write_text(
-        '[storage]\npath = "bot.sqlite3"\n[context]\nmin_linear = 3\n'
-        "[[channels]]\nmatch = { channel_ids = [1] }\n[channels.context]\nmax_total = 10\n"
-    )
-    config = load_config(path, env={})
-    [table] = ChannelSettings(config).by_rule
-    assert table is effective_configs(config)[0]  # kept, not built again
-    assert table.storage.path == config.storage.path == tmp_path / "bot.sqlite3"  # anchored
-    assert table.model_dump() == _resolve(config)[0].model_dump()
-    context = config.context.model_copy(update={"min_linear": 5})
-    [copied] = ChannelSettings(config.model_copy(update={"context": context})).by_rule
-    assert (copied.context.min_linear, copied.context.max_total) == (5, 10)
