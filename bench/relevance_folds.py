@@ -67,7 +67,9 @@ def cached_examples(
     rng = random.Random(seed)
     picked = sample(logs, count + THRESHOLD_TRIGGERS, rng)
     fit_set, threshold_set = picked[:count], picked[count:]
-    path = out / f"examples-{_code_hash()}-{seed}-{count}.pickle"
+    # The candidates depend on the settings too (min_linear seals the walk), not only the code.
+    shape = hashlib.sha256(settings.model_dump_json().encode()).hexdigest()[:8]
+    path = out / f"examples-{_code_hash()}-{shape}-{seed}-{count}.pickle"
     if path.exists():
         examples = pickle.loads(path.read_bytes())
     else:
