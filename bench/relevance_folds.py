@@ -29,6 +29,7 @@ from bench.train_relevance import (  # sampled over all logs: ~8,000 and ~3,000 
     DEFAULT_TRAIN,
     FIT_TRIGGERS,
     LOOKS,
+    MIN_LINEAR,
     PREFER,
     THRESHOLD_TRIGGERS,
     Example,
@@ -36,6 +37,7 @@ from bench.train_relevance import (  # sampled over all logs: ~8,000 and ~3,000 
     example_of,
     fit_model,
     load_log,
+    min_linear_grid,
     sample,
 )
 from conversation.relevance import THIRD_FEATURES
@@ -65,7 +67,9 @@ def cached_examples(
     rng = random.Random(seed)
     picked = sample(logs, count + THRESHOLD_TRIGGERS, rng)
     fit_set, threshold_set = picked[:count], picked[count:]
-    path = out / f"examples-{_code_hash()}-{seed}-{count}.pickle"
+    # The candidates depend on the settings too (min_linear seals the walk), not only the code.
+    shape = hashlib.sha256(settings.model_dump_json().encode()).hexdigest()[:8]
+    path = out / f"examples-{_code_hash()}-{shape}-{seed}-{count}.pickle"
     if path.exists():
         examples = pickle.loads(path.read_bytes())
     else:
@@ -100,6 +104,13 @@ def main() -> None:
         "best F1 (recent), or the most recent messages, then the highest recall (recall)",
     )
     parser.add_argument(
+        "--min-linear",
+        choices=("shipped", "choose"),
+        default=MIN_LINEAR,
+        help="choose the threshold for the shipped [context] min_linear (shipped) or choose "
+        "min_linear too (choose); the held-out logs are scored with the one chosen",
+    )
+    parser.add_argument(
         "--fit-triggers", type=int, default=FIT_TRIGGERS, help="sampled over all logs"
     )
     parser.add_argument("--fit-only", action="store_true", help="write the folds, do not score")
@@ -131,6 +142,7 @@ def main() -> None:
             without=frozenset(args.without),
             looks=args.looks,
             prefer=args.prefer,
+            min_linears=min_linear_grid(args.min_linear, settings),
         )
         model = model.model_copy(
             update={"trained_on": f"irc-train fold {k + 1}/{args.folds}, {len(fit)} triggers"}

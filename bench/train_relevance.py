@@ -70,6 +70,14 @@ THRESHOLD_TRIGGERS = 4_000
 # What the four folds of irc-train kept (python -m bench.relevance_folds; README.md).
 LOOKS = 2
 PREFER = "recall"
+MIN_LINEAR = "shipped"
+
+
+def min_linear_grid(option: str, settings: ContextSettings) -> tuple[int, ...]:
+    """The recent-message counts the defaults are chosen among: ``shipped``, the config's own
+    (``[context] min_linear``, which the bot keeps whatever the trainer prefers), so the
+    threshold is the one that suits it; ``choose``, the whole grid."""
+    return (settings.min_linear,) if option == "shipped" else MIN_LINEAR_GRID
 
 
 @dataclass
@@ -173,10 +181,13 @@ def choose_defaults(
     chosen: list[tuple[Log, int]],
     settings: ContextSettings,
     prefer: str = "recent",
+    min_linears: tuple[int, ...] = MIN_LINEAR_GRID,
 ) -> tuple[Choice, dict[Choice, tuple[float, float, float, float]]]:
     """The selection defaults with the best micro F1 of the whole selection.
 
-    Returns the best choice and, for every choice tried, precision, recall, F1, parent recall.
+    ``min_linears`` are the recent-message counts tried (the shipped one alone when the
+    threshold is chosen for the config as shipped). Returns the best choice and, for every
+    choice tried, precision, recall, F1, parent recall.
     """
     grid = np.array([round(0.05 + 0.0125 * i, 4) for i in range(40)])
     hits: Counter[Choice] = Counter()
@@ -194,7 +205,7 @@ def choose_defaults(
         with_parent += bool(parents)
         parent = log.clues[index].reference
         order = np.argsort(-scores, kind="stable")
-        for min_linear in MIN_LINEAR_GRID:
+        for min_linear in min_linears:
             linear = set(range(min(min_linear, len(walk))))
             if parent is not None and parent in chain:  # the builder always takes it
                 linear.add(next(i for i, clue in enumerate(walk) if clue.id == parent))
@@ -271,6 +282,7 @@ def fit_model(
     without: frozenset[str] = frozenset(),
     looks: int = 2,
     prefer: str = "recent",
+    min_linears: tuple[int, ...] = MIN_LINEAR_GRID,
 ) -> tuple[RelevanceModel, Choice]:
     """The looks fitted on ``examples`` (two, or three), the defaults chosen on ``threshold_set``.
 
@@ -317,7 +329,7 @@ def fit_model(
             trees=tuple(trees),
         )
         model = model.model_copy(update={"second" if look == 2 else "third": fitted})
-    choice, table = choose_defaults(model, threshold_set, settings, prefer)
+    choice, table = choose_defaults(model, threshold_set, settings, prefer, min_linears)
     min_linear, always_best, threshold = choice
     if verbose:
         for key in sorted(table):
@@ -363,6 +375,13 @@ def main() -> None:
         "the best F1 (recent), or the most recent messages and then the highest recall",
     )
     parser.add_argument(
+        "--min-linear",
+        choices=("shipped", "choose"),
+        default=MIN_LINEAR,
+        help="choose the threshold for the shipped [context] min_linear (shipped) or choose "
+        "min_linear too (choose)",
+    )
+    parser.add_argument(
         "--hold-out",
         type=float,
         default=0.0,
@@ -397,6 +416,7 @@ def main() -> None:
         verbose=True,
         looks=args.looks,
         prefer=args.prefer,
+        min_linears=min_linear_grid(args.min_linear, settings),
     )
     model = model.model_copy(
         update={"trained_on": f"irc-train, {len(fit_set)} triggers, seed {args.seed}"}

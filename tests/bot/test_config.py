@@ -86,9 +86,8 @@ def test_every_setting_is_written_in_config_toml():
         ("[context]\nrelevance_threshold = 1.5\n", "[context] relevance_threshold:"),
         ("[context]\ncandidate_window = 0\n", "[context] candidate_window:"),
         (
-            "[context]\nmax_total = 3\n",
-            "[context] max_total: must be at least min_linear "
-            "(max_total = 3 < min_linear = 4 (the default)); lower min_linear too",
+            "[context]\nmin_linear = 5\nmax_total = 3\n",
+            "[context] min_linear: must not exceed max_total (min_linear = 5 > max_total = 3)",
         ),
         ("[context]\nmin_linear = true\n", "[context] min_linear: Input should be a valid integer"),
         ('[model]\nstream = "no"\n', "[model] stream: Input should be a valid boolean (got 'no')"),
@@ -162,7 +161,7 @@ def test_check_config_masks_secrets(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "sekrit-token-123" not in out and "sk-999" not in out
     assert 'token = "**********"' in out
-    assert "min_linear = 4" in out
+    assert "min_linear = 1" in out
 
 
 def test_broken_config_exits_non_zero_without_traceback(tmp_path):

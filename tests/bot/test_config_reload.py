@@ -172,7 +172,8 @@ async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
     path = tmp_path / "config.toml"
     async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as model:
         await discord.load_log(EXAMPLE)
-        path.write_text(config_text(discord, model, prompt="p"))
+        four = "[context]\nmin_linear = 4\n"  # four recent messages: a wide context
+        path.write_text(config_text(discord, model, prompt="p", extra=four))
         async with bot_running(path):
             await discord.gateway.wait_for_identified()
             wide = await ask(discord, model, "how many messages do you see?")
@@ -191,7 +192,7 @@ async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
             line = await wait_for_log(caplog, "reloaded")
             default = ContextSettings()
             assert line == (
-                f"{path} reloaded: [context] min_linear {default.min_linear} -> 1, "
+                f"{path} reloaded: [context] min_linear 4 -> 1, "
                 f"[context] max_total {default.max_total} -> 2"
             )
             restart = await wait_for_log(caplog, "restart")

@@ -29,7 +29,8 @@ async def test_a_poisoned_message_does_not_stop_later_answers(tmp_path, poison):
     from bot.storage import Store
 
     with Store.open(tmp_path / "store.sqlite3") as store:
-        async with running_bot(store=store) as bot:
+        # Four recent messages always in: Chloé's is in both answers' contexts.
+        async with running_bot(store=store, context={"min_linear": 4}) as bot:
             await bot.discord.user_says(CHANNEL, CHLOE, f"look {poison} at this")
             await settled(bot)
             for question in ("first question?", "second question?"):

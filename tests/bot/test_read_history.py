@@ -43,7 +43,8 @@ async def asks(bot: Harness, user: int, text: str, **kwargs) -> tuple[int, str]:
 
 async def test_without_read_history_the_context_holds_only_what_the_asker_may_read(tmp_path):
     with Store.open(tmp_path / "store.sqlite3") as store:
-        async with running_bot(store=store) as bot:
+        # Four recent messages always in: the channel's older ones are in Ben's context.
+        async with running_bot(store=store, context={"min_linear": 4}) as bot:
             await deny_history(bot, CHLOE)
             secret = await bot.discord.user_says(CHANNEL, BEN, "the vault code is 4417")
             await bot.discord.user_says(CHANNEL, CHLOE, "I moved the NAS to rack 3 yesterday")

@@ -273,7 +273,8 @@ OLD_THREAD = ("We have to move the main database", "Yes, last month", "About 800
 @pytest.mark.parametrize("learned", [True, False])
 async def test_a_silence_right_before_the_trigger_seals_the_old_conversation(learned: bool):
     export = asked_later(f"{BOT_MENTION} where should we go for lunch today?")
-    selection = await build(LogSource(parse_export(export)), learned_relevance=learned)
+    source = LogSource(parse_export(export))
+    selection = await build(source, learned_relevance=learned, min_linear=4)
     texts = contents(selection)
     assert len(texts) == 4  # the min_linear most recent messages, whatever their age
     assert all(r.kind == "linear" for m in selection.messages for r in selection.reasons[m.id])

@@ -25,7 +25,8 @@ PERSONA = "You are {bot_name}, in #{channel}."
 async def example_prompt(budget: Budget | None = None, *, time_order: bool = False):
     source = LogSource.from_file(EXAMPLE)
     trigger = source.messages[-1]
-    builder = ContextBuilder(ContextSettings())
+    # Four recent messages always in, so the lunch talk is there to be laid out after its label.
+    builder = ContextBuilder(ContextSettings(min_linear=4))
     selection = await builder.build(trigger, ChannelReader(source, ChannelCache(source.channel_id)))
     materializer = Materializer(MaterializeOptions(bot_user_id=source.bot_user_id))
     return await prompt_for(

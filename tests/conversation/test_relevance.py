@@ -113,7 +113,8 @@ async def test_the_threshold_trades_fullness_for_sureness(index: int):
     assert len(strict.ids) <= len(default.ids) <= len(loose.ids) <= 30
     assert set(strict.ids) <= set(default.ids) <= set(loose.ids)
     # Whatever the threshold, the recent messages are in and every message says why, with a score.
-    recent = [m.id for m in source.messages[index - 4 : index]]
+    linear = ContextSettings().min_linear
+    recent = [m.id for m in source.messages[index - linear : index]]
     assert set(recent) <= set(strict.ids)
     # The best-scored candidates are in even when no score reaches the threshold (when there
     # are any: after a long silence only the recent messages are left).

@@ -71,7 +71,10 @@ def test_contexts_prints_one_json_line_per_trigger(tmp_path):
     ids = [m["id"] for m in json.loads((LOGS / "chain_across_days.json").read_text())["messages"]]
     triggers = tmp_path / "triggers.txt"
     triggers.write_text(f"{ids[-1]}\n{ids[4]}\n")
-    result = run_cli("contexts", str(LOGS / "chain_across_days.json"), "--triggers", str(triggers))
+    config = tmp_path / "config.toml"  # four recent messages: ids[4] is in for two reasons
+    config.write_text("[context]\nmin_linear = 4\n")
+    log = str(LOGS / "chain_across_days.json")
+    result = run_cli("contexts", log, "--triggers", str(triggers), "--config", str(config))
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["trigger"] for line in lines] == [ids[-1], ids[4]]
@@ -192,7 +195,9 @@ def test_replay_says_when_no_model_answers(tmp_path):
 def test_replay_after_three_days_of_silence_leaves_the_old_conversation_out(tmp_path):
     path = tmp_path / "later.json"
     path.write_text(json.dumps(asked_later("<@1300000000000000100> where should we go for lunch?")))
-    result = run_cli("replay", str(path), "--no-model")
+    config = tmp_path / "config.toml"
+    config.write_text("[context]\nmin_linear = 4\n")
+    result = run_cli("replay", str(path), "--no-model", "--config", str(config))
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "(4 of 22 earlier messages selected" in out  # the min_linear recent ones only
