@@ -297,7 +297,7 @@ async def test_a_prompt_rebuilt_after_too_long_keeps_the_tools_room(tmp_path, to
         with Store.open(tmp_path / f"store-{tools_on}.sqlite3") as store:
             async with running_bot(
                 store=store, toolbox=toolbox, fake_model={"context_window": 1800},
-                model={"reserve_tokens": 200},
+                model={"reserve_tokens": 200}, context={"min_linear": 20},  # all of it
                 tools=TOOLS_ON | {"enabled": tools_on, "max_result_chars": 300},
             ) as bot:  # fmt: skip
                 await chatter(bot, 20)
