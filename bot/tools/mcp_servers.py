@@ -30,6 +30,7 @@ RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 PING_INTERVAL_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 30.0
 CONCURRENT_CALLS = 4  # per server, all answers together: the rest wait their turn
+CLOSE_SECONDS = 5.0  # how long close waits for a supervisor to stop
 MAX_TOOLS = 64  # per server; the rest are not offered (the tool list is part of every prompt)
 MAX_DESCRIPTION_CHARS = 1000
 MAX_SCHEMA_BYTES = 8192  # a larger input schema: the tool is not offered
@@ -62,6 +63,7 @@ class McpServer:
         self._tried = asyncio.Event()  # the current attempt to connect ended, up or failed
         self._broken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False  # close asked the supervisor to stop
         self._refused: set[str] = set()  # tool names already warned about
         self._missing: frozenset[str] = frozenset()  # allow names last warned as not offered
         self._warned_down = ""  # the down state last warned about ("" while it is up)
@@ -77,6 +79,7 @@ class McpServer:
 
     def start(self) -> None:
         if self._task is None:
+            self._stopping = False
             self._task = asyncio.create_task(self._supervise(), name=f"mcp-{self.name}")
 
     async def wait_up(self, seconds: float) -> bool:
@@ -89,11 +92,21 @@ class McpServer:
         return self.up
 
     async def close(self) -> None:
+        """Stop the supervisor. A cancellation that comes while an attempt is connecting can
+        be swallowed inside the SDK's task groups, and one cancel then leaves the supervisor
+        reconnecting for ever (and close waiting on it): it also stops at its next turn, and
+        is cancelled again until it ends, for at most ``CLOSE_SECONDS``."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            self._stopping = True
+            deadline = time.monotonic() + CLOSE_SECONDS
+            while not task.done() and time.monotonic() < deadline:
+                task.cancel()
+                await asyncio.wait({task}, timeout=0.2)
+            if not task.done():
+                log.warning("MCP server %s: did not stop within %g s", self.name, CLOSE_SECONDS)
+            elif not task.cancelled() and task.exception() is not None:
+                log.debug("MCP server %s stopped: %s", self.name, describe(task.exception()))
         self.state = "stopped"
 
     async def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
@@ -139,7 +152,7 @@ class McpServer:
 
     async def _supervise(self) -> None:
         failures = 0
-        while True:
+        while not self._stopping:
             began = time.monotonic()
             try:
                 await self._connection()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.tool_settings import McpServerSettings
-from bot.tools.mcp_servers import McpServers
+from bot.tools.mcp_servers import McpServer, McpServers
 
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
 LOGGER = "bot.tools.mcp_servers"
@@ -104,3 +104,28 @@ async def test_down_up_down_is_warned_once_each_time(caplog: pytest.LogCaptureFi
             process.kill()
             await process.wait()
     assert warnings(caplog, "down: ConnectError") == 2  # before it was up, after it went away
+
+
+class SwallowsOneCancel(McpServer):
+    """A connection attempt that swallows the cancellation it gets, as the SDK's task groups
+    may when the cancel comes while they connect; then it fails as a refused port does."""
+
+    swallowed = 0
+
+    async def _connection(self) -> None:
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            self.swallowed += 1
+        raise ConnectionRefusedError("refused")
+
+
+async def test_close_stops_a_supervisor_that_swallowed_its_cancellation() -> None:
+    """Closing the bot must not hang on an MCP server whose connect ate the cancel."""
+    settings = McpServerSettings(name="remote", url="http://127.0.0.1:9/mcp")
+    server = SwallowsOneCancel(settings, restart_delays=(0.0,))
+    server.start()
+    await asyncio.sleep(0.2)  # attempts come and go, each swallowing what it gets
+    async with asyncio.timeout(10):
+        await server.close()
+    assert server.swallowed >= 1 and server.state == "stopped"
