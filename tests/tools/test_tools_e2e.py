@@ -65,6 +65,13 @@ def echo_the_tool(request) -> Answer | None:
     return Answer(text=f"The tool said: {results[-1]}") if results else None
 
 
+def prompt_limit(explanation, action: str, window: str = r"\d+") -> int:
+    """The prompt's token limit in the answer's one ``action`` line ("budget", or
+    "budget_refit" for the prompt rebuilt after "context too long"), of a ``window``."""
+    [line] = [w.detail for w in explanation.work_log if w.action == action]
+    return int(re.search(rf" of (\d+) tokens \(window {window}", line)[1])
+
+
 async def ask(bot, text: str, channel: int = CHANNEL) -> dict:
     mention = f"<@{BOT_ID}> " if channel == CHANNEL else ""
     if channel == DM_CHANNEL:
@@ -261,8 +268,7 @@ async def test_with_tools_the_prompt_leaves_room_for_their_results(tmp_path, too
                 reply = await ask(bot, "how long does the link mode take?")
                 sent = bot.model.chat_requests[-1].body["messages"]
             explanation = await store.explain_async(int(reply["id"]))
-        [budget] = [w.detail for w in explanation.work_log if w.action == "budget"]
-        limits[tools_on] = int(re.search(r" of (\d+) tokens", budget)[1])
+        limits[tools_on] = prompt_limit(explanation, "budget")
         if tools_on:
             assert "[result truncated" not in sent[-1]["content"]  # read whole
     # 2 x 900 characters at 3 per token, and the tool definitions every request carries
@@ -304,8 +310,7 @@ async def test_a_prompt_rebuilt_after_too_long_keeps_the_tools_room(tmp_path, to
                 reply = await ask(bot, "summarise please")
             explanation = await store.explain_async(int(reply["id"]))
         assert reply["content"].startswith("echo:")
-        [refit] = [w.detail for w in explanation.work_log if w.action == "budget_refit"]
-        limits[tools_on] = int(re.search(r" of (\d+) tokens \(window 1800", refit)[1])
+        limits[tools_on] = prompt_limit(explanation, "budget_refit", window="1800")
     # 2 x 300 characters at 3 per token, and the tool definitions every request carries
     assert limits[True] == limits[False] - 200 - tools_tokens(toolbox.specs())
 
@@ -365,8 +370,7 @@ async def test_a_server_going_down_mid_answer_keeps_the_room_and_the_offer_agree
                     reply = await asking
                     sent = bot.model.chat_requests[-1].body.get("tools", [])
                 explanation = await store.explain_async(int(reply["id"]))
-            [budget] = [w.detail for w in explanation.work_log if w.action == "budget"]
-            limits[tools_on] = int(re.search(r" of (\d+) tokens", budget)[1])
+            limits[tools_on] = prompt_limit(explanation, "budget")
     finally:
         await servers.close()
     assert "nap" in [tool["function"]["name"] for tool in sent]  # offered as budgeted
