@@ -160,11 +160,9 @@ class FoldError(ValueError):
     """A folds manifest that cannot be used, as one line naming the file and the fault."""
 
 
-def score_folds(
-    data_dir: Path, manifest: Path, settings: ContextSettings
-) -> list[dict[str, Score]]:
-    """Each fold's held-out logs scored with that fold's weights (``bench.relevance_folds``)
-    and the ``min_linear`` chosen with them."""
+def read_manifest(manifest: Path, settings: ContextSettings) -> list[tuple[Path, list[str], int]]:
+    """Each fold of a ``bench.relevance_folds`` manifest: its weights file, its held-out logs and
+    the ``min_linear`` chosen with them; a broken manifest is one FoldError line."""
     try:
         folds = json.loads(manifest.read_text(encoding="utf-8"))["folds"]
         plan = [
@@ -180,8 +178,16 @@ def score_folds(
             f"{manifest}: not a folds manifest (run python -m bench.relevance_folds): "
             f"{type(error).__name__}: {error}"
         ) from None
+    return plan
+
+
+def score_folds(
+    data_dir: Path, manifest: Path, settings: ContextSettings
+) -> list[dict[str, Score]]:
+    """Each fold's held-out logs scored with that fold's weights (``bench.relevance_folds``)
+    and the ``min_linear`` chosen with them."""
     results = []
-    for weights, held_out, min_linear in plan:
+    for weights, held_out, min_linear in read_manifest(manifest, settings):
         model = load_model_from(weights)
         # The recent messages always in, as the fold chose them with its threshold.
         fold_settings = settings.model_copy(update={"min_linear": min_linear})

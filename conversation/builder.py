@@ -399,20 +399,15 @@ class ContextBuilder:
         parent_id = reference_id(trigger)
         if parent_id in scored.results and parent_id not in reasons and len(reasons) < max_total:
             reasons[parent_id] = [scored.reason(parent_id)]
-        # The message replied to counts as one of the best few.
-        taken = 1 if parent_id in scored.results else 0
-        model = scored.model
-        for message_id, result in scored.ranked():
-            if len(reasons) >= max_total:
-                break
-            if message_id in reasons:
-                continue
-            if result.score < scored.threshold and (
-                taken >= model.always_best or result.score < model.always_best_floor
-            ):
-                break
+        entering = scored.model.entering(
+            ((message_id, result.score) for message_id, result in scored.ranked()),
+            reasons,
+            threshold=scored.threshold,
+            room=max(0, max_total - len(reasons)),
+            taken=1 if parent_id in scored.results else 0,  # it counts as one of the best few
+        )
+        for message_id in entering:
             reasons[message_id] = [scored.reason(message_id)]
-            taken += 1
         return reasons
 
     @staticmethod

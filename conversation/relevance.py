@@ -21,7 +21,7 @@ import math
 import operator
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -566,6 +566,31 @@ class RelevanceModel(BaseModel):
     ) -> list[Scored]:
         """The scores that decide: ``score_all``, the trigger's reply thread at 1."""
         return thread_scores(trigger, candidates, self.score_all(trigger, candidates, chain))
+
+    def entering(
+        self,
+        ranked: Iterable[tuple[int, float]],
+        inside: Collection[int],
+        *,
+        threshold: float,
+        room: int,
+        taken: int,
+    ) -> list[int]:
+        """The candidates that enter beside those ``inside`` already, best first (``ranked``:
+        ids and scores, best first), at most ``room``: the best ``always_best`` whatever the
+        threshold (``taken`` of them are in already; none under ``always_best_floor``), then
+        those that reach it. The one rule of the builder and of the benches that replay it."""
+        entered: list[int] = []
+        for message_id, score in ranked:
+            if len(entered) >= room:
+                break
+            if message_id in inside:
+                continue
+            if score < threshold and (taken >= self.always_best or score < self.always_best_floor):
+                break
+            entered.append(message_id)
+            taken += 1
+        return entered
 
     def evidence(self, scored: Scored, count: int = 3) -> tuple[str, ...]:
         """What raised the score most, in words, for explanations (asked only of the chosen).

@@ -1,0 +1,193 @@
+"""Where the context's F1 is lost: outside the candidates, past ``max_total``, or at the cut.
+
+    python -m bench.context_ceiling [DATA_DIR] [--folds MANIFEST]
+
+Every trigger is replayed as the trainer replays it (``bench.train_relevance.propose``: the
+builder's candidates; the builder's choice, ``RelevanceModel.entering``) with the shipped
+weights, or with ``--folds`` each fold's weights on its held-out logs (``bench.relevance_folds``
+writes the manifest). It prints:
+
+- where the gold context lies: outside the candidates (past the one history page), among them
+  but past ``max_total``, or within reach;
+- the selection against two ceilings: the score's own ranking cut at each trigger's true count
+  of gold candidates (what a perfect "how much of this belongs" would give), and the best any
+  selection of these candidates could do;
+- precision and recall by the size of the trigger's conversation, so a change that helps long
+  conversations and hurts short ones shows.
+
+Micro figures over all triggers, as ``bench.context_quality`` scores them. Never fit anything
+on what this prints for irc-dev.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.context_quality import FoldError, read_manifest
+from bench.train_relevance import DEFAULT_TRAIN, Log, load_log, propose
+from conversation.relevance import RelevanceModel, WeightsError, load_model, load_model_from
+from conversation.settings import ContextSettings
+
+# Conversation sizes (earlier messages of the trigger's conversation), upper bounds.
+SIZES = (1, 5, 15, 30, 60)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One trigger: its gold context and parents, and what each selection picked."""
+
+    gold: int
+    gold_candidates: int
+    has_parent: bool
+    picks: dict[str, tuple[int, int, bool]]  # selection -> picked, hits, parent found
+
+
+def _replay(model: RelevanceModel, log: Log, trigger_id: int, settings: ContextSettings) -> Outcome:
+    gold, parents = log.triggers[trigger_id]
+    index = log.index[trigger_id]
+    trigger = log.clues[index]
+    walk, chain = propose(log, index, settings)
+    scores = [result.score for result in model.score_threads(trigger, walk, chain)]
+    by_id = {clue.id: score for clue, score in zip(walk, scores, strict=True)}
+    fixed = [clue.id for clue in walk[: min(settings.min_linear, settings.max_total)]]
+    replied_to = trigger.reference if trigger.reference in chain else None
+    if replied_to is not None and replied_to not in fixed and len(fixed) < settings.max_total:
+        fixed.append(replied_to)
+    ranked = sorted(by_id.items(), key=lambda item: (-item[1], -item[0]))
+    threshold = settings.relevance_threshold
+    chosen = fixed + model.entering(
+        ranked,
+        fixed,
+        threshold=model.threshold if threshold is None else threshold,
+        room=settings.max_total - len(fixed),
+        taken=1 if replied_to is not None else 0,
+    )
+    gold_candidates = [message_id for message_id in by_id if message_id in gold]
+    # The same ranking, cut at the number of gold candidates (at least one, at most the cap).
+    count = max(1, min(len(gold_candidates), settings.max_total))
+    sized = fixed + [i for i, _ in ranked if i not in fixed][: max(0, count - len(fixed))]
+    best = gold_candidates[: settings.max_total]
+
+    def outcome(ids: list[int]) -> tuple[int, int, bool]:
+        return len(ids), sum(i in gold for i in ids), any(i in parents for i in ids)
+
+    return Outcome(
+        gold=len(gold),
+        gold_candidates=len(gold_candidates),
+        has_parent=bool(parents),
+        picks={
+            "the builder's (the score, its threshold)": outcome(chosen),
+            "the score's ranking, cut at the true count": outcome(sized),
+            "best possible of these candidates": outcome(best),
+        },
+    )
+
+
+def outcomes(data: Path, settings: ContextSettings, manifest: Path | None) -> Iterator[Outcome]:
+    """Every trigger of ``data`` replayed with the shipped weights, or with ``manifest`` each
+    fold's weights on its held-out logs."""
+    if manifest is None:
+        paths = sorted(p for p in data.glob("*.json") if not p.name.endswith(".gold.json"))
+        plan = [(None, [p.stem for p in paths], settings.min_linear)]
+    else:
+        plan = read_manifest(manifest, settings)
+    for weights, held_out, min_linear in plan:
+        model = load_model() if weights is None else load_model_from(weights)
+        fold_settings = settings.model_copy(update={"min_linear": min_linear})
+        for name in held_out:
+            log = load_log(data / f"{name}.json")
+            for trigger_id in sorted(log.triggers):
+                yield _replay(model, log, trigger_id, fold_settings)
+
+
+def _f1(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def _size_label(gold: int) -> str:
+    lower = 1
+    for upper in SIZES:
+        if gold <= upper:
+            return f"{lower}" if lower == upper else f"{lower} to {upper}"
+        lower = upper + 1
+    return f"over {SIZES[-1]}"
+
+
+def report(found: list[Outcome], settings: ContextSettings) -> str:
+    """The three tables, as Markdown."""
+    gold = sum(o.gold for o in found)
+    reachable = sum(min(o.gold_candidates, settings.max_total) for o in found)
+    candidates = sum(o.gold_candidates for o in found)
+    with_parent = sum(o.has_parent for o in found)
+    lines = [
+        f"{len(found)} triggers, {gold} earlier messages of their conversations; "
+        f"max_total {settings.max_total}",
+        "",
+        "| the gold context | share |",
+        "|---|---|",
+        f"| outside the candidates | {(gold - candidates) / gold:.3f} |",
+        f"| among them, past max_total | {(candidates - reachable) / gold:.3f} |",
+        f"| within reach | {reachable / gold:.3f} |",
+        "",
+        "| selection | precision | recall | F1 | parent recall | picked |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in found[0].picks:
+        picked = sum(o.picks[name][0] for o in found)
+        hits = sum(o.picks[name][1] for o in found)
+        parents = sum(o.picks[name][2] for o in found if o.has_parent)
+        precision, recall = hits / max(picked, 1), hits / gold
+        lines.append(
+            f"| {name} | {precision:.3f} | {recall:.3f} | {_f1(precision, recall):.3f} "
+            f"| {parents / max(with_parent, 1):.3f} | {picked / len(found):.1f} |"
+        )
+    lines += [
+        "",
+        "| conversation size | triggers | share of gold | gold candidates | picked "
+        "| precision | recall |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    builder = next(iter(found[0].picks))
+    buckets: dict[str, Counter[str]] = {}
+    for o in sorted(found, key=lambda o: o.gold):  # the sizes in order
+        bucket = buckets.setdefault(_size_label(o.gold), Counter())
+        picked, hits, _ = o.picks[builder]
+        bucket.update(triggers=1, gold=o.gold, candidates=o.gold_candidates)
+        bucket.update(picked=picked, hits=hits)
+    for label, b in buckets.items():
+        lines.append(
+            f"| {label} | {b['triggers']} | {b['gold'] / gold:.3f} "
+            f"| {b['candidates'] / b['triggers']:.1f} | {b['picked'] / b['triggers']:.1f} "
+            f"| {b['hits'] / max(b['picked'], 1):.3f} | {b['hits'] / b['gold']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_TRAIN)
+    parser.add_argument(
+        "--folds",
+        type=Path,
+        metavar="MANIFEST",
+        help="each fold's weights on its held-out logs (python -m bench.relevance_folds)",
+    )
+    args = parser.parse_args()
+    if not any(args.data.glob("*.gold.json")):
+        parser.exit(2, f"error: {args.data}: no scored logs here (*.json with a .gold.json)\n")
+    settings = ContextSettings()
+    try:
+        found = list(outcomes(args.data, settings, args.folds))
+    except (FoldError, WeightsError) as error:
+        parser.exit(2, f"error: {error}\n")
+    if not found:
+        parser.exit(2, f"error: {args.data}: no triggers in these logs\n")
+    print(report(found, settings))
+
+
+if __name__ == "__main__":
+    main()
