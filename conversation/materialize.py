@@ -23,7 +23,7 @@ from conversation.articles.service import ArticleService
 from conversation.articles.urls import url_key
 from conversation.continuation import continuation_lines
 from conversation.log_source import AttachmentNotInLog
-from conversation.names import SpeakerLabels, neutral_name, shown_name, speaker_labels
+from conversation.names import People, SpeakerLabels, neutral_name, shown_name, speaker_labels
 from conversation.node import MessageNode
 from conversation.notices import notices_of
 from conversation.selection import ContextSelection, Reason
@@ -94,7 +94,8 @@ class Materializer:
             results = await self.articles.fetch_many(ordered)
         attachments = await self._attachments(messages)
         by_id = {message.id: message for message in messages}
-        names = speaker_labels(_header_people(messages, by_id))
+        people = People(messages)
+        names = speaker_labels(people(p) for p in _header_people(messages, by_id))
         repeats = _repeated_links(messages, links, results)
         nodes = [
             self._node(
@@ -103,6 +104,7 @@ class Materializer:
                 [results[url] for url in links[message.id] if url in results],
                 extra,
                 names,
+                people,
                 is_trigger=message is selection.trigger,
                 shown_earlier=repeats.get(message.id, frozenset()),
                 context=by_id,
@@ -138,14 +140,15 @@ class Materializer:
         articles: list[ArticleResult],
         attachment_text: tuple[str, tuple[str, ...], tuple[str, ...]],
         labels: SpeakerLabels,
+        people: People,
         *,
         is_trigger: bool,
         shown_earlier: frozenset[str] = frozenset(),
         context: dict[int, Any] | None = None,
     ) -> MessageNode:
-        author = message.author
+        author = people(message.author)
         is_bot_turn = self._is_bot(message)
-        text = readable_content(message)
+        text = readable_content(message, people)
         if is_bot_turn:  # a failure or cut line the bot added is not what it said
             text = notices_of(self.options.notices).without_notices(text)
         parts = [text] if text else []
@@ -165,7 +168,7 @@ class Materializer:
             "reasons": [reason.describe() for reason in reasons],
             "trigger": is_trigger,
         }
-        named = people_named(message)
+        named = people_named(message, people)
         named.pop(str(self.options.bot_user_id), None)  # the bot is never forgotten
         if named:
             metadata["named"] = named
@@ -182,7 +185,7 @@ class Materializer:
                 metadata=metadata,
             )
         speaker = labels.label(author.id, shown_name(author))
-        replying = _reply_target(message, context or {}, labels)
+        replying = _reply_target(message, context or {}, labels, people)
         header = f"{speaker} (replying to {replying})" if replying else speaker
         return MessageNode(
             role="user",
@@ -283,10 +286,12 @@ def display_name(user: Any) -> str:
     return neutral_name(shown_name(user))
 
 
-def readable_content(message: Any) -> str:
-    """Mentions as ``@Name``/``#channel``, custom emoji as ``:name:``."""
+def readable_content(message: Any, people: People | None = None) -> str:
+    """Mentions as ``@Name``/``#channel``, custom emoji as ``:name:``; ``people`` names each
+    person as the rest of the context does."""
     content: str = message.content or ""
-    users = {user.id: display_name(user) for user in getattr(message, "mentions", [])}
+    people = people or People(())
+    users = {user.id: display_name(people(user)) for user in getattr(message, "mentions", [])}
     guild = getattr(message, "guild", None)
 
     def user_name(match: re.Match[str]) -> str:
@@ -294,7 +299,7 @@ def readable_content(message: Any) -> str:
         if user_id in users:
             return f"@{users[user_id]}"
         member = guild.get_member(user_id) if guild is not None else None
-        return f"@{display_name(member)}" if member is not None else "@unknown-user"
+        return f"@{display_name(people(member))}" if member is not None else "@unknown-user"
 
     def role_name(match: re.Match[str]) -> str:
         role = guild.get_role(int(match.group(1))) if guild is not None else None
@@ -311,13 +316,14 @@ def readable_content(message: Any) -> str:
     return CUSTOM_EMOJI.sub(lambda m: f":{m.group(1)}:", content)
 
 
-def people_named(message: Any) -> dict[str, str]:
+def people_named(message: Any, people: People | None = None) -> dict[str, str]:
     """User id -> the name shown for each person the text names (mentions, the reply target).
 
     Kept beside the text so that a person's name can be found and removed everywhere it was
     rendered into someone else's message (forgetting a user), not only in their own messages.
     """
-    named = {str(user.id): display_name(user) for user in getattr(message, "mentions", [])}
+    people = people or People(())
+    named = {str(user.id): display_name(people(user)) for user in getattr(message, "mentions", [])}
     guild = getattr(message, "guild", None)
     for match in USER_MENTION.finditer(message.content or ""):
         if match.group(1) not in named and guild is not None:
@@ -327,7 +333,7 @@ def people_named(message: Any) -> dict[str, str]:
     reference = getattr(message, "reference", None)
     author = getattr(getattr(reference, "resolved", None), "author", None)
     if author is not None:
-        named[str(author.id)] = display_name(author)
+        named[str(author.id)] = display_name(people(author))
     return named
 
 
@@ -342,7 +348,9 @@ def _embed_lines(message: Any) -> list[str]:
     return lines
 
 
-def _reply_target(message: Any, context: dict[int, Any], labels: SpeakerLabels) -> str | None:
+def _reply_target(
+    message: Any, context: dict[int, Any], labels: SpeakerLabels, people: People
+) -> str | None:
     """Whom a message replies to. Discord resolves only some references in the payload (not
     one that reached us as another message's reference), so the context is asked too."""
     reference = getattr(message, "reference", None)
@@ -350,7 +358,7 @@ def _reply_target(message: Any, context: dict[int, Any], labels: SpeakerLabels) 
         return None
     author = _replied_author(message, context)
     if author is not None:
-        return labels.label(author.id, shown_name(author))
+        return labels.label(author.id, shown_name(people(author)))
     return "a deleted message" if reference.resolved is not None else "an earlier message"
 
 

@@ -64,6 +64,43 @@ def shown_name(person: Any) -> str:
     )
 
 
+class People:
+    """Each person of one context as the fullest object seen of them, so that one name stands
+    for them throughout a prompt.
+
+    Discord sends a message's member fields (the server nickname) only with gateway events:
+    a message read from history, or nested as the message replied to, has a bare user (unless
+    the client holds that member, as it always holds the bot's own). The same person would then
+    be "Zoé" in one line and "zoe_k" in the next, two people to the model. A member wins over a
+    user, and among members the newest message's (Discord shows the current nickname on old
+    messages too).
+    """
+
+    def __init__(self, messages: Iterable[Any]) -> None:
+        self._best: dict[int, Any] = {}
+        for message in messages:  # oldest first: a newer member replaces an older one
+            reference = getattr(message, "reference", None)
+            resolved = getattr(reference, "resolved", None)
+            replied = getattr(resolved, "author", None)
+            for person in (replied, *getattr(message, "mentions", ()), message.author):
+                if person is not None:
+                    self._offer(person)
+
+    def _offer(self, person: Any) -> None:
+        known = self._best.get(person.id)
+        if known is None or _is_member(person) or not _is_member(known):
+            self._best[person.id] = person
+
+    def __call__(self, person: Any) -> Any:
+        """``person`` as this context names them."""
+        return self._best.get(person.id, person)
+
+
+def _is_member(person: Any) -> bool:
+    """A server member (nextcord's ``Member`` has ``nick``, set or not; a ``User`` has none)."""
+    return hasattr(person, "nick")
+
+
 def bot_name_in(channel: Any, bot_user: Any) -> str:
     """What members of ``channel`` see the bot called: its member in the channel's server (server
     nickname there), else, in a DM, the bot user itself; ``{bot_name}`` in the system prompt."""

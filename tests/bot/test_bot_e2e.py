@@ -49,7 +49,8 @@ async def test_mention_in_busy_channel_sends_the_right_context(bot: Harness):
     assert "800 GB" in prompt  # Chloé's earlier turn in this conversation
     assert "backup job failed" not in prompt  # sealed by a four-hour silence
     assert request.messages[0]["role"] == "system"
-    assert "threadwise" in request.messages[0]["content"]
+    # Named as members see it: its server nickname in the log (its username is "threadwise").
+    assert "You are Threadwise," in request.messages[0]["content"]
     assert any(m["role"] == "assistant" for m in request.messages)  # the bot's own turn
     # The answer is a reply to the trigger and pings nobody.
     assert reply["message_reference"]["message_id"] == str(bot.discord.messages(CHANNEL)[-2]["id"])
@@ -247,6 +248,19 @@ async def test_other_bots_are_answered_only_when_configured(answer_bots):
         else:
             await asyncio.sleep(0.4)
         assert len(bot.model.chat_requests) == (1 if answer_bots else 0)
+
+
+async def test_a_member_has_one_name_whether_read_from_history_or_the_gateway(bot: Harness):
+    """Discord sends member fields (the server nickname) with gateway events only: Chloé's
+    earlier turns come from history as the user "chloe", her question from the gateway as the
+    member "Chloé". The prompt names her one way, the way members see her."""
+    guide = bot.example_ids()["Yes, last month. This gu"]
+    await bot.answer_to(CHANNEL, CHLOE, f"<@{BOT_ID}> and how long?", reply_to=guide)
+    lines = [str(m["content"]) for m in bot.model.chat_requests[-1].messages[1:]]
+    hers = [line for line in lines if line.startswith(("Chloé", "chloe"))]
+    assert any("800 GB" in line for line in hers)  # an earlier turn, read from history
+    assert len(hers) >= 2 and all(line.startswith("Chloé") for line in hers), hers
+    assert "(replying to chloe)" not in "\n".join(lines)
 
 
 async def test_the_live_prompt_names_whom_each_reply_answers(bot: Harness):

@@ -298,8 +298,9 @@ async def test_real_attachment_is_found_and_shortened(tmp_path):
     assert fitted.fits
     assert [c.what for c in fitted.cuts] == ["text attachment notes.txt"]
     kept = fitted.nodes[1].content
+    # Read over REST (no member fields, as Discord sends it): named by username.
     assert kept.startswith(
-        "Alice: my log\n  [text attachment: notes.txt]\n  a line of the log &lt;"
+        "alice: my log\n  [text attachment: notes.txt]\n  a line of the log &lt;"
     )
     # The shortened file is still indented as the member's text; its cut note with it, counting
     # the file's own characters (not the indent).

@@ -78,7 +78,7 @@ async def test_long_conversation_is_cut_to_the_window(tmp_path):
     sent = requests[0].messages
     assert count_tokens(sent) <= window - 200
     assert reply["content"].startswith("echo:")
-    assert sent[0]["role"] == "system" and "threadwise" in sent[0]["content"]
+    assert sent[0]["role"] == "system" and "Threadwise" in sent[0]["content"]
     assert "is this still true?" in sent[-1]["content"]
     assert target["content"] in "\n".join(m["content"] for m in sent)  # the replied-to message
     # Something had to go, and the explanation says what and what it cost.

@@ -186,8 +186,9 @@ async def test_text_attachments_are_inlined_and_capped(tmp_path: Path):
         await runner.cleanup()
     assert served == ["/notes.txt"]
     content = nodes[0].content
+    # Fetched over REST (no member fields, as Discord sends it): named by username.
     assert content.startswith(
-        "Alice: my notes\n  [text attachment: notes.txt]\n  line one\n  line two\n"
+        "alice: my notes\n  [text attachment: notes.txt]\n  line one\n  line two\n"
     )
     assert content.endswith("\n  [... cut at 100 of 518 characters]")
 

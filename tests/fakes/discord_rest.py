@@ -349,6 +349,9 @@ class RestApi:
     # ------------------------------------------------------------------ messages
 
     def _visible(self, payload: Payload) -> Payload:
+        """A message as REST serves it: no ``member`` (only gateway events carry the author's
+        and the mentioned people's member fields), and no content without the intent."""
+        payload = without_members(payload)
         if self.gateway.allowed_privileged_intents & INTENT_MESSAGE_CONTENT:
             return payload
         return hide_content(payload, self.state.bot.id)
@@ -709,3 +712,17 @@ def _snowflake_param(query: Any, name: str) -> int | None:
     if not value.isdigit():
         raise invalid_form(name, "NUMBER_TYPE_COERCE", f"Value {value!r} is not snowflake.")
     return int(value)
+
+
+def without_members(payload: Payload) -> Payload:
+    """``payload`` as REST and a nested ``referenced_message`` serve it: the member fields of
+    its author and mentions are gateway-only, so nextcord builds users from it, not members."""
+    stripped = {key: value for key, value in payload.items() if key != "member"}
+    if "mentions" in payload:
+        stripped["mentions"] = [
+            {key: value for key, value in user.items() if key != "member"}
+            for user in payload["mentions"]
+        ]
+    if payload.get("referenced_message"):
+        stripped["referenced_message"] = without_members(payload["referenced_message"])
+    return stripped

@@ -81,7 +81,9 @@ async def running_bot(
     """``toolbox``: a ``Toolbox`` the answers may use (with ``tools={"enabled": True}``)."""
     async with (
         FakeDiscord(
-            bot_id=BOT_ID, **({"bot_name": "threadwise"} | (fake_discord or {}))
+            # The bot as the example log shows it: username threadwise, nicknamed Threadwise.
+            bot_id=BOT_ID,
+            **({"bot_name": "threadwise", "bot_nick": "Threadwise"} | (fake_discord or {})),
         ) as discord,
         FakeOpenAI(**(fake_model or {})) as fake,
     ):
