@@ -286,11 +286,10 @@ def display_name(user: Any) -> str:
     return neutral_name(shown_name(user))
 
 
-def readable_content(message: Any, people: People | None = None) -> str:
+def readable_content(message: Any, people: People) -> str:
     """Mentions as ``@Name``/``#channel``, custom emoji as ``:name:``; ``people`` names each
     person as the rest of the context does."""
     content: str = message.content or ""
-    people = people or People(())
     users = {user.id: display_name(people(user)) for user in getattr(message, "mentions", [])}
     guild = getattr(message, "guild", None)
 
@@ -316,13 +315,12 @@ def readable_content(message: Any, people: People | None = None) -> str:
     return CUSTOM_EMOJI.sub(lambda m: f":{m.group(1)}:", content)
 
 
-def people_named(message: Any, people: People | None = None) -> dict[str, str]:
+def people_named(message: Any, people: People) -> dict[str, str]:
     """User id -> the name shown for each person the text names (mentions, the reply target).
 
     Kept beside the text so that a person's name can be found and removed everywhere it was
     rendered into someone else's message (forgetting a user), not only in their own messages.
     """
-    people = people or People(())
     named = {str(user.id): display_name(people(user)) for user in getattr(message, "mentions", [])}
     guild = getattr(message, "guild", None)
     for match in USER_MENTION.finditer(message.content or ""):

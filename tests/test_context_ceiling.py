@@ -70,18 +70,3 @@ def test_the_replayed_choice_is_the_builders_and_the_ceilings_bound_it(tmp_path)
     sizes = ceiling.split("| conversation size |")[1].splitlines()[2:]
     triggers = sum(int(line.split("|")[2]) for line in sizes if line.startswith("| "))
     assert ceiling.startswith(f"{triggers} triggers, ")
-
-
-def test_a_broken_folds_manifest_is_one_line(tmp_path):
-    _labelled_channel(tmp_path, "alpha", 3)
-    manifest = tmp_path / "folds.json"
-    manifest.write_text('{"folds": [{"held_out": ["alpha"]}]}')
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.context_ceiling", str(tmp_path), "--folds", str(manifest)],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        f"error: {manifest}: not a folds manifest (run python -m bench.relevance_folds): "
-        "KeyError: 'weights'"
-    ]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,12 +89,14 @@ def test_folds_print_each_held_out_log_and_the_folds_mean_and_spread(tmp_path):
     assert "all held-out triggers: P " in result.stdout
 
 
-def test_a_broken_folds_manifest_is_one_line(tmp_path):
+@pytest.mark.parametrize("module", ["bench.context_quality", "bench.context_ceiling"])
+def test_a_broken_folds_manifest_is_one_line(tmp_path, module):
+    """Both benches read a manifest through ``read_manifest``, and say a broken one alike."""
     _labelled_log(tmp_path, "alpha", 1)
     manifest = tmp_path / "folds.json"
     manifest.write_text('{"folds": [{"held_out": ["alpha"]}]}')
     result = subprocess.run(
-        [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--folds", str(manifest)],
+        [sys.executable, "-m", module, str(tmp_path), "--folds", str(manifest)],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
     assert result.returncode == 2
