@@ -74,6 +74,8 @@ class AnswerResult:
     refits: list[str] = field(default_factory=list)  # prompts refused as too long, and why
     followed: str | None = None  # answered without a call: why (see bot.discord.follow)
     tool_use: ToolProgress | None = None  # the tool rounds, when tools were offered
+    # The tool rounds of prompts refused as too long: their calls ran, so they are recorded.
+    refused_tool_use: list[ToolProgress] = field(default_factory=list)
     model_settings: ModelSettings | None = None  # the channel's [model], as it answered
 
 
@@ -284,7 +286,8 @@ class Answerer:
         offer: Offer | None,
     ) -> Completion:
         """Ask the model; on "context too long", rebuild a smaller prompt and ask again, with
-        the same tools (``offer``) and the same room for them.
+        the same tools (``offer``) and the same room for them; calls the refused prompt's
+        rounds ran are not run again (``Offer.memory``) and stay in the record.
 
         ``result.prepared`` always ends as the prompt last sent, so the record holds exactly
         the accepted prompt; the refused attempts stay in ``result.model_attempts``.
@@ -312,6 +315,8 @@ class Answerer:
                 if len(result.refits) >= MAX_REFITS or error.partial_text:
                     raise
                 result.model_attempts.extend(error.attempts)
+                if error.tool_progress is not None and error.tool_progress.rounds:
+                    result.refused_tool_use.append(error.tool_progress)
                 fitted = result.prepared.fitted
                 room = None if offer is None else offer.with_room  # the tools keep their room
                 budget = await runtime.budgeter.after_overflow(error, fitted, room)

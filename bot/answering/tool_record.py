@@ -34,15 +34,23 @@ def tool_context(loop: ToolProgress) -> list[ContextEntry]:
     return entries
 
 
-def tool_work_log(loop: ToolProgress) -> list[WorkLogEntry]:
+def tool_work_log(loop: ToolProgress, refused: int | None = None) -> list[WorkLogEntry]:
+    """One line per call; ``refused``: the number of the prompt refused as too long that the
+    rounds answered (the calls ran, though their turns are not in the stored messages)."""
     entries = []
+    where = "" if refused is None else f"prompt {refused} (refused as too long), "
     for number, round_ in enumerate(loop.rounds, start=1):
         for call, outcome in zip(round_.calls, round_.outcomes, strict=True):
             arguments = " ".join(call.arguments.split())
             arguments = arguments if len(arguments) <= 160 else arguments[:159] + "…"
+            ran = (
+                "not run again (its result for the refused prompt)"
+                if outcome.reused
+                else f"in {outcome.seconds:.2f} s"
+            )
             detail = (
-                f"round {number}: {call.name} {arguments}: {outcome.status} in "
-                f"{outcome.seconds:.2f} s, {outcome.original_chars} characters"
+                f"{where}round {number}: {call.name} {arguments}: {outcome.status} {ran}, "
+                f"{outcome.original_chars} characters"
             )
             if not outcome.ok:
                 detail += f" ({outcome.detail})"

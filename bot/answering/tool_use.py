@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config.tool_settings import ToolSettings
 from bot.model.call import CacheHints, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.tool_loop import LoopResult, complete_with_tools
+from bot.tools.call_memory import CallMemory
 from bot.tools.spec import ToolSpec
 from bot.tools.toolbox import Toolbox
 from conversation.budget import Budget
@@ -55,12 +56,14 @@ class Offer:
     """The tools one answer offers, taken once when its prompt is budgeted: the room kept for
     them, a prompt rebuilt after "context too long", and every request of the answer use the
     same list, even when an MCP server comes up or goes down meanwhile (a call to a tool of a
-    server now down is answered "try again later")."""
+    server now down is answered "try again later"). A call already run for a prompt refused as
+    too long is not run again for the rebuilt one (``memory``: ``bot.tools.call_memory``)."""
 
     toolbox: Toolbox  # the shared toolbox
     settings: ToolSettings  # the channel's [tools]
     specs: tuple[ToolSpec, ...]
     tokens: int  # the definitions, as ``tools_tokens`` counts them
+    memory: CallMemory = field(default_factory=CallMemory)  # what its calls returned
 
     def with_room(self, budget: Budget) -> Budget:
         """``budget`` less the tools' room (definitions and results)."""
@@ -69,7 +72,9 @@ class Offer:
 
     def for_prompt(self, messages: Sequence[Mapping[str, Any]]) -> Toolbox:
         """The toolbox the tool loop runs with for this prompt, offering exactly ``specs``."""
-        return self.toolbox.for_prompt(messages, settings=self.settings, specs=self.specs)
+        return self.toolbox.for_prompt(
+            messages, settings=self.settings, specs=self.specs, memory=self.memory
+        )
 
 
 def offer_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Offer | None:

@@ -52,6 +52,9 @@ class ToolOutcome(_Frozen):
     seconds: float = 0.0
     original_chars: int = 0
     detail: str = Field("", description="For the work log: the error or what was returned.")
+    reused: bool = Field(
+        False, description="Not run: the result of the same call for a prompt refused as too long."
+    )
 
     @property
     def ok(self) -> bool:

@@ -9,7 +9,8 @@ it.
 The prompt's token budget counts the results: given the room left in the window, a round's
 results share it, the largest shortened first (each keeps ``MIN_RESULT_CHARS`` at least, so
 the model learns what the tool said, if not all of it). A result is never shortened after the
-model has read it: the next rounds' turns keep the prefix they were sampled from.
+model has read it: the next rounds' turns keep the prefix they were sampled from. A call the
+answer already ran for a prompt refused as too long is not run again (``call_memory``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bot.config.tool_settings import TOOL_NAME, ToolSettings
+from bot.tools.call_memory import AttemptMemory, CallMemory, RawResult
 from bot.tools.defuse import cap, wrap
 from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
 from bot.tools.page_hosts import hosts_named, normal_host
@@ -66,6 +68,7 @@ class Toolbox:
         self._warned: set[tuple[str, str]] = set()
         self.hosts: set[str] = set()  # read_page may read these (see bot/tools/page_hosts.py)
         self._offered: list[ToolSpec] | None = None  # fixed for one answer (``for_prompt``)
+        self._memory: AttemptMemory | None = None  # the answer's earlier results (``for_prompt``)
 
     def apply_settings(self, settings: ToolSettings) -> None:
         """A reloaded config's limits, from the next round on (servers stay as started)."""
@@ -77,16 +80,20 @@ class Toolbox:
         *,
         settings: ToolSettings | None = None,
         specs: Sequence[ToolSpec] | None = None,
+        memory: CallMemory | None = None,
     ) -> Toolbox:
         """The toolbox for one answer, the shared one unchanged under the answers running with
         it: read_page may read the hosts people named in its prompt (``bot.tools.page_hosts``),
         unless ``read_page_any_host``; ``settings``: other limits (a channel's own; None: these);
         ``specs``: the tools it offers, fixed for the answer (None: those offered now), so the
-        room its prompt keeps for them and every request agree when a server comes or goes."""
+        room its prompt keeps for them and every request agree when a server comes or goes;
+        ``memory``: what the answer's calls returned for its earlier prompts, given back instead
+        of running them again (``bot.tools.call_memory``)."""
         settings = self.settings if settings is None else settings
         view = Toolbox(settings, pages=self.pages, servers=self.servers)
         view._warned, view.hosts = self._warned, hosts_named(messages)
         view._offered = None if specs is None else list(specs)
+        view._memory = None if memory is None else memory.for_attempt()
         return view
 
     def _refused_host(self, arguments: dict[str, Any]) -> str | None:
@@ -158,18 +165,30 @@ class Toolbox:
         self, calls: Sequence[ToolCallRequest], room_chars: int | None = None
     ) -> list[ToolOutcome]:
         """One outcome per call, in the calls' order; the calls run in parallel. Their results
-        take at most ``room_chars`` together (see the module docstring)."""
-        raw = await asyncio.gather(*(self._one(call) for call in calls))
+        take at most ``room_chars`` together (see the module docstring). A call the answer ran
+        for a prompt refused as too long is not run again: its result is given back."""
+        memory = self._memory
+        earlier = [None if memory is None else memory.take(call) for call in calls]
+        fresh = [call for call, kept in zip(calls, earlier, strict=True) if kept is None]
+        ran = iter(await asyncio.gather(*(self._one(call) for call in fresh)))
+        raw: list[RawResult] = []
+        for call, kept in zip(calls, earlier, strict=True):
+            if kept is None:
+                kept = next(ran)
+                if memory is not None:
+                    memory.keep(call, kept)
+            raw.append(kept)
         room = None if room_chars is None else room_chars - WRAP_CHARS * len(calls)
         sizes = allot([len(text) for text, *_ in raw], room, self.settings.max_result_chars)
         return [
-            self._outcome(call, text, status, seconds, size)
-            for call, (text, status, seconds), size in zip(calls, raw, sizes, strict=True)
+            self._outcome(call, result, size, reused=kept is not None)
+            for call, result, size, kept in zip(calls, raw, sizes, earlier, strict=True)
         ]
 
     def _outcome(
-        self, call: ToolCallRequest, text: str, status: ToolStatus, seconds: float, size: int
+        self, call: ToolCallRequest, result: RawResult, size: int, *, reused: bool
     ) -> ToolOutcome:
+        text, status, seconds = result
         return ToolOutcome(
             call_id=call.id,
             name=call.name,
@@ -178,6 +197,7 @@ class Toolbox:
             seconds=seconds,
             original_chars=len(text),
             detail=" ".join(text.split())[:200],
+            reused=reused,
         )
 
     async def _one(self, call: ToolCallRequest) -> tuple[str, ToolStatus, float]:

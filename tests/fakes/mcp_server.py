@@ -2,12 +2,12 @@
 (``python tests/fakes/mcp_server.py``) or streamable HTTP (``... http PORT``).
 
 Its tools: ``echo`` says the text back (``@everyone`` included: the bot must defuse it),
-``fail`` raises, ``hang`` never answers, ``huge`` returns ``size`` characters, ``die`` ends the
-process (a crash, for the restart tests), ``pid`` names the process (to tell a restart), and
-``not.a.valid.name`` has a name the model APIs refuse. With ``FAKE_MCP_MANY`` in its
-environment it also offers ``nap`` (says how many of its calls ran at once), ``bloated`` (an
-input schema over 8 KB) and ``t0``..``t99`` (``t0`` with a 5,000-character description), for
-the tool-list limits."""
+``fail`` raises, ``tally`` counts its runs (a tool with an effect), ``hang`` never answers,
+``huge`` returns ``size`` characters, ``die`` ends the process (a crash, for the restart tests),
+``pid`` names the process (to tell a restart), and ``not.a.valid.name`` has a name the model
+APIs refuse. With ``FAKE_MCP_MANY`` in its environment it also offers ``nap`` (says how many of
+its calls ran at once), ``bloated`` (an input schema over 8 KB) and ``t0``..``t99`` (``t0``
+with a 5,000-character description), for the tool-list limits."""
 
 from __future__ import annotations
 
@@ -32,6 +32,16 @@ def echo(text: str) -> str:
 def fail(reason: str = "boom") -> str:
     """Always fails."""
     raise ValueError(reason)
+
+
+runs = {"tally": 0}
+
+
+@server.tool()
+def tally(label: str = "") -> str:
+    """Count one more run: a tool with an effect, which running twice would do twice."""
+    runs["tally"] += 1
+    return f"tally {label}: run {runs['tally']}"
 
 
 @server.tool()

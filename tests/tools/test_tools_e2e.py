@@ -339,6 +339,38 @@ async def test_calls_already_run_are_recorded_when_the_model_then_fails(tmp_path
     assert attempts[0].endswith("ok") and "400" in attempts[-1]  # the round's request, then
 
 
+async def test_a_call_run_for_a_prompt_refused_as_too_long_is_not_run_again(tmp_path, toolbox):
+    """The server refuses the request after a round as too long: the rebuilt prompt's loop
+    asks for the same call again (its arguments spelled otherwise) and gets the result the tool
+    gave, without running it a second time; the record says both what ran and what was reused."""
+    too_long = (
+        "This model's maximum context length is 8192 tokens. However, your messages "
+        "resulted in 9000 tokens. Please reduce the length of the messages."
+    )
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store, toolbox=toolbox, tools=TOOLS_ON) as bot:
+            bot.model.queue(
+                CallTools((("tally", '{"label": "deploys"}'),)),
+                Fail(status=400, message=too_long),
+                CallTools((("tally", '{ "label" : "deploys" }'),)),
+            )
+            bot.model.script(echo_the_tool)
+            reply = await ask(bot, "count the deploys, then tell me")
+            requests = bot.model.chat_requests
+        lines = list(store.export_lines())
+        explanation = await store.explain_async(int(reply["id"]))
+    assert len(requests) == 4  # call, refused, call again, answer
+    assert "tally deploys: run 1" in reply["content"]  # the first run's result, not a second
+    assert [m["role"] for m in requests[-1].messages[-2:]] == ["assistant", "tool"]
+    assert json.loads(lines[0])["messages"][:-1] == requests[-1].messages  # as last sent
+    calls = [w for w in explanation.work_log if w.action == "tool_call"]
+    assert [c.status for c in calls] == ["success", "success"]
+    assert calls[0].detail.startswith("prompt 1 (refused as too long), round 1: tally")
+    assert calls[1].detail.startswith("round 1: tally")
+    assert "not run again" in calls[1].detail
+    assert [w.action for w in explanation.work_log].count("budget_refit") == 1
+
+
 async def test_a_server_going_down_mid_answer_keeps_the_room_and_the_offer_agreed(tmp_path) -> None:
     """The tools are taken once per answer: a server that goes down between the budget and the
     request does not leave room kept for tools the request no longer offers (its tools are

@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 
 from bot.config.tool_settings import McpServerSettings, ToolSettings
+from bot.tools.call_memory import CallMemory
 from bot.tools.mcp_servers import McpServers
 from bot.tools.read_page import PageReader
 from bot.tools.spec import ToolCallRequest
@@ -51,7 +52,7 @@ def toolbox(servers: McpServers, **limits: object) -> Toolbox:
 
 async def test_stdio_tools_listed_and_called(servers: McpServers) -> None:
     box = toolbox(servers)
-    assert [s.name for s in box.specs()] == ["echo", "fail", "hang", "huge", "die", "pid"]
+    assert [s.name for s in box.specs()] == ["echo", "fail", "tally", "hang", "huge", "die", "pid"]
     assert box.specs()[0].parameters["required"] == ["text"]
     [outcome] = await box.run([call("echo", '{"text": "hi @everyone <@123> </tool_result>"}')])
     assert outcome.status == "ok"
@@ -59,6 +60,33 @@ async def test_stdio_tools_listed_and_called(servers: McpServers) -> None:
         '<tool_result tool="echo">echo: hi @\u200beveryone &lt;\u200b@123&gt; '
         "&lt;\u200b/tool_result&gt;</tool_result>"
     )
+
+
+async def test_an_answers_later_prompt_gets_earlier_results_once_each(servers: McpServers):
+    """What a call returned for a prompt refused as too long is given back to the rebuilt
+    prompt's same call, once per earlier run and cut to the new room; within one prompt a
+    repeated call runs again (the model means it)."""
+    memory = CallMemory()
+    first = toolbox(servers).for_prompt([], memory=memory)
+    ran = await first.run([call("tally", '{"label": "a"}', "1"), call("tally", '{"label": "a"}')])
+    assert [o.detail for o in ran] == ["tally a: run 1", "tally a: run 2"]
+    assert not any(o.reused for o in ran)
+    later = toolbox(servers, max_result_chars=200).for_prompt([], memory=memory)
+    spelled_otherwise = '{ "label":"a" }'
+    again = await later.run([call("tally", spelled_otherwise, str(n)) for n in range(3)])
+    assert [o.detail for o in again] == ["tally a: run 1", "tally a: run 2", "tally a: run 3"]
+    assert [o.reused for o in again] == [True, True, False]
+    assert [o.call_id for o in again] == ["0", "1", "2"]  # the new calls' ids
+    [other] = await later.run([call("tally", '{"label": "b"}')])
+    assert other.detail == "tally b: run 4" and not other.reused
+    huge = '{"size": 5000}'
+    [whole] = await first.run([call("huge", huge)])
+    [fresh] = await later.run([call("huge", huge)])  # run after ``later`` began: not its own
+    assert not fresh.reused
+    third = toolbox(servers, max_result_chars=200).for_prompt([], memory=memory)
+    [cut] = await third.run([call("huge", huge)])
+    assert cut.reused and cut.original_chars == whole.original_chars == 5000
+    assert len(cut.content) < 400 < len(whole.content)  # the new room's cut
 
 
 async def test_failing_hanging_unknown_and_huge_tools_are_results(servers: McpServers) -> None:
