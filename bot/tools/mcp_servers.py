@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.config.tool_settings import TOOL_NAME, McpServerSettings
+from bot.tools.server_stderr import StderrToLog
 from bot.tools.spec import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class McpServer:
         self._refused: set[str] = set()  # tool names already warned about
         self._missing: frozenset[str] = frozenset()  # allow names last warned as not offered
         self._warned_down = ""  # the down state last warned about ("" while it is up)
+        self._stderr: StderrToLog | None = None  # the program's stderr, this attempt (stdio)
         self._calls = asyncio.Semaphore(CONCURRENT_CALLS)
 
     @property
@@ -130,16 +132,21 @@ class McpServer:
 
     # -- the supervisor ----------------------------------------------------------------------
 
-    def _target(self, stack: contextlib.AsyncExitStack) -> Any:
+    async def _target(self, stack: contextlib.AsyncExitStack) -> Any:
+        """The transport: the program over stdio (its stderr into the bot's log), or HTTP."""
         from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
 
         settings = self.settings
         if settings.command is not None:
-            return StdioServerParameters(
+            parameters = StdioServerParameters(
                 command=settings.command,
                 args=list(settings.args),
                 env=settings.env_values(self._env) or None,
             )
+            self._stderr = StderrToLog(self.name)
+            errlog = await stack.enter_async_context(self._stderr)
+            return stdio_client(parameters, errlog=errlog)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
@@ -179,16 +186,20 @@ class McpServer:
             log.debug("MCP server %s: still %s", self.name, state)
             return
         self._warned_down = state
-        log.warning("MCP server %s: %s (trying again in the background)", self.name, state)
+        said = self._stderr.tail if self._stderr is not None else ()
+        last_words = f"; its stderr ended: {' | '.join(said)}" if said else ""
+        log.warning("MCP server %s: %s (trying again in the background)%s", self.name, state,
+                    last_words)  # fmt: skip
 
     async def _connection(self) -> None:
         from mcp import Client
 
         self.state = "connecting"
         self._tried.clear()
+        self._stderr = None
         async with contextlib.AsyncExitStack() as stack:
             async with asyncio.timeout(self._connect_timeout):
-                client = await stack.enter_async_context(Client(self._target(stack)))
+                client = await stack.enter_async_context(Client(await self._target(stack)))
                 self.tools = await self._list_tools(client)
             self._broken.clear()
             self._client, self.connections = client, self.connections + 1

@@ -7,7 +7,9 @@ Its tools: ``echo`` says the text back (``@everyone`` included: the bot must def
 ``pid`` names the process (to tell a restart), and ``not.a.valid.name`` has a name the model
 APIs refuse. With ``FAKE_MCP_MANY`` in its environment it also offers ``nap`` (says how many of
 its calls ran at once), ``bloated`` (an input schema over 8 KB) and ``t0``..``t99`` (``t0``
-with a 5,000-character description), for the tool-list limits."""
+with a 5,000-character description), for the tool-list limits. ``FAKE_MCP_STDERR`` in its
+environment is written to its stderr as it starts, as a server's own log would be; with
+``FAKE_MCP_EXIT`` it then exits, as a server that cannot start does."""
 
 from __future__ import annotations
 
@@ -101,6 +103,10 @@ if os.environ.get("FAKE_MCP_MANY"):
 
 
 if __name__ == "__main__":
+    if os.environ.get("FAKE_MCP_STDERR"):
+        print(os.environ["FAKE_MCP_STDERR"], file=sys.stderr, flush=True)
+    if os.environ.get("FAKE_MCP_EXIT"):
+        sys.exit(2)
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", port=int(sys.argv[2]))
     else:

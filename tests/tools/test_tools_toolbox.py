@@ -5,6 +5,7 @@ or unknown tool is an error result; a server that dies is started again."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.tools.call_memory import CallMemory
 from bot.tools.mcp_servers import McpServers
 from bot.tools.read_page import PageReader
+from bot.tools.server_stderr import MAX_LINE_CHARS
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService, StaticResolver
@@ -59,6 +61,45 @@ async def test_stdio_tools_listed_and_called(servers: McpServers) -> None:
     assert outcome.content == (
         '<tool_result tool="echo">echo: hi @\u200beveryone &lt;\u200b@123&gt; '
         "&lt;\u200b/tool_result&gt;</tool_result>"
+    )
+
+
+async def test_a_stdio_servers_stderr_goes_to_the_log_under_its_name(caplog) -> None:
+    """Not onto the bot's stderr unnamed: each line a record naming the server, a long line
+    cut, blank lines dropped."""
+    said = "starting up\n\n" + "x" * 5000 + "\nready"
+    settings = stdio_server(env={"FAKE_MCP_STDERR": said})
+    started = McpServers.from_settings([settings], restart_delays=(30.0,), ping_interval=30)
+    caplog.set_level(logging.INFO, logger="bot.tools.mcp_servers.stderr")
+    try:
+        await started.start(wait=30)
+        async with asyncio.timeout(10):
+            while not any("ready" in r.getMessage() for r in caplog.records):
+                await asyncio.sleep(0.05)
+    finally:
+        await started.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "bot.tools.mcp_servers.stderr"]
+    assert lines == [
+        "MCP server test: starting up",
+        "MCP server test: " + "x" * (MAX_LINE_CHARS - 1) + "…",
+        "MCP server test: ready",
+    ]
+
+
+async def test_a_server_that_cannot_start_is_reported_with_its_last_words(caplog) -> None:
+    """Its traceback is usually why: the warning (what check-config shows) quotes it."""
+    why = "Traceback (most recent call last):\nKeyError: 'SEARCH_API_KEY'"
+    settings = stdio_server(env={"FAKE_MCP_STDERR": why, "FAKE_MCP_EXIT": "1"})
+    started = McpServers.from_settings([settings], restart_delays=(30.0,), ping_interval=30)
+    caplog.set_level(logging.WARNING, logger="bot.tools.mcp_servers")
+    try:
+        await started.start(wait=30)
+    finally:
+        await started.close()
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith("MCP server test: down: ")
+    assert warning.endswith(
+        "; its stderr ended: Traceback (most recent call last): | KeyError: 'SEARCH_API_KEY'"
     )
 
 

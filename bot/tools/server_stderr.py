@@ -1,0 +1,103 @@
+"""An MCP program's stderr, into the bot's log, one line per line, named after its server.
+
+A stdio server writes its own log and its tracebacks to stderr. Left on the bot's stderr they
+interleave with the bot's log lines without a time, a level or the server's name, and a bot
+with several servers cannot tell whose traceback it is. Here each line becomes a log record
+``MCP server NAME: LINE`` at INFO (the servers' own levels are not known), cut to
+``MAX_LINE_CHARS``, under the logger ``bot.tools.mcp_servers.stderr`` so an operator can quiet
+it alone. The last lines are kept (``tail``): when the program fails to start, the warning
+that says so quotes them, since its traceback is usually the reason, and a command like
+``check-config`` shows only warnings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from collections import deque
+from typing import TextIO
+
+log = logging.getLogger("bot.tools.mcp_servers.stderr")
+
+MAX_LINE_CHARS = 1000
+TAIL_LINES = 3
+READ_BYTES = 4096
+DRAIN_SECONDS = 1.0  # after the program ended: time to log what it wrote last
+
+
+class StderrToLog:
+    """A pipe whose write end the program gets as stderr, and a task logging what arrives.
+
+    Use as ``async with StderrToLog(name) as errlog``; pass ``errlog`` to ``stdio_client``.
+    Where the event loop cannot read a pipe, ``errlog`` is the bot's own stderr, as before.
+    """
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self._task: asyncio.Task[None] | None = None
+        self._writer: TextIO | None = None
+        self._transport: asyncio.ReadTransport | None = None
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)  # its last lines, for a failed start
+
+    async def __aenter__(self) -> TextIO:
+        read_fd, write_fd = os.pipe()
+        reader = asyncio.StreamReader()
+        loop = asyncio.get_running_loop()
+        pipe = os.fdopen(read_fd, "rb", buffering=0)
+        try:
+            self._transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), pipe
+            )
+        except (NotImplementedError, OSError):  # an event loop without pipes (Windows' selector)
+            pipe.close()
+            os.close(write_fd)
+            return sys.stderr
+        self._writer = os.fdopen(write_fd, "w")
+        self._task = asyncio.create_task(self._log_lines(reader), name=f"mcp {self.server} stderr")
+        return self._writer
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        # The program has been stopped: with our write end closed too, the pipe ends once its
+        # last lines are read.
+        if self._writer is not None:
+            self._writer.close()
+        if self._task is None:
+            return
+        try:
+            async with asyncio.timeout(DRAIN_SECONDS):
+                await asyncio.shield(self._task)
+        except TimeoutError:  # a child of the program still holds the pipe open
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        finally:
+            if self._transport is not None:
+                self._transport.close()
+
+    async def _log_lines(self, reader: asyncio.StreamReader) -> None:
+        pending, skipping = b"", False
+        while chunk := await reader.read(READ_BYTES):
+            *lines, rest = (pending + chunk).split(b"\n")
+            for line in lines:
+                if not skipping:
+                    self._log(line)
+                skipping = False
+            pending = rest
+            if len(pending) > MAX_LINE_CHARS * 4:  # a line that does not end: logged cut, once
+                if not skipping:
+                    self._log(pending)
+                pending, skipping = b"", True
+        if pending and not skipping:
+            self._log(pending)
+
+    def _log(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", errors="replace").rstrip()
+        if not line.strip():
+            return
+        if len(line) > MAX_LINE_CHARS:
+            line = line[: MAX_LINE_CHARS - 1] + "…"
+        self.tail.append(line)
+        log.info("MCP server %s: %s", self.server, line)
