@@ -43,6 +43,9 @@ class CallMemory:
     def keep(self, call: ToolCallRequest, result: RawResult) -> None:
         self._ran.append((call_key(call), result))
 
+    def runs(self) -> list[tuple[CallKey, RawResult]]:
+        return list(self._ran)
+
 
 class AttemptMemory:
     """One attempt's view: the results run before it began, taken one call at a time."""
@@ -50,7 +53,7 @@ class AttemptMemory:
     def __init__(self, memory: CallMemory) -> None:
         self._memory = memory
         self._earlier: defaultdict[CallKey, deque[RawResult]] = defaultdict(deque)
-        for key, result in memory._ran:
+        for key, result in memory.runs():
             self._earlier[key].append(result)
 
     def take(self, call: ToolCallRequest) -> RawResult | None:
