@@ -38,6 +38,7 @@ from tests.fakes.discord_state import (
     hide_content,
     invalid_form,
     unknown_message,
+    without_members,
 )
 
 API_PREFIX = "/api/v10"
@@ -712,17 +713,3 @@ def _snowflake_param(query: Any, name: str) -> int | None:
     if not value.isdigit():
         raise invalid_form(name, "NUMBER_TYPE_COERCE", f"Value {value!r} is not snowflake.")
     return int(value)
-
-
-def without_members(payload: Payload) -> Payload:
-    """``payload`` as REST and a nested ``referenced_message`` serve it: the member fields of
-    its author and mentions are gateway-only, so nextcord builds users from it, not members."""
-    stripped = {key: value for key, value in payload.items() if key != "member"}
-    if "mentions" in payload:
-        stripped["mentions"] = [
-            {key: value for key, value in user.items() if key != "member"}
-            for user in payload["mentions"]
-        ]
-    if payload.get("referenced_message"):
-        stripped["referenced_message"] = without_members(payload["referenced_message"])
-    return stripped

@@ -458,7 +458,11 @@ class DiscordState:
             where = self.message_channel.get(referenced_id)
             if where is not None:
                 target = self.messages[where].by_id[referenced_id]
-                rendered["referenced_message"] = self.render(target, nested=True)
+                # Partial, as Discord nests it even in gateway events: no member fields, no
+                # guild_id (discord-api-docs#5095).
+                nested_message = without_members(self.render(target, nested=True))
+                nested_message.pop("guild_id", None)
+                rendered["referenced_message"] = nested_message
             elif referenced_id in self.deleted:
                 rendered["referenced_message"] = None
         return rendered
@@ -691,3 +695,18 @@ class Signal:
                 await asyncio.wait_for(self._event.wait(), remaining)
             except TimeoutError:
                 continue
+
+
+def without_members(payload: Payload) -> Payload:
+    """``payload`` as REST and a nested ``referenced_message`` serve it: the member fields of
+    its author and mentions come only with a gateway event's own message, so nextcord builds
+    users from it, not members."""
+    stripped = {key: value for key, value in payload.items() if key != "member"}
+    if "mentions" in payload:
+        stripped["mentions"] = [
+            {key: value for key, value in user.items() if key != "member"}
+            for user in payload["mentions"]
+        ]
+    if payload.get("referenced_message"):
+        stripped["referenced_message"] = without_members(payload["referenced_message"])
+    return stripped
