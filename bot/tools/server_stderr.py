@@ -4,7 +4,7 @@ A stdio server writes its own log and its tracebacks to stderr. Left on the bot'
 interleave with the bot's log lines without a time, a level or the server's name, and a bot
 with several servers cannot tell whose traceback it is. Here each line becomes a log record
 ``MCP server NAME: LINE`` at INFO (the servers' own levels are not known), cut to
-``MAX_LINE_CHARS``, under the logger ``bot.tools.mcp_servers.stderr`` so an operator can quiet
+``MAX_LINE_CHARS``, under the logger ``bot.tools.server_stderr`` so an operator can quiet
 it alone. The last lines are kept (``tail``): when the program fails to start, the warning
 that says so quotes them, since its traceback is usually the reason, and a command like
 ``check-config`` shows only warnings.
@@ -20,7 +20,7 @@ import sys
 from collections import deque
 from typing import TextIO
 
-log = logging.getLogger("bot.tools.mcp_servers.stderr")
+log = logging.getLogger(__name__)
 
 MAX_LINE_CHARS = 1000
 TAIL_LINES = 3

@@ -70,7 +70,7 @@ async def test_a_stdio_servers_stderr_goes_to_the_log_under_its_name(caplog) -> 
     said = "starting up\n\n" + "x" * 5000 + "\nready"
     settings = stdio_server(env={"FAKE_MCP_STDERR": said})
     started = McpServers.from_settings([settings], restart_delays=(30.0,), ping_interval=30)
-    caplog.set_level(logging.INFO, logger="bot.tools.mcp_servers.stderr")
+    caplog.set_level(logging.INFO, logger="bot.tools.server_stderr")
     try:
         await started.start(wait=30)
         async with asyncio.timeout(10):
@@ -78,7 +78,7 @@ async def test_a_stdio_servers_stderr_goes_to_the_log_under_its_name(caplog) -> 
                 await asyncio.sleep(0.05)
     finally:
         await started.close()
-    lines = [r.getMessage() for r in caplog.records if r.name == "bot.tools.mcp_servers.stderr"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "bot.tools.server_stderr"]
     assert lines == [
         "MCP server test: starting up",
         "MCP server test: " + "x" * (MAX_LINE_CHARS - 1) + "…",
