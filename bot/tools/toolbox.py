@@ -174,8 +174,9 @@ class Toolbox:
         raw: list[RawResult] = []
         for call, kept in zip(calls, earlier, strict=True):
             if kept is None:
-                kept = next(ran)
-                if memory is not None:
+                text, status, seconds, settled = next(ran)
+                kept = (text, status, seconds)
+                if memory is not None and settled:
                     memory.keep(call, kept)
             raw.append(kept)
         room = None if room_chars is None else room_chars - WRAP_CHARS * len(calls)
@@ -200,8 +201,11 @@ class Toolbox:
             reused=reused,
         )
 
-    async def _one(self, call: ToolCallRequest) -> tuple[str, ToolStatus, float]:
+    async def _one(self, call: ToolCallRequest) -> tuple[str, ToolStatus, float, bool]:
+        """The call's text, status and time, and whether that is its answer for the rest of
+        the answer: not when its server was down (the model is told to try again later)."""
         began = time.monotonic()
+        settled = True
         limit = self.settings.call_timeout_seconds
         status: ToolStatus = "ok"
         try:
@@ -216,7 +220,7 @@ class Toolbox:
         except ToolFailed as error:
             text, status = str(error), "error"
         except ServerDown as error:
-            text, status = f"{error}; try again later", "error"
+            text, status, settled = f"{error}; try again later", "error", False
         except TimeoutError:
             text, status = f"no result within {limit:g} s", "timeout"
         except Exception as error:  # a tool's bug must not end the answer
@@ -224,7 +228,7 @@ class Toolbox:
             text, status = f"the tool failed ({describe(error)})", "error"
         if status != "ok" and not text:
             text = "the tool failed without saying why"
-        return text, status, time.monotonic() - began
+        return text, status, time.monotonic() - began, settled
 
     def _function(self, name: str) -> Callable[[dict[str, Any]], Awaitable[tuple[str, bool]]]:
         if name == READ_PAGE.name and self._reads_pages:

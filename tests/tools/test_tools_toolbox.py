@@ -96,7 +96,12 @@ async def test_a_server_that_cannot_start_is_reported_with_its_last_words(caplog
         await started.start(wait=30)
     finally:
         await started.close()
-    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    said = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
+    warnings = [
+        m for name, level, m in said if name == "bot.tools.mcp_servers" and level == "WARNING"
+    ]
+    assert len(warnings) == 1, said
+    [warning] = warnings
     assert warning.startswith("MCP server test: down: ")
     assert warning.endswith(
         "; its stderr ended: Traceback (most recent call last): | KeyError: 'SEARCH_API_KEY'"
@@ -128,6 +133,22 @@ async def test_an_answers_later_prompt_gets_earlier_results_once_each(servers: M
     [cut] = await third.run([call("huge", huge)])
     assert cut.reused and cut.original_chars == whole.original_chars == 5000
     assert len(cut.content) < 400 < len(whole.content)  # the new room's cut
+
+
+async def test_a_call_its_server_could_not_take_is_not_kept_for_a_later_prompt() -> None:
+    """ "Try again later" is not the call's answer: the rebuilt prompt's call runs again."""
+    started = McpServers.from_settings([stdio_server()], restart_delays=(30.0,), ping_interval=30)
+    await started.start(wait=30)
+    memory = CallMemory()
+    try:
+        box = toolbox(started).for_prompt([], memory=memory)
+        [ran] = await box.run([call("pid")])
+        await started.servers[0].close()
+        [down] = await box.run([call("echo", '{"text": "hi"}')])
+    finally:
+        await started.close()
+    assert ran.status == "ok" and down.detail.endswith("try again later")
+    assert [key for key, _ in memory.runs()] == [("pid", "{}")]
 
 
 async def test_failing_hanging_unknown_and_huge_tools_are_results(servers: McpServers) -> None:
