@@ -72,6 +72,26 @@ class Metrics:
             ["result"],
             registry=registry,
         )
+        self.tool_calls = Counter(
+            "threadwise_tool_calls",
+            "Tool calls the model asked for, by tool and result (ok, error, timeout; reused: "
+            "not run again after a refit; not_run: past the limits).",
+            ["tool", "result"],
+            registry=registry,
+        )
+        self.tool_seconds = Histogram(
+            "threadwise_tool_call_seconds",
+            "Time one tool call ran, by tool.",
+            ["tool"],
+            buckets=SECONDS_BUCKETS,
+            registry=registry,
+        )
+        self.refits = Counter(
+            "threadwise_prompt_refits",
+            "Prompts the model server refused as too long, rebuilt smaller, by model.",
+            ["model"],
+            registry=registry,
+        )
         self.store_write = Histogram(
             "threadwise_store_write_seconds",
             "Time to record one answer in the store.",
@@ -115,6 +135,9 @@ class Metrics:
             self.rest_calls.inc(prepared.selection.rest_calls)
             for article in prepared.materialized.articles:
                 self.articles.labels("ok" if article.ok else "failed").inc()
+        self._observe_tools(result)
+        if result.refits:
+            self.refits.labels(model).inc(len(result.refits))
         completion = result.completion
         if completion is None:
             if result.error is not None and result.model_attempts:
@@ -132,6 +155,24 @@ class Metrics:
             ):
                 if count:
                     self.tokens.labels(model, kind).inc(count)
+
+    def _observe_tools(self, result: Any) -> None:
+        """Every call of the answer, those of prompts refused as too long included (they ran).
+        A tool is named only when it was offered: the model may call any name, and each name
+        would be a new time series."""
+        for progress in (*result.refused_tool_use, result.tool_use):
+            if progress is None:
+                continue
+            offered = {spec.name for spec in progress.specs}
+            for round_ in progress.rounds:
+                for outcome in round_.outcomes:
+                    tool = outcome.name if outcome.name in offered else "other"
+                    ran = not outcome.reused and outcome.status != "not_run"
+                    self.tool_calls.labels(
+                        tool, "reused" if outcome.reused else outcome.status
+                    ).inc()
+                    if ran:
+                        self.tool_seconds.labels(tool).observe(outcome.seconds)
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""

@@ -52,7 +52,9 @@ def tool_work_log(loop: ToolProgress, refused: int | None = None) -> list[WorkLo
                 f"{where}round {number}: {call.name} {arguments}: {outcome.status} {ran}, "
                 f"{outcome.original_chars} characters"
             )
-            if not outcome.ok:
+            if outcome.status == "not_run":  # the limits said no: nothing ran, nothing came
+                detail = f"{where}round {number}: {call.name} {arguments}: {outcome.detail}"
+            elif not outcome.ok:
                 detail += f" ({outcome.detail})"
             entries.append(
                 WorkLogEntry(

@@ -185,6 +185,6 @@ def _not_run(call: ToolCallRequest, why: str) -> ToolOutcome:
         call_id=call.id,
         name=call.name,
         content=wrap(call.name, why, error=True),
-        status="error",
+        status="not_run",
         detail=why,
     )

@@ -39,7 +39,8 @@ class ToolCallRequest(_Frozen):
     arguments: str = "{}"
 
 
-ToolStatus = Literal["ok", "error", "timeout", "unknown"]
+ToolStatus = Literal["ok", "error", "timeout", "unknown", "not_run"]
+"""``not_run``: past the limits, or cut at the token limit; the model reads why, as an error."""
 
 
 class ToolOutcome(_Frozen):

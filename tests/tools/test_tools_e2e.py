@@ -26,6 +26,7 @@ from bot.tools.mcp_servers import McpServers
 from bot.tools.toolbox import Toolbox
 from conversation.tokens import text_tokens
 from tests.bot.test_budget_e2e import chatter
+from tests.bot.test_channels_e2e import scraped, value
 from tests.fakes.anthropic_server import Answer as AnthropicAnswer
 from tests.fakes.anthropic_server import FakeAnthropic, UseTools
 from tests.fakes.discord_server import FakeDiscord
@@ -57,6 +58,18 @@ async def toolbox() -> AsyncIterator[Toolbox]:
         yield Toolbox(ToolSettings(**TOOLS_ON), servers=servers)
     finally:
         await servers.close()
+
+
+async def metrics_of(bot) -> dict:
+    """What a Prometheus scrape of the running bot reads."""
+    import aiohttp
+
+    port = bot.client.metrics_server.port
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/metrics") as response,
+    ):
+        return scraped(await response.text())
 
 
 def echo_the_tool(request) -> Answer | None:
@@ -348,15 +361,18 @@ async def test_a_call_run_for_a_prompt_refused_as_too_long_is_not_run_again(tmp_
         "resulted in 9000 tokens. Please reduce the length of the messages."
     )
     with Store.open(tmp_path / "store.sqlite3") as store:
-        async with running_bot(store=store, toolbox=toolbox, tools=TOOLS_ON) as bot:
+        async with running_bot(
+            store=store, toolbox=toolbox, tools=TOOLS_ON, metrics={"port": 0}
+        ) as bot:
             bot.model.queue(
-                CallTools((("tally", '{"label": "deploys"}'),)),
+                CallTools((("tally", '{"label": "deploys"}'), ("no_such_tool", "{}"))),
                 Fail(status=400, message=too_long),
                 CallTools((("tally", '{ "label" : "deploys" }'),)),
             )
             bot.model.script(echo_the_tool)
             reply = await ask(bot, "count the deploys, then tell me")
             requests = bot.model.chat_requests
+            samples = await metrics_of(bot)
         lines = list(store.export_lines())
         explanation = await store.explain_async(int(reply["id"]))
     assert len(requests) == 4  # call, refused, call again, answer
@@ -364,11 +380,19 @@ async def test_a_call_run_for_a_prompt_refused_as_too_long_is_not_run_again(tmp_
     assert [m["role"] for m in requests[-1].messages[-2:]] == ["assistant", "tool"]
     assert json.loads(lines[0])["messages"][:-1] == requests[-1].messages  # as last sent
     calls = [w for w in explanation.work_log if w.action == "tool_call"]
-    assert [c.status for c in calls] == ["success", "success"]
+    assert [c.status for c in calls] == ["success", "failure", "success"]
     assert calls[0].detail.startswith("prompt 1 (refused as too long), round 1: tally")
-    assert calls[1].detail.startswith("round 1: tally")
-    assert "not run again" in calls[1].detail
+    assert calls[1].detail.startswith("prompt 1 (refused as too long), round 1: no_such_tool")
+    assert calls[2].detail.startswith("round 1: tally")
+    assert "not run again" in calls[2].detail
     assert [w.action for w in explanation.work_log].count("budget_refit") == 1
+    # The operator's numbers: one run, one reuse, a name nobody offered kept out of the labels.
+    tool_calls = "threadwise_tool_calls_total"
+    assert value(samples, tool_calls, tool="tally", result="ok") == 1
+    assert value(samples, tool_calls, tool="tally", result="reused") == 1
+    assert value(samples, tool_calls, tool="other", result="error") == 1
+    assert value(samples, "threadwise_tool_call_seconds_count", tool="tally") == 1
+    assert value(samples, "threadwise_prompt_refits_total", model="fake-model") == 1
 
 
 async def test_a_server_going_down_mid_answer_keeps_the_room_and_the_offer_agreed(tmp_path) -> None:

@@ -59,7 +59,7 @@ async def test_calls_cut_at_the_token_limit_are_not_run(
         requests = fake.message_requests if provider == "anthropic" else fake.chat_requests
     assert result.completion.text == "Out of room."
     (outcome,) = result.rounds[0].outcomes
-    assert outcome.status == "error" and "token limit" in outcome.content
+    assert outcome.status == "not_run" and "token limit" in outcome.content
     assert outcome.original_chars == 0  # not run
     final = requests[1].body["tool_choice"]
     assert final in ("none", {"type": "none"})  # asked for the final answer
@@ -81,9 +81,9 @@ async def test_calls_past_the_limits_get_an_error_and_are_not_run(
             model, PROMPT, toolbox, max_steps=4, max_calls=8, max_total=10
         )
     first, second = result.rounds
-    assert [o.status for o in first.outcomes] == ["ok"] * 8 + ["error"] * 32
+    assert [o.status for o in first.outcomes] == ["ok"] * 8 + ["not_run"] * 32
     assert "at most 8 tool calls per round" in first.outcomes[8].content
-    assert [o.status for o in second.outcomes] == ["ok"] * 2 + ["error"] * 3
+    assert [o.status for o in second.outcomes] == ["ok"] * 2 + ["not_run"] * 3
     assert "used all its tool calls" in second.outcomes[2].content
     assert len(fake.chat_requests) == 3
     assert fake.chat_requests[2].body["tool_choice"] == "none"
