@@ -74,8 +74,9 @@ class AnswerResult:
     refits: list[str] = field(default_factory=list)  # prompts refused as too long, and why
     followed: str | None = None  # answered without a call: why (see bot.discord.follow)
     tool_use: ToolProgress | None = None  # the tool rounds, when tools were offered
-    # The tool rounds of prompts refused as too long: their calls ran, so they are recorded.
-    refused_tool_use: list[ToolProgress] = field(default_factory=list)
+    # The tool rounds of prompts refused as too long, by the prompt's number (1: the first
+    # sent): their calls ran, so they are recorded.
+    refused_tool_use: list[tuple[int, ToolProgress]] = field(default_factory=list)
     model_settings: ModelSettings | None = None  # the channel's [model], as it answered
 
 
@@ -316,7 +317,8 @@ class Answerer:
                     raise
                 result.model_attempts.extend(error.attempts)
                 if error.tool_progress is not None and error.tool_progress.rounds:
-                    result.refused_tool_use.append(error.tool_progress)
+                    prompt = len(result.refits) + 1
+                    result.refused_tool_use.append((prompt, error.tool_progress))
                 fitted = result.prepared.fitted
                 room = None if offer is None else offer.with_room  # the tools keep their room
                 budget = await runtime.budgeter.after_overflow(error, fitted, room)

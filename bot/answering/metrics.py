@@ -160,7 +160,7 @@ class Metrics:
         """Every call of the answer, those of prompts refused as too long included (they ran).
         A tool is named only when it was offered: the model may call any name, and each name
         would be a new time series."""
-        for progress in (*result.refused_tool_use, result.tool_use):
+        for progress in (*(refused for _, refused in result.refused_tool_use), result.tool_use):
             if progress is None:
                 continue
             offered = {spec.name for spec in progress.specs}

@@ -80,8 +80,8 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
                     status="success" if result_article.ok else "failure",
                 )
             )
-    for number, refused in enumerate(result.refused_tool_use, start=1):
-        work.extend(tool_work_log(refused, refused=number))
+    for prompt, refused in result.refused_tool_use:
+        work.extend(tool_work_log(refused, refused=prompt))
     if loop is not None and prepared is not None and len(context) < len(messages):
         context.extend([None] * (len(prepared.request_messages) - len(context)))
         context.extend(tool_context(loop)[: len(messages) - len(context)])

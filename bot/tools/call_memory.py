@@ -6,8 +6,12 @@ something (written, sent, paid for): running it again would do it twice, and cos
 the first run again. So an answer remembers its calls' results; in a later attempt, a call with
 the same name and arguments gets the result it had (cut to that attempt's room), not a second
 run. Within one attempt a repeated call runs again: a model that calls twice in one exchange
-means it (a page that changed, a counter), and it reads both results. A call answered "its
-server is down, try again later" is not kept: trying again is what it asked for.
+means it (a page that changed, a counter), and it reads both results.
+
+Not given back: a call answered "its server is down, try again later", which is not kept
+(trying again is what the model was told; when the server dropped the connection during the
+call the tool may have run, and nothing can say), and a page read whose host the smaller
+prompt no longer names (the call runs, and the host rule refuses it).
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ that says so quotes them, since its traceback is usually the reason, and a comma
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import sys
@@ -32,7 +31,8 @@ class StderrToLog:
     """A pipe whose write end the program gets as stderr, and a task logging what arrives.
 
     Use as ``async with StderrToLog(name) as errlog``; pass ``errlog`` to ``stdio_client``.
-    Where the event loop cannot read a pipe, ``errlog`` is the bot's own stderr, as before.
+    On Windows (its event loop reads only overlapped pipes), or an event loop that reads no
+    pipes, ``errlog`` is the bot's own stderr, as before.
     """
 
     def __init__(self, server: str) -> None:
@@ -43,18 +43,21 @@ class StderrToLog:
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)  # its last lines, for a failed start
 
     async def __aenter__(self) -> TextIO:
+        if sys.platform == "win32":
+            return sys.stderr
         read_fd, write_fd = os.pipe()
-        reader = asyncio.StreamReader()
-        loop = asyncio.get_running_loop()
-        pipe = os.fdopen(read_fd, "rb", buffering=0)
+        reader, pipe = asyncio.StreamReader(), os.fdopen(read_fd, "rb", buffering=0)
         try:
-            self._transport, _ = await loop.connect_read_pipe(
+            self._transport, _ = await asyncio.get_running_loop().connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader), pipe
             )
-        except (NotImplementedError, OSError):  # an event loop without pipes (Windows' selector)
+        except NotImplementedError:  # an event loop that reads no pipes: as before
             pipe.close()
             os.close(write_fd)
             return sys.stderr
+        except BaseException:  # cancelled: the transport closed the read end, ours is the write
+            os.close(write_fd)
+            raise
         self._writer = os.fdopen(write_fd, "w")
         self._task = asyncio.create_task(self._log_lines(reader), name=f"mcp {self.server} stderr")
         return self._writer
@@ -71,13 +74,18 @@ class StderrToLog:
                 await asyncio.shield(self._task)
         except TimeoutError:  # a child of the program still holds the pipe open
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.wait([self._task])  # a cancel of our own caller still reaches it
         finally:
             if self._transport is not None:
                 self._transport.close()
 
     async def _log_lines(self, reader: asyncio.StreamReader) -> None:
+        try:
+            await self._read_lines(reader)
+        except OSError as error:  # the pipe failed: what the program says is lost, not the bot
+            log.debug("MCP server %s: its stderr cannot be read: %s", self.server, error)
+
+    async def _read_lines(self, reader: asyncio.StreamReader) -> None:
         pending, skipping = b"", False
         while chunk := await reader.read(READ_BYTES):
             *lines, rest = (pending + chunk).split(b"\n")

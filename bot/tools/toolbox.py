@@ -168,7 +168,10 @@ class Toolbox:
         take at most ``room_chars`` together (see the module docstring). A call the answer ran
         for a prompt refused as too long is not run again: its result is given back."""
         memory = self._memory
-        earlier = [None if memory is None else memory.take(call) for call in calls]
+        earlier = [
+            memory.take(call) if memory is not None and self._may_reuse(call) else None
+            for call in calls
+        ]
         fresh = [call for call, kept in zip(calls, earlier, strict=True) if kept is None]
         ran = iter(await asyncio.gather(*(self._one(call) for call in fresh)))
         raw: list[RawResult] = []
@@ -185,6 +188,14 @@ class Toolbox:
             self._outcome(call, result, size, reused=kept is not None)
             for call, result, size, kept in zip(calls, raw, sizes, earlier, strict=True)
         ]
+
+    def _may_reuse(self, call: ToolCallRequest) -> bool:
+        """A page read for a refused prompt is given back only if this prompt names its host
+        too: the rebuilt prompt is smaller, and the host rule holds for each prompt."""
+        if call.name != READ_PAGE.name:
+            return True
+        arguments = _arguments(call)
+        return arguments is not None and self._refused_host(arguments) is None
 
     def _outcome(
         self, call: ToolCallRequest, result: RawResult, size: int, *, reused: bool

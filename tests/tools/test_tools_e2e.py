@@ -353,9 +353,10 @@ async def test_calls_already_run_are_recorded_when_the_model_then_fails(tmp_path
 
 
 async def test_a_call_run_for_a_prompt_refused_as_too_long_is_not_run_again(tmp_path, toolbox):
-    """The server refuses the request after a round as too long: the rebuilt prompt's loop
-    asks for the same call again (its arguments spelled otherwise) and gets the result the tool
-    gave, without running it a second time; the record says both what ran and what was reused."""
+    """The server refuses the first prompt at once and the rebuilt one after a round, as too
+    long: the third prompt's loop asks for the same call again (its arguments spelled
+    otherwise) and gets the result the tool gave, without running it a second time; the record
+    says what ran for which prompt and what was reused, and the metrics count both."""
     too_long = (
         "This model's maximum context length is 8192 tokens. However, your messages "
         "resulted in 9000 tokens. Please reduce the length of the messages."
@@ -365,8 +366,9 @@ async def test_a_call_run_for_a_prompt_refused_as_too_long_is_not_run_again(tmp_
             store=store, toolbox=toolbox, tools=TOOLS_ON, metrics={"port": 0}
         ) as bot:
             bot.model.queue(
+                Fail(status=400, message=too_long),  # prompt 1: refused before any round
                 CallTools((("tally", '{"label": "deploys"}'), ("no_such_tool", "{}"))),
-                Fail(status=400, message=too_long),
+                Fail(status=400, message=too_long),  # prompt 2: refused after one
                 CallTools((("tally", '{ "label" : "deploys" }'),)),
             )
             bot.model.script(echo_the_tool)
@@ -375,24 +377,24 @@ async def test_a_call_run_for_a_prompt_refused_as_too_long_is_not_run_again(tmp_
             samples = await metrics_of(bot)
         lines = list(store.export_lines())
         explanation = await store.explain_async(int(reply["id"]))
-    assert len(requests) == 4  # call, refused, call again, answer
+    assert len(requests) == 5  # refused, call, refused, call again, answer
     assert "tally deploys: run 1" in reply["content"]  # the first run's result, not a second
     assert [m["role"] for m in requests[-1].messages[-2:]] == ["assistant", "tool"]
     assert json.loads(lines[0])["messages"][:-1] == requests[-1].messages  # as last sent
     calls = [w for w in explanation.work_log if w.action == "tool_call"]
     assert [c.status for c in calls] == ["success", "failure", "success"]
-    assert calls[0].detail.startswith("prompt 1 (refused as too long), round 1: tally")
-    assert calls[1].detail.startswith("prompt 1 (refused as too long), round 1: no_such_tool")
+    assert calls[0].detail.startswith("prompt 2 (refused as too long), round 1: tally")
+    assert calls[1].detail.startswith("prompt 2 (refused as too long), round 1: no_such_tool")
     assert calls[2].detail.startswith("round 1: tally")
     assert "not run again" in calls[2].detail
-    assert [w.action for w in explanation.work_log].count("budget_refit") == 1
+    assert [w.action for w in explanation.work_log].count("budget_refit") == 2
     # The operator's numbers: one run, one reuse, a name nobody offered kept out of the labels.
     tool_calls = "threadwise_tool_calls_total"
     assert value(samples, tool_calls, tool="tally", result="ok") == 1
     assert value(samples, tool_calls, tool="tally", result="reused") == 1
     assert value(samples, tool_calls, tool="other", result="error") == 1
     assert value(samples, "threadwise_tool_call_seconds_count", tool="tally") == 1
-    assert value(samples, "threadwise_prompt_refits_total", model="fake-model") == 1
+    assert value(samples, "threadwise_prompt_refits_total", model="fake-model") == 2
 
 
 async def test_a_server_going_down_mid_answer_keeps_the_room_and_the_offer_agreed(tmp_path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 
 from bot.config.tool_settings import ToolSettings
+from bot.tools.call_memory import CallMemory
 from bot.tools.page_hosts import hosts_in, hosts_named
 from bot.tools.read_page import PageReader
 from bot.tools.toolbox import Toolbox
@@ -120,6 +121,28 @@ async def test_read_page_reads_only_hosts_the_conversation_names(port: int) -> N
             [call("read_page", f'{{"url": "http://evil.example:{port}/q"}}')]
         )
         assert evil.status == "ok", evil.detail
+
+
+async def test_a_page_read_for_a_refused_prompt_is_given_back_only_where_its_host_is_named(
+    port: int,
+) -> None:
+    """The rebuilt prompt is smaller: where it still names the host the page comes back
+    without a second read; where it does not, the host rule refuses the call as for any."""
+    resolver = StaticResolver({"wiki.example.org": ["127.0.0.1"]})
+    url = f"http://wiki.example.org:{port}/a"
+    named = [{"role": "user", "content": f"read {url}"}]
+    async with ArticleService(OPEN, resolver=resolver) as articles:
+        box = Toolbox(ToolSettings(enabled=True), pages=PageReader(articles))
+        memory = CallMemory()
+        read = call("read_page", f'{{"url": "{url}"}}')
+        [first] = await box.for_prompt(named, memory=memory).run([read])
+        [again] = await box.for_prompt(named, memory=memory).run([read])
+        unnamed = [{"role": "user", "content": "summarise please"}]
+        [refused] = await box.for_prompt(unnamed, memory=memory).run([read])
+    assert first.status == "ok" and not first.reused
+    assert again.reused and again.content == first.content
+    assert refused.status == "error" and not refused.reused
+    assert "the members named in this conversation" in refused.content
 
 
 async def test_a_refused_address_is_blocked_for_the_model_and_detailed_in_the_log(
