@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bench.context_quality import FoldError, read_manifest
 from bench.train_relevance import DEFAULT_TRAIN, Log, load_log, propose
+from conversation.gold import Score
 from conversation.relevance import RelevanceModel, WeightsError, load_model, load_model_from
 from conversation.settings import ContextSettings
 
@@ -104,10 +105,6 @@ def outcomes(data: Path, settings: ContextSettings, manifest: Path | None) -> It
                 yield _replay(model, log, trigger_id, fold_settings)
 
 
-def _f1(precision: float, recall: float) -> float:
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-
-
 def _size_label(gold: int) -> str:
     lower = 1
     for upper in SIZES:
@@ -137,13 +134,17 @@ def report(found: list[Outcome], settings: ContextSettings) -> str:
         "|---|---|---|---|---|---|",
     ]
     for name in found[0].picks:
-        picked = sum(o.picks[name][0] for o in found)
-        hits = sum(o.picks[name][1] for o in found)
-        parents = sum(o.picks[name][2] for o in found if o.has_parent)
-        precision, recall = hits / max(picked, 1), hits / gold
+        score = Score(
+            hits=sum(o.picks[name][1] for o in found),
+            selected=sum(o.picks[name][0] for o in found),
+            gold=gold,
+            triggers=len(found),
+            with_parent=with_parent,
+            parent_found=sum(o.picks[name][2] for o in found if o.has_parent),
+        )
         lines.append(
-            f"| {name} | {precision:.3f} | {recall:.3f} | {_f1(precision, recall):.3f} "
-            f"| {parents / max(with_parent, 1):.3f} | {picked / len(found):.1f} |"
+            f"| {name} | {score.precision:.3f} | {score.recall:.3f} | {score.f1:.3f} "
+            f"| {score.parent_recall:.3f} | {score.selected / score.triggers:.1f} |"
         )
     lines += [
         "",
