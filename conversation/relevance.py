@@ -383,34 +383,32 @@ class Tree(BaseModel):
     right: tuple[int, ...]
     values: tuple[float, ...]
 
-    def expression(self, node: int = 0, *, leaf_index: bool = False) -> str:
-        """The tree as one Python expression over ``x`` (compiled once, evaluated fast).
-
-        It gives the leaf's value, or with ``leaf_index`` which leaf the row reaches.
-        """
+    def expression(self, node: int = 0) -> str:
+        """The tree as one Python expression over ``x`` giving the leaf's value (compiled once,
+        evaluated fast)."""
         if self.feature[node] < 0:
-            return str(int(node)) if leaf_index else repr(float(self.values[node]))
-        left = self.expression(self.left[node], leaf_index=leaf_index)
-        right = self.expression(self.right[node], leaf_index=leaf_index)
+            return repr(float(self.values[node]))
+        left = self.expression(self.left[node])
+        right = self.expression(self.right[node])
         return (
             f"({left} if x[{int(self.feature[node])}] < "
             f"{float(self.threshold[node])!r} else {right})"
         )
 
-    def paths(self) -> dict[int, tuple[tuple[int, float], ...]]:
-        """For each leaf, the features on the way to it and how much each moved the value."""
-        found: dict[int, tuple[tuple[int, float], ...]] = {}
-        stack: list[tuple[int, tuple[tuple[int, float], ...]]] = [(0, ())]
-        while stack:
-            node, path = stack.pop()
-            feature = self.feature[node]
-            if feature < 0:
-                found[node] = path
-                continue
-            for child in (self.left[node], self.right[node]):
-                step = (int(feature), self.values[child] - self.values[node])
-                stack.append((child, (*path, step)))
-        return found
+    def walk_lines(self, indent: str, node: int = 0) -> list[str]:
+        """The tree as statements that add, at each split taken, the change of value it made to
+        ``p[feature]``: a row's contributions in one compiled walk, with no leaf lookup."""
+        feature = self.feature[node]
+        if feature < 0:
+            return [f"{indent}pass"]
+        lines = [f"{indent}if x[{int(feature)}] < {float(self.threshold[node])!r}:"]
+        for child, head in ((self.left[node], None), (self.right[node], f"{indent}else:")):
+            if head is not None:
+                lines.append(head)
+            change = float(self.values[child] - self.values[node])
+            lines.append(f"{indent}    p[{int(feature)}] += {change!r}")
+            lines.extend(self.walk_lines(indent + "    ", child))
+        return lines
 
 
 class TreeStage(BaseModel):
@@ -434,13 +432,17 @@ class TreeStage(BaseModel):
         return eval(compile(f"lambda x: {body}", "<relevance trees>", "eval"))
 
     @functools.cached_property
-    def _compiled_leaves(self):
-        body = ", ".join(tree.expression(leaf_index=True) for tree in self.trees)
-        return eval(compile(f"lambda x: ({body},)", "<relevance leaves>", "eval"))
-
-    @functools.cached_property
-    def _paths(self) -> tuple[dict[int, tuple[tuple[int, float], ...]], ...]:
-        return tuple(tree.paths() for tree in self.trees)
+    def _compiled_walk(self):
+        # Explanations ask this of every chosen message: one unrolled walk over all the trees
+        # costs about half of finding each leaf and then replaying its path. Built, like
+        # ``_compiled``, from validated ints and floats only.
+        lines = ["def walk(x, p):"]
+        for tree in self.trees:
+            lines.extend(tree.walk_lines("    "))
+        lines.append("    return p")
+        scope: dict = {}
+        exec(compile("\n".join(lines), "<relevance walk>", "exec"), scope)
+        return scope["walk"]
 
     def probability(self, row: Sequence[float]) -> float:
         z = max(-30.0, min(30.0, self._compiled(row)))
@@ -448,11 +450,7 @@ class TreeStage(BaseModel):
 
     def contributions(self, row: Sequence[float]) -> list[float]:
         """Each feature's share of the log-odds: the value changes along the path it decided."""
-        parts = [0.0] * len(self.features)
-        for paths, leaf in zip(self._paths, self._compiled_leaves(row), strict=True):
-            for feature, change in paths[leaf]:
-                parts[feature] += change
-        return parts
+        return self._compiled_walk(row, [0.0] * len(self.features))
 
 
 @dataclass(frozen=True, slots=True)
