@@ -26,7 +26,7 @@ class ContextSettings(StrictSection):
     """Thresholds of the tik/tok context builder."""
 
     min_linear: int = Field(1, ge=0, le=1000, description="Recent messages always included.")
-    max_total: int = Field(30, ge=1, le=1000, description="Hard cap on messages in a context.")
+    max_total: int = Field(50, ge=1, le=1000, description="Hard cap on messages in a context.")
     time_threshold_minutes: float = Field(
         30,
         gt=0,

@@ -59,7 +59,7 @@ def test_the_most_specific_table_wins_and_threads_follow_their_parent(tmp_path):
     assert support.triggers.burst_window_seconds == 1.5  # the top level's
     casual = table.settings_at(Place(44, 22, 33))  # the category's table
     assert casual.model.name == "small" and casual.model.temperature == 0.3
-    assert casual.triggers.burst_window_seconds == 4.0 and casual.context.max_total == 30
+    assert casual.triggers.burst_window_seconds == 4.0 and casual.context.max_total == 50
     assert table.settings_at(Place(55, None, 33)) is casual  # the server, by the same table
     elsewhere = table.settings_at(Place(66, None, 77))
     assert elsewhere is table.top and elsewhere.model.temperature is None
@@ -115,7 +115,7 @@ def test_model_use_at_the_top_level_picks_the_endpoint_for_every_channel(tmp_pat
             "config.toml: [[channels]] 1 [model] temperature: at most 2, got 9",
         ),
         (
-            "[[channels]]\nmatch = { channel_ids = [1] }\n[channels.context]\nmin_linear = 40\n",
+            "[[channels]]\nmatch = { channel_ids = [1] }\n[channels.context]\nmin_linear = 60\n",
             "config.toml: [[channels]] 1 [context] min_linear: must not exceed max_total",
         ),
         (

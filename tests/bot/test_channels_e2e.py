@@ -161,7 +161,7 @@ async def test_a_channel_table_sets_the_context_and_the_budget(tmp_path):
         support = answerer.channels.runtime_for(bot.client.get_channel(CHANNEL))
         lobby = answerer.channels.runtime_for(bot.client.get_channel(LOBBY))
         assert support.builder.settings.max_total == 12
-        assert lobby.builder.settings.max_total == 30
+        assert lobby.builder.settings.max_total == 50
         assert support.budgeter.budget().window == 16384  # the big model's window
         assert lobby.budgeter.budget().window == 8192
         # Built once per table: a second answer pays nothing.

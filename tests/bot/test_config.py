@@ -79,9 +79,9 @@ def test_every_setting_is_written_in_config_toml():
         ),
         ("[triggers]\nfollow_minutes = 0\n", "[triggers] follow_minutes: more than 0, got 0"),
         (
-            "[context]\nmin_linear = 40\n",
+            "[context]\nmin_linear = 60\n",
             "[context] min_linear: must not exceed max_total "
-            "(min_linear = 40 > max_total = 30 (the default))",
+            "(min_linear = 60 > max_total = 50 (the default))",
         ),
         ("[context]\nrelevance_threshold = 1.5\n", "[context] relevance_threshold:"),
         ("[context]\ncandidate_window = 0\n", "[context] candidate_window:"),
@@ -165,13 +165,13 @@ def test_check_config_masks_secrets(tmp_path, capsys, monkeypatch):
 
 
 def test_broken_config_exits_non_zero_without_traceback(tmp_path):
-    path = write(tmp_path, "[context]\nmin_linear = 40\n")
+    path = write(tmp_path, "[context]\nmin_linear = 60\n")
     result = run_cli("check-config", "--config", str(path))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.strip() == (
         f"error: {path}: [context] min_linear: must not exceed max_total "
-        "(min_linear = 40 > max_total = 30 (the default))"
+        "(min_linear = 60 > max_total = 50 (the default))"
     )
 
 

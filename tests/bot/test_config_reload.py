@@ -148,7 +148,7 @@ async def test_an_edited_system_prompt_reaches_the_next_answer_and_a_broken_edit
             await wait_for_log(caplog, "[model] base_url changed: takes effect after a restart")
 
             broken = config_text(
-                discord, model, prompt="You are Gamma.", extra="[context]\nmin_linear = 50\n"
+                discord, model, prompt="You are Gamma.", extra="[context]\nmin_linear = 70\n"
             )
             path.write_text(broken)
             refused = await wait_for_log(caplog, "edit refused")

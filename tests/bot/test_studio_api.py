@@ -192,8 +192,8 @@ async def test_a_log_without_gold_has_no_scores(tmp_path):
     ("settings", "line"),
     [
         (
-            {"min_linear": 40},
-            "studio: [context] min_linear: must not exceed max_total (min_linear = 40 > max_total",
+            {"min_linear": 60},
+            "studio: [context] min_linear: must not exceed max_total (min_linear = 60 > max_total",
         ),
         ({"max_totl": 3}, "studio: [context] max_totl: unknown key"),
         ({"time_threshold_minutes": 0}, "studio: [context] time_threshold_minutes: more than 0"),

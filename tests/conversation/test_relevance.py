@@ -110,7 +110,7 @@ async def test_the_threshold_trades_fullness_for_sureness(index: int):
     strict = await build_with(source, index, relevance_threshold=1.0)
     default = await build_with(source, index)
     loose = await build_with(source, index, relevance_threshold=0.0)
-    assert len(strict.ids) <= len(default.ids) <= len(loose.ids) <= 30
+    assert len(strict.ids) <= len(default.ids) <= len(loose.ids) <= ContextSettings().max_total
     assert set(strict.ids) <= set(default.ids) <= set(loose.ids)
     # Whatever the threshold, the recent messages are in and every message says why, with a score.
     linear = ContextSettings().min_linear
