@@ -194,7 +194,10 @@ class McpServer:
     async def _connection(self) -> None:
         from mcp import Client
 
-        self.state = "connecting"
+        if not self.state.startswith("down"):
+            # A retry keeps saying why it is down: the start-up summary, check-config and a
+            # refused call would otherwise read "connecting" whenever they met an attempt.
+            self.state = "connecting"
         self._tried.clear()
         self._stderr = None
         async with contextlib.AsyncExitStack() as stack:
