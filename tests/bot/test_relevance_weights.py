@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conversation.relevance import WEIGHTS_FILE, WeightsError, load_model_from
+from conversation.relevance import (
+    MAX_TREE_DEPTH,
+    WEIGHTS_FILE,
+    WeightsError,
+    load_model_from,
+)
 from tests.fakes.code_copy import code_copy_with
 from tests.fakes.harness import EXAMPLE, ROOT
 
@@ -52,6 +57,23 @@ def _deep_tree(data: dict) -> None:
     }
 
 
+def _chain_tree(depth: int) -> dict:
+    """A chain of ``depth`` splits on feature 0, each leaf worth its depth."""
+    return {
+        "feature": [0] * depth + [-1] * (depth + 1),
+        "threshold": [node + 0.5 for node in range(depth)] + [0.0] * (depth + 1),
+        "left": [depth + node for node in range(depth)] + [-1] * (depth + 1),
+        "right": [node + 1 for node in range(depth - 1)] + [2 * depth] + [-1] * (depth + 1),
+        "values": [0.0] * depth + [float(node) for node in range(depth + 1)],
+    }
+
+
+def _overflowing_change(data: dict) -> None:
+    tree = data["second"]["trees"][0]
+    tree.update(feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1])
+    tree.update(right=[2, -1, -1], values=[1e308, -1e308, 0.0])  # each finite, the step is not
+
+
 BROKEN = {
     "missing": (None, "cannot be read"),
     "truncated": ('{"first": {"features": [', "not valid JSON"),
@@ -77,6 +99,7 @@ BROKEN = {
     "looping-tree": (_weights(_loop_tree), "second.trees.0: node"),
     "shared-node": (_weights(_shared_node), "two parents"),
     "deep-tree": (_weights(_deep_tree), "deeper than"),
+    "overflowing-change": (_weights(_overflowing_change), "more than a float holds"),
     "nested-json": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     "not-a-number": (
         _weights(lambda data: data["first"]["weights"].__setitem__(0, float("nan"))),
@@ -105,6 +128,23 @@ def test_a_broken_weights_file_is_one_line_naming_it(tmp_path, content, fault):
 
 def test_the_shipped_weights_load():
     assert load_model_from(SHIPPED).threshold > 0
+
+
+def test_the_deepest_tree_allowed_scores_and_explains(tmp_path):
+    """Explanations compile one nested block per level: the deepest tree the check lets through
+    must compile there too, and say what the score says."""
+    depth = MAX_TREE_DEPTH
+    path = tmp_path / WEIGHTS_FILE
+    path.write_text(
+        _weights(lambda data: data["second"]["trees"].__setitem__(0, _chain_tree(depth)))
+    )
+    chain = load_model_from(path).second
+    alone = chain.model_copy(update={"trees": chain.trees[:1], "base": 0.0})
+    for reached in (0, depth // 2, depth):
+        row = [float(reached)] * len(alone.features)  # passes ``reached`` splits, then leaves
+        assert alone._compiled(row) == float(reached)
+        parts = alone.contributions(row)
+        assert parts[0] == float(reached) and not any(parts[1:])
 
 
 @pytest.fixture
