@@ -55,7 +55,12 @@ def deal(names: list[str], folds: int, seed: int) -> list[list[str]]:
 
 def _code_hash() -> str:
     digest = hashlib.sha256()
-    for part in ("conversation/relevance.py", "bench/train_relevance.py"):
+    for part in (
+        "conversation/relevance.py",
+        "conversation/reach.py",
+        "conversation/addressing.py",
+        "bench/train_relevance.py",
+    ):
         digest.update((ROOT / part).read_bytes())
     return digest.hexdigest()[:12]
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.context_quality import gold_triggers
+from conversation.addressing import name_key, opening_of, with_written_addresses
 from conversation.relevance import (
     FEATURES,
     SECOND_FEATURES,
@@ -95,6 +96,7 @@ def export_clues(data: dict) -> list[Clue]:
     clues = []
     for message in data["messages"]:
         message_id = int(message["id"])
+        author = message["author"]
         mentions = message.get("mentions") or []
         reference = message.get("reference") or {}
         content = message.get("content") or ""
@@ -102,12 +104,18 @@ def export_clues(data: dict) -> list[Clue]:
             Clue(
                 id=message_id,
                 at_ms=(message_id >> 22) + DISCORD_EPOCH_MS,
-                author=int(message["author"]["id"]),
+                author=int(author["id"]),
                 mentions=frozenset(int(user["id"]) for user in mentions),
                 reference=int(reference["messageId"]) if reference.get("messageId") else None,
                 words=words_of(content, (user.get("name", "") for user in mentions)),
                 question="?" in content,
                 size=len(content.split()),
+                opening=opening_of(content),
+                author_keys=frozenset(
+                    key
+                    for name in (author.get("name"), author.get("nickname"))
+                    if name and (key := name_key(name))
+                ),
             )
         )
     clues.sort(key=lambda clue: clue.id)
@@ -269,7 +277,7 @@ def example_of(log: Log, trigger_id: int, settings: ContextSettings) -> Example:
         walk=walk,
         chain=chain,
         labels=[int(clue.id in gold) for clue in walk],
-        rows=feature_rows(trigger, walk, chain),
+        rows=feature_rows(*with_written_addresses(trigger, walk), chain),
     )
 
 

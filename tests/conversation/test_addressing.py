@@ -1,0 +1,139 @@
+"""Names written at the start of a message read as addresses, and what the score makes of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from conversation.addressing import names_match, opening_of, with_written_addresses
+from conversation.builder import ContextBuilder
+from conversation.cache import ChannelCache
+from conversation.dce import parse_export
+from conversation.log_source import LogSource
+from conversation.reader import ChannelReader
+from conversation.relevance import FEATURES, Clue, clue_of, load_model, words_of
+from conversation.settings import ContextSettings
+from tests.fakes.synthetic import busy_channel
+
+ADDRESSED = FEATURES.index("its author is addressed by the trigger")
+
+
+@pytest.mark.parametrize(
+    ("content", "opening"),
+    [
+        ("Kristan: you might switch to the terminals", "kristan"),
+        ("fryguy,  i think so", "fryguy"),
+        ("<riotkittie>...why dont you try", "riotkittie"),
+        ("@ben, try this", "ben"),
+        ("loquitis_of_bord : if your card is nvidia", "loquitisofbord"),
+    ],
+)
+def test_a_name_opening_a_message_with_a_colon_a_comma_or_brackets_is_an_address(
+    content: str, opening: str
+):
+    assert opening_of(content) == opening
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "kristan you might switch",  # no punctuation: a name barely half the time
+        "yes, it works now",
+        "thanks, that did it",
+        "http://example.com/page",
+        "<@123456789012345678> hi",  # a real mention: the mention is the address
+        "al: 42",  # too short to tell from a word
+        "12: the twelfth step",
+        "",
+    ],
+)
+def test_words_links_and_mention_markup_are_not_addresses(content: str):
+    assert opening_of(content) is None
+
+
+def test_a_written_name_matches_shortened_or_misspelled_but_not_another_name():
+    assert names_match("fryguy", "fryguy")
+    assert names_match("kristan", "kristanuk2")  # shortened
+    assert names_match("kristanuk2", "kristan")  # a suffix the nick lost
+    assert names_match("loquitisofbord", "loquitusofborg")  # two typos in a long name
+    assert names_match("sethq", "sethk")  # one in a shorter one
+    assert not names_match("sexhq", "sethk")  # two are too many there
+    assert not names_match("crimsun", "trimsun")  # the first letter must be right
+    assert not names_match("bob", "rob")
+    assert not names_match("alice", "bob")
+
+
+def clue(i: int, author: int, names: set[str], text: str, *, mentions=()) -> Clue:
+    return Clue(
+        id=i,
+        at_ms=i * 60_000,
+        author=author,
+        mentions=frozenset(mentions),
+        reference=None,
+        words=words_of(text),
+        question="?" in text,
+        size=len(text.split()),
+        opening=opening_of(text),
+        author_keys=frozenset(names),
+    )
+
+
+def test_a_written_address_becomes_a_mention_of_the_one_person_it_names():
+    candidates = [
+        clue(4, 2, {"benny"}, "benji: no idea"),
+        clue(3, 3, {"benji"}, "anyone?"),
+        clue(2, 4, {"ben"}, "ben here"),
+        clue(1, 5, {"fryguy"}, "fryguy here", mentions=[2]),
+    ]
+    trigger = clue(5, 1, {"asker"}, "fryguy: any reason you don't update?")
+    addressed, resolved = with_written_addresses(trigger, candidates)
+    assert addressed.mentions == {5}
+    # "benji:" is benji's exact name, though "benny" and "ben" are near it.
+    assert resolved[0].mentions == {3}
+    assert resolved[1:] == candidates[1:]  # no address, or a real mention already
+
+    loose = clue(6, 1, {"asker"}, "benn: and you?")  # ben? benny? nobody, then
+    assert with_written_addresses(loose, candidates)[0].mentions == frozenset()
+    own = clue(7, 5, {"fryguy"}, "fryguy: talking to myself")
+    assert with_written_addresses(own, candidates)[0].mentions == frozenset()
+
+
+def fryguy_channel(trigger_text: str) -> tuple[LogSource, int]:
+    """A replayed busy channel whose last message, by someone else, says ``trigger_text``; one
+    of the people in it is named "Fryguy--" (the id returned)."""
+    export = busy_channel(seed=7, messages=120, reply_rate=0.0, old_reply_rate=0.0)
+    messages = export["messages"]
+    fryguy = dict(messages[100]["author"], name="Fryguy--", nickname="Fryguy--")
+    for message in messages:
+        if message["author"]["id"] == fryguy["id"]:
+            message["author"] = dict(fryguy)
+    assert messages[-1]["author"]["id"] != fryguy["id"]
+    messages[-1]["content"] = trigger_text
+    messages[-1]["mentions"] = []
+    return LogSource(parse_export(export)), int(fryguy["id"])
+
+
+async def test_the_builder_reads_a_written_address_in_a_replayed_channel():
+    """Replayed nextcord messages: the trigger writes a shortened nick, and the score reads it
+    as it reads a mention of that person; the same words without the address do not."""
+    model = load_model()
+    scores = {}
+    for text in ("fryguy: any reason you don't update", "fryguy any reason you don't update"):
+        source, fryguy = fryguy_channel(text)
+        trigger = clue_of(source.messages[-1])
+        history = [clue_of(m) for m in reversed(source.messages[:-1])][:99]
+        rows = model.rows(trigger, history, set())
+        addressed = {c.author for c, row in zip(history, rows, strict=True) if row[ADDRESSED]}
+        latest = next(c for c in history if c.author == fryguy)
+        scored = model.score_threads(trigger, history, set())
+        scores[text] = scored[history.index(latest)].score
+        if ":" in text:
+            assert addressed == {fryguy}
+            reader = ChannelReader(source, ChannelCache(source.channel_id))
+            selection = await ContextBuilder(ContextSettings()).build(source.messages[-1], reader)
+            assert latest.id in selection.ids
+        else:
+            assert addressed == set()
+    assert (
+        scores["fryguy: any reason you don't update"]
+        > scores["fryguy any reason you don't update"] + 0.1
+    )
