@@ -37,6 +37,7 @@ from conversation.follow import (
     explicit,
     follow_row,
     relevance_fingerprint,
+    written,
 )
 from conversation.relevance import (
     SECOND_FEATURES,
@@ -71,8 +72,12 @@ def rows_of(
         clue = item.clue
         earlier = item.earlier
         authors = {c.id: c.author for c in earlier[-200:]}
-        if explicit(clue, item.speaker, authors.get) is not None:
-            ruled_out += item.follow_up
+        ruled = explicit(clue, item.speaker, authors.get) or written(
+            clue, item.speaker, earlier[-WINDOW_MESSAGES:]
+        )
+        if ruled is not None:  # not the model's to decide
+            if not ruled.answer:  # a name written to the bot is answered by the rule
+                ruled_out += item.follow_up
             continue
         found = follow_row(item.speaker, earlier, clue, relevance, WINDOW_MESSAGES, parent)
         if found is None:

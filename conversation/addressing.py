@@ -105,19 +105,29 @@ def addressee(opening: str, people: dict[int, frozenset[str]], writer: int) -> i
     return loose[0] if len(loose) == 1 else None
 
 
-def with_written_addresses(trigger: A, candidates: Sequence[A]) -> tuple[A, list[A]]:
-    """``trigger`` and ``candidates`` with each written address added to the message's mentions
-    (a message that mentions someone already is left as it is: its mention is the address)."""
-    everyone: Iterable[A] = (trigger, *candidates)
+def people_of(messages: Iterable[Addressable]) -> dict[int, frozenset[str]]:
+    """Who wrote ``messages``, with the name keys each is known by there."""
     people: dict[int, set[str]] = {}
-    for message in everyone:
+    for message in messages:
         people.setdefault(message.author, set()).update(message.author_keys)
-    frozen = {person: frozenset(keys) for person, keys in people.items() if keys}
+    return {person: frozenset(keys) for person, keys in people.items() if keys}
+
+
+def written_addressee(message: Addressable, people: dict[int, frozenset[str]]) -> int | None:
+    """The person ``message`` addresses by a written name, among ``people``; None when it
+    names no one of them, or mentions someone already (the mention is the address)."""
+    if message.opening is None or message.mentions:
+        return None
+    return addressee(message.opening, people, message.author)
+
+
+def with_written_addresses(trigger: A, candidates: Sequence[A]) -> tuple[A, list[A]]:
+    """``trigger`` and ``candidates`` with each written address added to the message's
+    mentions, the people being those who wrote any of them."""
+    people = people_of((trigger, *candidates))
 
     def resolved(message: A) -> A:
-        if message.opening is None or message.mentions:
-            return message
-        person = addressee(message.opening, frozen, message.author)
+        person = written_addressee(message, people)
         return message if person is None else replace(message, mentions=frozenset({person}))
 
     return resolved(trigger), [resolved(message) for message in candidates]

@@ -13,7 +13,9 @@ decided (so a replayed log gives the same decisions as the live bot, cut anywher
   the bot's answer.
 
 A message that mentions or replies to someone else is never followed; one that mentions or
-replies to the bot is an explicit trigger (answered, no score). The weights are a logistic
+replies to the bot is an explicit trigger (answered, no score). A name written as an address
+(``conversation.addressing``: "ben: try this") counts the same way where the bot follows: the
+bot's own name is followed without a score, someone else's is not. The weights are a logistic
 model fitted on the IRC training split with active speakers standing in for the bot
 (``python -m bench.train_follow``), shipped as ``follow_weights.json`` and validated at load.
 Pure Python over ``relevance.Clue`` views, like the relevance score.
@@ -31,6 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from conversation.addressing import people_of, with_written_addresses, written_addressee
 from conversation.relevance import (
     SECOND_FEATURES,
     WEIGHTS_FILE,
@@ -105,7 +108,7 @@ class FollowDecision:
     def describe(self, name_of: Callable[[int], str]) -> str:
         """The explanation line, e.g. "followed: no mention, continues the conversation with
         Ana, score 0.83"."""
-        if self.kind != "followed":
+        if self.kind != "followed" or self.score is None:
             return self.why
         if self.partner is None:
             return f"followed: no mention, continues the bot's conversation, score {self.score:.2f}"
@@ -149,6 +152,17 @@ def explicit(
     if candidate.mentions - {candidate.author}:
         return FollowDecision(False, None, "mentions someone else", "no")
     return None
+
+
+def written(candidate: Clue, bot_id: int, window: Sequence[Clue]) -> FollowDecision | None:
+    """The rules for a name written as an address to someone in ``window``: the bot's name
+    is followed (the member called it, without the mention), another's never is."""
+    named = written_addressee(candidate, people_of(window))
+    if named is None:
+        return None
+    if named == bot_id:
+        return FollowDecision(True, None, "followed: names the bot", "followed", candidate.author)
+    return FollowDecision(False, None, "names someone else", "no")
 
 
 def _addressed(clue: Clue, author_of: Callable[[int], int | None]) -> set[int]:
@@ -211,9 +225,14 @@ def follow_row(
     )
     if last_bot is None:
         return None
-    bot_clue = earlier[last_bot]
     start = max(0, len(earlier) - window)
-    recent = earlier[start:]
+    # Names written as addresses count as mentions here too (whom the bot and others called).
+    # Only what the row reads is kept: the window, the bot's last message and the one before.
+    candidate, recent = with_written_addresses(candidate, earlier[start:])
+    keep = min(start, max(0, last_bot - 1))
+    earlier = [*earlier[keep:start], *recent]
+    start, last_bot = start - keep, last_bot - keep
+    bot_clue = earlier[last_bot]
     by_id = {clue.id: clue for clue in recent}
     by_id.setdefault(bot_clue.id, bot_clue)
 
@@ -322,7 +341,7 @@ def decide(
         # A reply to an older message: look further back (rare, still causal).
         return next((c.author for c in reversed(earlier) if c.id == message_id), None)
 
-    ruled = explicit(candidate, bot_id, author_of)
+    ruled = explicit(candidate, bot_id, author_of) or written(candidate, bot_id, window)
     if ruled is not None:
         return ruled
     last_bot = next((c for c in reversed(earlier) if c.author == bot_id), None)

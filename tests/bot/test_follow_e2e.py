@@ -87,6 +87,31 @@ async def test_a_message_mentioning_another_member_is_not_answered():
         assert len(bot.model.chat_requests) == requests
 
 
+async def test_a_message_naming_another_member_is_not_answered():
+    """ "dev, ..." without a mention is addressed to Dev (who spoke earlier in the channel),
+    though Chloé is talking with the bot."""
+    async with running_bot() as bot:
+        await talk_to_bot(bot)
+        assert await answered(bot, await follow_up(bot))  # following works here
+        said = await bot.discord.user_says(
+            CHANNEL, CHLOE, "dev, and does the link mode also rebuild the indexes?"
+        )
+        assert not await answered(bot, said)
+
+
+async def test_a_member_naming_the_bot_without_a_mention_is_answered(tmp_path):
+    """Someone who has not talked with the bot calls it by its name, without the mention."""
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store) as bot:
+            await talk_to_bot(bot)
+            said = await bot.discord.user_says(
+                CHANNEL, ELI, "Threadwise: how long would a dump of 800 GB take instead?"
+            )
+            assert await answered(bot, said)
+        explanation = await store.explain_async(int(said["id"]))
+    assert "followed: names the bot" in render_text(explanation)
+
+
 async def test_follow_off_for_a_channel_leaves_its_follow_ups_alone():
     thread = 1300000000000000070  # a thread of the channel, where following is off
     async with running_bot(triggers={"follow_off_channels": [thread]}) as bot:
