@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from conversation.addressing import with_written_addresses
 from conversation.cache import UNKNOWN
 from conversation.message_links import (
     LinkOutcome,
@@ -371,6 +372,10 @@ class ContextBuilder:
         trigger_clue = self._clue(trigger)
         clues = [self._clue(m) for m in candidates.messages]
         results = model.score_threads(trigger_clue, clues, set(candidates.chain))
+        # As the score read it: a name the trigger writes as an address is a mention ("mention"
+        # in the reasons, and the token budget keeps that person's message as it keeps one
+        # the trigger mentions).
+        trigger_clue, _ = with_written_addresses(trigger_clue, clues)
         return _Scoring(
             trigger=trigger,
             trigger_clue=trigger_clue,

@@ -131,6 +131,7 @@ async def test_the_builder_reads_a_written_address_in_a_replayed_channel():
             reader = ChannelReader(source, ChannelCache(source.channel_id))
             selection = await ContextBuilder(ContextSettings()).build(source.messages[-1], reader)
             assert latest.id in selection.ids
+            assert selection.reasons[latest.id][0].kind == "mention"  # as if it were one
         else:
             assert addressed == set()
     assert (
