@@ -13,21 +13,30 @@ times in five. A written address counts as a mention wherever the score reads me
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Protocol, TypeVar
 
 # "<name>", "@name", or "name:" / "name," opening a message (a name of at most 32 characters,
-# Discord's own limit; IRC nicks are shorter).
-_OPENING = re.compile(r"\s*(?:<@?([^\s<>@]{1,32})>|@?([^\s:,<>@]{1,32})\s*[:,])")
+# Discord's own limit; IRC nicks are shorter). Discord's markup in angle brackets (mentions
+# "<@123>", channels "<#123>", emoji "<:pepe:123>", commands "</help:1>", times "<t:1:R>")
+# holds one of ``@#:/`` and is not a name.
+_OPENING = re.compile(r"\s*(?:<([^\s<>@#:/&!]{1,32})>|@?([^\s:,<>@]{1,32})\s*[:,])")
 _NOT_LETTERS = re.compile(r"[\W_]+")
 MIN_KEY = 3  # "al:" is too likely a word, a smiley or a ratio
-# Words that open a sentence with a comma ("yes, it works") and would match a name by prefix.
+# Words that open a sentence with a comma or a colon ("yes, it works", "note: ..."), never
+# read as names: a member named Sam is not addressed by "same, it fails here".
 _OPENER_TEXT = """yes yeah yep nope okay well also and but then now hmm hey hello thanks thank sorry
     sure right still just anyway actually ahh lol heh hah haha wow btw imho imo fyi not
     please what why how when where who which this that there here first second edit
-    update note http https ftp"""
+    update note http https ftp same nice fine wait maybe cool great true false exactly
+    agreed indeed weird odd interesting correct wrong alright anyhow tomorrow today
+    tonight yesterday everyone everybody anybody guys folks personally basically honestly
+    seriously really damn dude man bro sir lmao omg ugh hmmm oops ouch wtf fwiw tldr ps
+    edit2 update2 warning error question answer example output result solution problem
+    step"""
 _OPENERS = frozenset(_OPENER_TEXT.split())
 
 
@@ -47,9 +56,13 @@ def opening_of(content: str) -> str | None:
     return key
 
 
+MAX_TYPO_KEY = 20  # longer names are matched exactly or by their start: a typo table costs
+
+
 def _within_edits(a: str, b: str, limit: int) -> bool:
-    """Whether ``a`` becomes ``b`` in at most ``limit`` single-letter edits."""
-    if abs(len(a) - len(b)) > limit:
+    """Whether ``a`` becomes ``b`` in at most ``limit`` single-letter edits (both at most
+    ``MAX_TYPO_KEY`` long, so the table stays small)."""
+    if abs(len(a) - len(b)) > limit or max(len(a), len(b)) > MAX_TYPO_KEY:
         return False
     previous = list(range(len(b) + 1))
     for i, letter in enumerate(a, 1):
@@ -64,17 +77,21 @@ def _within_edits(a: str, b: str, limit: int) -> bool:
     return previous[-1] <= limit
 
 
+@functools.lru_cache(maxsize=4096)
 def names_match(opening: str, key: str) -> bool:
-    """Whether a written name stands for a person's name key: equal, one a start of the other
-    (a nick shortened, or "Fryguy" for "Fryguy--"), or a typo away (one letter in a name of four
-    or more, two in one of seven or more; the first letter right)."""
-    if len(key) < MIN_KEY:
-        return opening == key
-    if opening == key or key.startswith(opening) or opening.startswith(key):
+    """Whether a written name stands for a person's name key: equal, a start of it (a nick
+    shortened: "kristan" for "Kristan_uk2"), or a typo away in a longer name (one letter in a
+    name of five or more, two in one of eight or more; the first letter right). A written word
+    longer than the name never is: "same" is not Sam, "maybe" not May."""
+    if opening == key:
         return True
-    if opening[0] != key[0] or len(key) < 4:
+    if len(key) < MIN_KEY or len(opening) < MIN_KEY:
         return False
-    return _within_edits(opening, key, 2 if len(key) >= 7 else 1)
+    if key.startswith(opening):
+        return True
+    if opening[0] != key[0] or len(key) < 5:
+        return False
+    return _within_edits(opening, key, 2 if len(key) >= 8 else 1)
 
 
 class Addressable(Protocol):

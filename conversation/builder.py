@@ -34,9 +34,9 @@ Discord messages in the trigger come in first, like references, in both modes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from conversation.addressing import with_written_addresses
+from conversation.addressing import people_of, written_addressee
 from conversation.cache import UNKNOWN
 from conversation.message_links import (
     LinkOutcome,
@@ -375,7 +375,9 @@ class ContextBuilder:
         # As the score read it: a name the trigger writes as an address is a mention ("mention"
         # in the reasons, and the token budget keeps that person's message as it keeps one
         # the trigger mentions).
-        trigger_clue, _ = with_written_addresses(trigger_clue, clues)
+        named = written_addressee(trigger_clue, people_of(clues))
+        if named is not None:
+            trigger_clue = replace(trigger_clue, mentions=frozenset({named}))
         return _Scoring(
             trigger=trigger,
             trigger_clue=trigger_clue,

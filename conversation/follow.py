@@ -226,8 +226,9 @@ def follow_row(
     if last_bot is None:
         return None
     start = max(0, len(earlier) - window)
-    # Names written as addresses count as mentions here too (whom the bot and others called).
-    # Only what the row reads is kept: the window, the bot's last message and the one before.
+    # Names written as addresses count as mentions here too (whom the bot and others called),
+    # in the window. The row reads no further back than the window, or than the message
+    # before the bot's last one: only that much of ``earlier`` is copied.
     candidate, recent = with_written_addresses(candidate, earlier[start:])
     keep = min(start, max(0, last_bot - 1))
     earlier = [*earlier[keep:start], *recent]
@@ -341,15 +342,20 @@ def decide(
         # A reply to an older message: look further back (rare, still causal).
         return next((c.author for c in reversed(earlier) if c.id == message_id), None)
 
-    ruled = explicit(candidate, bot_id, author_of) or written(candidate, bot_id, window)
+    ruled = explicit(candidate, bot_id, author_of)
     if ruled is not None:
         return ruled
+    named = written(candidate, bot_id, window)
+    if named is not None and not named.answer:
+        return named
     last_bot = next((c for c in reversed(earlier) if c.author == bot_id), None)
     if last_bot is None:
         return FollowDecision(False, None, "the bot has not spoken here", "no")
     gap = (candidate.at_ms - last_bot.at_ms) / 60_000
     if gap > minutes:
         return FollowDecision(False, None, f"the bot spoke {gap:.0f} minutes ago", "no")
+    if named is not None:  # its name, while it follows (as the live bot checks first)
+        return named
     found = follow_row(
         bot_id,
         earlier,

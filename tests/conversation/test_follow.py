@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conversation.addressing import opening_of
 from conversation.follow import (
     FOLLOW_WEIGHTS_FILE,
     decide,
@@ -25,6 +26,7 @@ from tests.fakes.harness import EXAMPLE, ROOT
 
 SHIPPED = ROOT / "conversation" / FOLLOW_WEIGHTS_FILE
 BOT, ANA, BEN = 1, 2, 3
+NAMES = {BOT: "threadwise", ANA: "ana", BEN: "ben"}
 MINUTE = 60_000
 
 
@@ -46,6 +48,8 @@ def clue(
         words=words_of(text),
         question="?" in text,
         size=len(text.split()),
+        opening=opening_of(text),
+        author_keys=frozenset({NAMES[author]}),
     )
 
 
@@ -63,6 +67,11 @@ CHAT = [
         (clue(12, BEN, "and then?", minute=2, reference=10), False, "replies to someone else"),
         (clue(12, ANA, "and then?", minute=2, mentions=(BEN,)), False, "mentions someone else"),
         (clue(12, ANA, "and the link mode?", minute=45), False, "the bot spoke 44 minutes ago"),
+        # A name written as an address: the bot's is followed, someone else's never is...
+        (clue(12, BEN, "Threadwise: and the indexes?", minute=2), True, "followed: names the bot"),
+        (clue(12, BEN, "ana, did the upgrade work?", minute=2), False, "names someone else"),
+        # ... and the bot's only while it follows the channel.
+        (clue(12, BEN, "threadwise: and then?", minute=45), False, "the bot spoke 44 minutes ago"),
     ],
 )
 def test_the_rules_decide_without_a_score(candidate, answer, why):
