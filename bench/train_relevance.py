@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.context_quality import gold_triggers
-from conversation.addressing import name_key, opening_of, with_written_addresses
+from conversation.addressing import name_keys, opening_of, with_written_addresses
 from conversation.relevance import (
     FEATURES,
     SECOND_FEATURES,
@@ -111,11 +111,7 @@ def export_clues(data: dict) -> list[Clue]:
                 question="?" in content,
                 size=len(content.split()),
                 opening=opening_of(content),
-                author_keys=frozenset(
-                    key
-                    for name in (author.get("name"), author.get("nickname"))
-                    if name and (key := name_key(name))
-                ),
+                author_keys=name_keys((author.get("name"), author.get("nickname"))),
             )
         )
     clues.sort(key=lambda clue: clue.id)

@@ -46,6 +46,11 @@ def name_key(name: str) -> str:
     return _NOT_LETTERS.sub("", name.casefold())
 
 
+def name_keys(names: Iterable[object]) -> frozenset[str]:
+    """The keys of a person's names (username, nickname, display name: whichever are set)."""
+    return frozenset(key for name in names if isinstance(name, str) and (key := name_key(name)))
+
+
 def opening_of(content: str) -> str | None:
     """The key of the name ``content`` opens with as an address, if it opens with one."""
     found = _OPENING.match(content)
@@ -131,21 +136,29 @@ def people_of(messages: Iterable[Addressable]) -> dict[int, frozenset[str]]:
     return {person: frozenset(keys) for person, keys in people.items() if keys}
 
 
-def written_addressee(message: Addressable, people: dict[int, frozenset[str]]) -> int | None:
-    """The person ``message`` addresses by a written name, among ``people``; None when it
-    names no one of them, or mentions someone already (the mention is the address)."""
-    if message.opening is None or message.mentions:
-        return None
-    return addressee(message.opening, people, message.author)
+def _unresolved_opening(message: Addressable) -> str | None:
+    """The name ``message`` opens with, unless it mentions someone (then that is the address)."""
+    return None if message.mentions else message.opening
+
+
+def written_addressee(message: Addressable, among: Iterable[Addressable]) -> int | None:
+    """The person ``message`` addresses by a written name, among the authors of ``among``; None
+    when it names no one of them or does not open with a name (then ``among`` is not read)."""
+    opening = _unresolved_opening(message)
+    return None if opening is None else addressee(opening, people_of(among), message.author)
 
 
 def with_written_addresses(trigger: A, candidates: Sequence[A]) -> tuple[A, list[A]]:
     """``trigger`` and ``candidates`` with each written address added to the message's
     mentions, the people being those who wrote any of them."""
-    people = people_of((trigger, *candidates))
+    everyone = (trigger, *candidates)
+    if all(_unresolved_opening(message) is None for message in everyone):
+        return trigger, list(candidates)
+    people = people_of(everyone)
 
     def resolved(message: A) -> A:
-        person = written_addressee(message, people)
+        opening = _unresolved_opening(message)
+        person = None if opening is None else addressee(opening, people, message.author)
         return message if person is None else replace(message, mentions=frozenset({person}))
 
     return resolved(trigger), [resolved(message) for message in candidates]

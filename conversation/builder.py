@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from conversation.addressing import people_of, written_addressee
+from conversation.addressing import written_addressee
 from conversation.cache import UNKNOWN
 from conversation.message_links import (
     LinkOutcome,
@@ -375,7 +375,7 @@ class ContextBuilder:
         # As the score read it: a name the trigger writes as an address is a mention ("mention"
         # in the reasons, and the token budget keeps that person's message as it keeps one
         # the trigger mentions).
-        named = written_addressee(trigger_clue, people_of(clues))
+        named = written_addressee(trigger_clue, clues)
         if named is not None:
             trigger_clue = replace(trigger_clue, mentions=frozenset({named}))
         return _Scoring(

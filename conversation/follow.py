@@ -33,7 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conversation.addressing import people_of, with_written_addresses, written_addressee
+from conversation.addressing import with_written_addresses, written_addressee
 from conversation.relevance import (
     SECOND_FEATURES,
     WEIGHTS_FILE,
@@ -157,7 +157,7 @@ def explicit(
 def written(candidate: Clue, bot_id: int, window: Sequence[Clue]) -> FollowDecision | None:
     """The rules for a name written as an address to someone in ``window``: the bot's name
     is followed (the member called it, without the mention), another's never is."""
-    named = written_addressee(candidate, people_of(window))
+    named = written_addressee(candidate, window)
     if named is None:
         return None
     if named == bot_id:

@@ -29,7 +29,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from conversation.addressing import name_key, opening_of, with_written_addresses
+from conversation.addressing import name_keys, opening_of, with_written_addresses
 from conversation.reach import REACH_FEATURES, reach_rows
 from conversation.source import MessageLike, created_ms, reference_id
 
@@ -78,8 +78,7 @@ def words_of(content: str, names: Iterable[str] = ()) -> frozenset[str]:
 def author_keys(author: object) -> frozenset[str]:
     """The keys of the names others may write for ``author``: username, server nickname, global
     display name (whichever it has)."""
-    names = (getattr(author, field, None) for field in ("name", "nick", "global_name"))
-    return frozenset(key for name in names if isinstance(name, str) and (key := name_key(name)))
+    return name_keys(getattr(author, field, None) for field in ("name", "nick", "global_name"))
 
 
 def clue_of(message: MessageLike) -> Clue:
