@@ -21,12 +21,19 @@ from dataclasses import replace
 from typing import Protocol, TypeVar
 
 # "<name>", "@name", or "name:" / "name," opening a message (a name of at most 32 characters,
-# Discord's own limit; IRC nicks are shorter). Discord's markup in angle brackets (mentions
-# "<@123>", channels "<#123>", emoji "<:pepe:123>", commands "</help:1>", times "<t:1:R>")
-# holds one of ``@#:/`` and is not a name.
-_OPENING = re.compile(r"\s*(?:<([^\s<>@#:/&!]{1,32})>|@?([^\s:,<>@]{1,32})\s*[:,])")
+# Discord's own limit; IRC nicks are shorter), the full-width colon and comma of Chinese and
+# Japanese text ("小明：") included. Discord's markup in angle brackets (mentions "<@123>",
+# channels "<#123>", emoji "<:pepe:123>", commands "</help:1>", times "<t:1:R>") holds one of
+# ``@#:/`` and is not a name.
+_OPENING = re.compile(r"\s*(?:<([^\s<>@#:/&!]{1,32})>|@?([^\s:,：，<>@]{1,32})\s*[:,：，])")
 _NOT_LETTERS = re.compile(r"[\W_]+")
 MIN_KEY = 3  # "al:" is too likely a word, a smiley or a ratio
+# Two characters make a name in the scripts that write a syllable or a word per character
+# (Chinese, Japanese kana, Korean Hangul: "小明", "ゆき"): the CJK radicals to the unified
+# ideographs (kana and compatibility jamo among them), the Hangul syllables, the compatibility
+# ideographs.
+_WIDE_SCRIPTS = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+MIN_WIDE_KEY = 2
 # Words that open a sentence with a comma or a colon ("yes, it works", "note: ..."), never
 # read as names: a member named Sam is not addressed by "same, it fails here".
 _OPENER_TEXT = """yes yeah yep nope okay well also and but then now hmm hey hello thanks thank sorry
@@ -37,7 +44,10 @@ _OPENER_TEXT = """yes yeah yep nope okay well also and but then now hmm hey hell
     tonight yesterday everyone everybody anybody guys folks personally basically honestly
     seriously really damn dude man bro sir lmao omg ugh hmmm oops ouch wtf fwiw tldr ps
     edit2 update2 warning error question answer example output result solution problem
-    step"""
+    step
+    大家 各位 你好 您好 谢谢 不过 但是 然后 所以 其实 好的 是的 嗯嗯 哈哈 首先 另外 比如 注意 还有
+    如果 问题 はい いいえ でも あと それ これ なるほど ありがとう すみません みなさん 皆さん 例えば
+    네네 아니요 그런데 근데 그리고 여러분 감사합니다 안녕하세요"""
 _OPENERS = frozenset(_OPENER_TEXT.split())
 
 
@@ -57,9 +67,14 @@ def opening_of(content: str) -> str | None:
     if found is None:
         return None
     key = name_key(found.group(1) or found.group(2))
-    if len(key) < MIN_KEY or key in _OPENERS or key.isdigit():
+    if len(key) < _min_key(key) or key in _OPENERS or key.isdigit():
         return None
     return key
+
+
+def _min_key(key: str) -> int:
+    """The fewest characters a written name needs to be read as one."""
+    return MIN_WIDE_KEY if _WIDE_SCRIPTS.search(key) else MIN_KEY
 
 
 MAX_TYPO_KEY = 20  # longer names are matched exactly or by their start: a typo table costs
@@ -91,7 +106,7 @@ def names_match(opening: str, key: str) -> bool:
     longer than the name never is: "same" is not Sam, "maybe" not May."""
     if opening == key:
         return True
-    if len(key) < MIN_KEY or len(opening) < MIN_KEY:
+    if len(key) < _min_key(key) or len(opening) < _min_key(opening):
         return False
     if key.startswith(opening):
         return True

@@ -25,6 +25,9 @@ ADDRESSED = FEATURES.index("its author is addressed by the trigger")
         ("<riotkittie>...why dont you try", "riotkittie"),
         ("@ben, try this", "ben"),
         ("loquitis_of_bord : if your card is nvidia", "loquitisofbord"),
+        ("小明：你试过重启吗", "小明"),  # the full-width colon; two characters make a name there
+        ("ゆき，それは", "ゆき"),
+        ("김철수: 안녕", "김철수"),
     ],
 )
 def test_a_name_opening_a_message_with_a_colon_a_comma_or_brackets_is_an_address(
@@ -47,6 +50,9 @@ def test_a_name_opening_a_message_with_a_colon_a_comma_or_brackets_is_an_address
         "same, it fails here too",  # sentence openers a name could start with
         "maybe, if the disk is full",
         "al: 42",  # too short to tell from a word
+        "小：对",  # one character is too short even there
+        "大家，有人知道吗",  # "everyone,": an opener, as in English
+        "ゆき、それは",  # the ideographic comma is not read: it also lists, in Japanese
         "12: the twelfth step",
         "",
     ],
@@ -68,6 +74,8 @@ def test_a_written_name_matches_shortened_or_misspelled_but_not_another_name():
     assert not names_match("nice", "nick")  # no typos in names under five letters
     assert not names_match("wait", "walt")
     assert not names_match("alice", "bob")
+    assert names_match("小明", "小明同学")  # shortened, in a script where two characters name
+    assert not names_match("小", "小明")
 
 
 def clue(i: int, author: int, names: set[str], text: str, *, mentions=()) -> Clue:
@@ -106,6 +114,9 @@ def test_a_written_address_becomes_a_mention_of_the_one_person_it_names():
     assert ambiguous.mentions == frozenset()  # Benny or Bennett: nobody, then
     own = clue(7, 5, {"fryguy"}, "fryguy: talking to myself")
     assert with_written_addresses(own, candidates)[0].mentions == frozenset()
+    xiaoming = clue(0, 7, {"小明"}, "重启了也不行")
+    asked = clue(8, 1, {"asker"}, "小明：你试过安全模式吗")
+    assert with_written_addresses(asked, [*candidates, xiaoming])[0].mentions == {7}
 
 
 def fryguy_channel(trigger_text: str) -> tuple[LogSource, int]:
