@@ -2,12 +2,13 @@
 
     python -m bench.context_ceiling [DATA_DIR] [--folds MANIFEST]
 
-Every trigger is replayed as the trainer replays it (``bench.train_relevance.propose``: the
-builder's candidates; the builder's choice, ``RelevanceModel.entering``) with the shipped
+Every trigger is replayed as the trainer replays it (``bench.train_relevance.propose``: a warm
+build's candidates, as ``bench.context_quality --warm`` replays them; the builder's choice,
+``RelevanceModel.entering``) with the shipped
 weights, or with ``--folds`` each fold's weights on its held-out logs (``bench.relevance_folds``
 writes the manifest). It prints:
 
-- where the gold context lies: outside the candidates (past the one history page), among them
+- where the gold context lies: outside the candidates (past the cached window), among them
   but past ``max_total``, or within reach;
 - the selection against two ceilings: the score's own ranking cut at each trigger's true count
   of gold candidates (what a perfect "how much of this belongs" would give), and the best any

@@ -130,12 +130,19 @@ def load_log(path: Path) -> Log:
 
 
 def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[list[Clue], set[int]]:
-    """The builder's candidates for a trigger: the walk back, then the reply chain's remainder."""
+    """The builder's candidates for a trigger: the walk back, then the reply chain's remainder.
+
+    The walk reaches as far as a warm build's (``cached_candidate_window``: the cache holds the
+    channel, as it does for a bot that saw the messages arrive); a cold build stops at the
+    history page it fetched, and the score fitted on the longer walk does as well there as one
+    fitted on the page alone.
+    """
     trigger = log.clues[trigger_index]
     threshold_ms = settings.time_threshold_minutes * 60_000
     walk: list[Clue] = []
     newer = trigger
-    for j in range(trigger_index - 1, max(-1, trigger_index - 1 - settings.candidate_window), -1):
+    window = max(settings.candidate_window, settings.cached_candidate_window)
+    for j in range(trigger_index - 1, max(-1, trigger_index - 1 - window), -1):
         clue = log.clues[j]
         sealing = len(walk) >= settings.min_linear  # the recent messages are in whatever age
         if sealing and newer.at_ms - clue.at_ms > threshold_ms:

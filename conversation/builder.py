@@ -248,8 +248,9 @@ class ContextBuilder:
         """Tik/tok proposes, the score decides: the steps below, in the order they run.
 
         The candidates are the temporal neighbourhood before the trigger (under sealing, at
-        most ``candidate_window`` messages: the history page the recent messages cost anyway)
-        and the trigger's reply chain, whatever its age. The ``min_linear`` most recent
+        most ``candidate_window`` messages, the history page the recent messages cost anyway,
+        or ``cached_candidate_window`` when the cache holds them) and the trigger's reply
+        chain, whatever its age. The ``min_linear`` most recent
         messages are always in; the other candidates enter by score, highest first, when it
         reaches the threshold, until ``max_total``.
         """
@@ -282,11 +283,19 @@ class ContextBuilder:
 
         A silence seals the history whatever it holds, the gap right before the trigger too:
         an old, finished conversation is no candidate. The recent messages are read apart and
-        are in whatever their age.
+        are in whatever their age. Past ``candidate_window``, the walk goes on to
+        ``cached_candidate_window`` through what the cache holds: a long conversation in a busy
+        channel reaches further back than one history page, but a second page costs a REST
+        call a cold build does not make for it.
         """
+        paid = self.settings.candidate_window
+        reach = max(paid, self.settings.cached_candidate_window)
         newer = current = trigger
-        for _ in range(self.settings.candidate_window):
-            found = await reader.previous(current)
+        for step in range(reach):
+            if step < paid:
+                found = await reader.previous(current)
+            else:
+                found = await reader.cached_previous(current)
             if found is None or created_ms(newer) - created_ms(found) > self.threshold_ms:
                 break
             current = found

@@ -113,6 +113,9 @@ class RestrictedReader(ChannelReader):
         self.cache.add_if_absent(message)
         return self._walk(message.id, self.cache.previous)
 
+    async def cached_previous(self, message: MessageLike) -> MessageLike | None:
+        return await self.previous(message)  # this reader reads the cache alone anyway
+
     async def next(self, message: MessageLike) -> MessageLike | None:
         self.cache.add_if_absent(message)
         return self._walk(message.id, self.cache.next)

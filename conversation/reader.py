@@ -96,6 +96,11 @@ class ChannelReader:
             answer = self.cache.previous(message.id)
         return None if answer is UNKNOWN else answer
 
+    async def cached_previous(self, message: MessageLike) -> MessageLike | None:
+        """The message right before ``message`` if the cache holds it; never a REST call."""
+        answer = self.cache.previous(message.id)
+        return None if answer is UNKNOWN else answer
+
     async def next(self, message: MessageLike) -> MessageLike | None:
         """The message right after ``message``, ``None`` when it is the newest."""
         self.cache.add_if_absent(message)

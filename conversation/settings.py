@@ -80,6 +80,14 @@ class ContextSettings(StrictSection):
         description="How many messages before the trigger the score considers (99 fit in the "
         "history page the recent messages already cost).",
     )
+    cached_candidate_window: int = Field(
+        199,
+        ge=1,
+        le=1000,
+        description="How many the score considers when the channel's cache already holds them "
+        "(what the bot saw arrive or read before): past candidate_window, no history page is "
+        "fetched for them.",
+    )
 
     @model_validator(mode="after")
     def _linear_fits(self) -> ContextSettings:

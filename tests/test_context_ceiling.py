@@ -49,8 +49,9 @@ def test_the_replayed_choice_is_the_builders_and_the_ceilings_bound_it(tmp_path)
     _labelled_channel(tmp_path, "alpha", 3)
     _labelled_channel(tmp_path, "beta", 4, one=True)  # longer than a history page
     ceiling = _run("bench.context_ceiling", str(tmp_path))
-    quality = _run("bench.context_quality", str(tmp_path), "--only", "threadwise builder")
-    # The replay is the real builder's choice: same precision, recall, F1 and parent recall.
+    quality = _run("bench.context_quality", str(tmp_path), "--only", "threadwise builder", "--warm")
+    # The replay is the real builder's choice, warm (the walk reaches cached_candidate_window):
+    # same precision, recall, F1 and parent recall.
     replayed = _row(ceiling, "the builder's")[1:5]
     assert replayed == _row(quality, "threadwise builder")[1:5]
     shares = {row[0]: float(row[1]) for row in (

@@ -154,6 +154,26 @@ async def test_warm_cache_fed_like_the_gateway_costs_no_rest_calls():
     assert source.total_calls == 0
 
 
+async def test_the_walk_passes_candidate_window_only_through_what_the_cache_holds():
+    export = parse_export(
+        busy_channel(seed=3, messages=400, reply_rate=0, old_reply_rate=0, silence_rate=0)
+    )
+    every_candidate = {"candidate_window": 20, "relevance_threshold": 0.0, "max_total": 300}
+    paid_only = await build(LogSource(export), cached_candidate_window=20, **every_candidate)
+    cold = await build(LogSource(export), cached_candidate_window=150, **every_candidate)
+    assert len(paid_only.messages) == 20
+    # Cold, the walk goes on through the rest of the one page it fetched, and asks no other.
+    assert cold.rest_calls == paid_only.rest_calls == 1
+    assert len(cold.messages) == 100
+    source = LogSource(export)
+    cache = ChannelCache(source.channel_id)
+    for message in source.messages:  # a bot that saw the channel's messages arrive
+        cache.on_gateway_message(message)
+    warm = await build(source, cache=cache, cached_candidate_window=150, **every_candidate)
+    assert len(warm.messages) == 150
+    assert warm.rest_calls == 0
+
+
 async def test_deleted_message_event_removes_it_from_later_contexts():
     source = LogSource.from_file(LOGS / "sealing_silence.json")
     cache = ChannelCache(source.channel_id)
