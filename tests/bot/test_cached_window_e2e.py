@@ -1,0 +1,62 @@
+"""The cached window, end to end with the real nextcord client: a bot that saw a busy channel's
+messages arrive weighs messages further back than one history page without asking Discord for
+any; after a restart (a cold cache) it reads its one page and goes no further."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.bot.test_read_history import asks
+from tests.fakes.harness import BEN, CHANNEL, CHLOE, DEV, ELI, Harness, running_bot, settled
+
+QUESTION = "the raid array went degraded right after the kernel update"
+# Every candidate enters (threshold 0), so what the walk reached is what the prompt holds.
+EVERY_CANDIDATE = {"relevance_threshold": 0.0, "max_total": 300}
+ROOMY_MODEL = {"context_tokens": 65536}
+
+
+async def busy_channel_after_a_question(bot: Harness, lines: int = 150) -> None:
+    """The question, then ``lines`` messages of chatter, all delivered to the bot."""
+    await bot.discord.user_says(CHANNEL, DEV, QUESTION)
+    for i in range(lines):
+        await bot.discord.user_says(CHANNEL, BEN if i % 2 else CHLOE, f"chatter line {i}")
+    for _ in range(200):
+        cache = bot.client.caches.get(CHANNEL)
+        if cache is not None and len(cache) >= lines + 1:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the gateway never delivered the chatter")
+    await settled(bot)
+    bot.discord.clear_requests()
+
+
+def history_pages(bot: Harness) -> int:
+    return len(bot.discord.requests_to("GET", f"/channels/{CHANNEL}/messages"))
+
+
+async def test_a_bot_that_saw_the_messages_arrive_reads_past_one_page_without_rest():
+    async with running_bot(context=EVERY_CANDIDATE, model=ROOMY_MODEL) as bot:
+        await busy_channel_after_a_question(bot)
+        _, prompt = await asks(bot, ELI, "what went degraded?")
+        assert QUESTION in prompt  # 151 messages back, past one page of 100
+        assert "chatter line 0" in prompt
+        assert history_pages(bot) == 0
+
+
+async def test_the_walk_stops_at_one_page_when_set_so_or_when_the_cache_is_cold():
+    one_page = {**EVERY_CANDIDATE, "cached_candidate_window": 99}
+    async with running_bot(context=one_page, model=ROOMY_MODEL) as bot:
+        await busy_channel_after_a_question(bot)
+        _, prompt = await asks(bot, ELI, "what went degraded?")
+        assert "chatter line 60" in prompt
+        assert QUESTION not in prompt
+        assert history_pages(bot) == 0
+
+    async with running_bot(context=EVERY_CANDIDATE, model=ROOMY_MODEL) as bot:
+        await busy_channel_after_a_question(bot)
+        bot.client.caches._caches.clear()  # restarted: nothing held, history costs REST
+        _, prompt = await asks(bot, ELI, "what went degraded?")
+        assert "chatter line 60" in prompt
+        assert QUESTION not in prompt
+        assert history_pages(bot) == 1
