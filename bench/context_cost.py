@@ -11,7 +11,13 @@ one run:
 
 The source is the channel-log source counting calls as the fake Discord would serve them.
 
-    python -m bench.context_cost [--messages N] [--triggers N] [--seed S]
+    python -m bench.context_cost [--messages N] [--triggers N] [--seed S] [--logs DIR]
+
+With ``--logs``, it also times warm builds on real scored logs (the first ``--log-count`` of
+DIR, the cache holding each log up to the trigger as ``bench.context_quality --warm`` replays
+it), the walk reaching ``cached_candidate_window`` against the same walk stopped at one page,
+alternating, in the same process: the synthetic channel's silences end most walks before one
+page, a busy real channel's do not.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ import asyncio
 import statistics
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from bench import baselines
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.dce import parse_export
+from conversation.gold import load_gold
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
 from conversation.settings import ContextSettings
@@ -100,12 +108,65 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"| {name} | {mode} | {text} | {ratio:.2f}x |")
 
 
+async def time_logs(
+    paths: list[Path], settings: ContextSettings, rounds: int = 2
+) -> tuple[int, dict[str, list[float]]]:
+    """How many triggers, and each walk's median warm build time (seconds) in each round."""
+    from bench.context_quality import Caches
+
+    one_page = {"cached_candidate_window": settings.candidate_window}
+    builders = {
+        f"cached window ({settings.cached_candidate_window})": ContextBuilder(settings),
+        f"one page ({settings.candidate_window})": ContextBuilder(
+            settings.model_copy(update=one_page)
+        ),
+    }
+    sources = [
+        (LogSource.from_file(p), sorted(load_gold(p.with_suffix(".gold.json")))) for p in paths
+    ]
+    medians: dict[str, list[float]] = {name: [] for name in builders}
+    for _ in range(rounds):
+        for name, builder in builders.items():
+            seconds = []
+            for source, trigger_ids in sources:
+                caches = Caches(source, warm=True)
+                for trigger_id in trigger_ids:
+                    reader = ChannelReader(source, caches.before(trigger_id))
+                    started = time.perf_counter()
+                    await builder.build(source.message(trigger_id), reader)
+                    seconds.append(time.perf_counter() - started)
+            medians[name].append(statistics.median(seconds))
+    return sum(len(ids) for _, ids in sources), medians
+
+
+def print_log_times(paths: list[Path], settings: ContextSettings) -> None:
+    triggers, medians = asyncio.run(time_logs(paths, settings))
+    logs = f"{len(paths)} scored log{'s' if len(paths) != 1 else ''}"
+    print(f"\nwarm builds on {logs}, {triggers} triggers (median per round):")
+    (wide, wide_times), (narrow, narrow_times) = medians.items()
+    for name, times in medians.items():
+        print(f"  {name}: " + ", ".join(f"{t * 1e3:.2f} ms" for t in times))
+    ratio = statistics.median(wide_times) / statistics.median(narrow_times)
+    print(f"  {wide} against {narrow}: {ratio:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--triggers", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
-    asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument("--logs", type=Path, help="also time warm builds on these scored logs")
+    parser.add_argument("--log-count", type=int, default=6, help="how many of them (by name)")
+    args = parser.parse_args()
+    paths: list[Path] = []
+    if args.logs is not None:
+        paths = sorted(args.logs.glob("*.gold.json"))[: args.log_count]
+        if not paths:
+            parser.exit(2, f"error: {args.logs}: no scored logs here (*.json with a .gold.json)\n")
+        paths = [p.with_name(p.name.removesuffix(".gold.json") + ".json") for p in paths]
+    asyncio.run(main_async(args))
+    if paths:
+        print_log_times(paths, ContextSettings())
 
 
 if __name__ == "__main__":
