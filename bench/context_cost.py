@@ -36,6 +36,7 @@ from conversation.dce import parse_export
 from conversation.gold import load_gold
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
+from conversation.replay_cache import ReplayCaches
 from conversation.settings import ContextSettings
 from conversation.source import MessageLike
 from tests.fakes.synthetic import busy_channel
@@ -112,8 +113,6 @@ async def time_logs(
     paths: list[Path], settings: ContextSettings, rounds: int = 2
 ) -> tuple[int, dict[str, list[float]]]:
     """How many triggers, and each walk's median warm build time (seconds) in each round."""
-    from bench.context_quality import Caches
-
     one_page = {"cached_candidate_window": settings.candidate_window}
     builders = {
         f"cached window ({settings.cached_candidate_window})": ContextBuilder(settings),
@@ -129,9 +128,9 @@ async def time_logs(
         for name, builder in builders.items():
             seconds = []
             for source, trigger_ids in sources:
-                caches = Caches(source, warm=True)
+                caches = ReplayCaches(source, warm=True)
                 for trigger_id in trigger_ids:
-                    reader = ChannelReader(source, caches.before(trigger_id))
+                    reader = ChannelReader(source, caches.for_trigger(trigger_id))
                     started = time.perf_counter()
                     await builder.build(source.message(trigger_id), reader)
                     seconds.append(time.perf_counter() - started)

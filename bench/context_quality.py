@@ -7,6 +7,10 @@ run, for the baselines: last 30, last 10, reply chain only, and the original des
 literally.
 
     python -m bench.context_quality [DATA_DIR] [--set key=value ...] [--by-domain] [--all-replies]
+        [--per-log] [--folds MANIFEST] [--warm]
+
+Each build starts from an empty cache (cold, as after a restart: REST calls counted), or with
+``--warm`` from the cache a bot watching the channel since the log began holds.
 
 ``--all-replies`` scores the logs as a Discord server where people always use the reply button:
 every annotated message that has a gold parent replies to it (the logs carry a reference for
@@ -25,12 +29,12 @@ from pathlib import Path
 
 from bench import baselines
 from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
 from conversation.dce import parse_export
 from conversation.gold import Score, load_gold
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
 from conversation.relevance import WeightsError, load_model_from
+from conversation.replay_cache import ReplayCaches
 from conversation.settings import ContextSettings
 from conversation.source import MessageLike
 
@@ -42,31 +46,6 @@ Selector = Callable[[MessageLike, ChannelReader], Awaitable[list[MessageLike]]]
 def gold_triggers(gold_path: Path) -> dict[int, tuple[set[int], set[int]]]:
     """Trigger id -> (gold context, gold parents), per the data README."""
     return {t: (set(g.context), set(g.parents)) for t, g in load_gold(gold_path).items()}
-
-
-class Caches:
-    """The cache each trigger's build starts from.
-
-    Cold (the default): an empty one, so every message read costs a history page, as after the
-    bot starts. Warm: one per log, the log up to the trigger delivered as gateway messages, as a
-    bot that has watched the channel since the log began holds it; then no history page is
-    needed, and the walk reaches ``cached_candidate_window``. Warm triggers go in order.
-    """
-
-    def __init__(self, source: LogSource, *, warm: bool) -> None:
-        self.source = source
-        self.warm = warm
-        self._shared = ChannelCache(source.channel_id)
-        self._fed = 0
-
-    def before(self, trigger_id: int) -> ChannelCache:
-        if not self.warm:
-            return ChannelCache(self.source.channel_id)
-        messages = self.source.messages
-        while self._fed < len(messages) and messages[self._fed].id <= trigger_id:
-            self._shared.on_gateway_message(messages[self._fed])
-            self._fed += 1
-        return self._shared
 
 
 def _selector(settings: ContextSettings) -> Selector:
@@ -141,10 +120,10 @@ async def score_all(
             score = scores.setdefault(name, Score())
             part = scores.setdefault(f"{name} [{domain_of(log_path)}]", Score())
             started = time.perf_counter()
-            caches = Caches(source, warm=warm)
+            caches = ReplayCaches(source, warm=warm)
             for trigger_id, (gold, parents) in sorted(triggers.items()):
                 trigger = source.message(trigger_id)
-                reader = ChannelReader(source, caches.before(trigger_id))
+                reader = ChannelReader(source, caches.for_trigger(trigger_id))
                 context = {m.id for m in await select(trigger, reader)}
                 context.discard(trigger_id)
                 for counted in (score, part):
@@ -179,9 +158,9 @@ async def score_logs(
         source = LogSource.from_file(log_path)
         score = scores[log_path.stem] = Score()
         started = time.perf_counter()
-        caches = Caches(source, warm=warm)
+        caches = ReplayCaches(source, warm=warm)
         for trigger_id, gold in sorted(load_gold(log_path.with_suffix(".gold.json")).items()):
-            reader = ChannelReader(source, caches.before(trigger_id))
+            reader = ChannelReader(source, caches.for_trigger(trigger_id))
             selection = await builder.build(source.message(trigger_id), reader)
             score.add(trigger_id, set(selection.ids), gold)
             score.rest_calls += reader.rest_calls

@@ -32,7 +32,7 @@ MIN_KEY = 3  # "al:" is too likely a word, a smiley or a ratio
 # (Chinese, Japanese kana, Korean Hangul: "小明", "ゆき"): the CJK radicals to the unified
 # ideographs (kana and compatibility jamo among them), the Hangul syllables, the compatibility
 # ideographs.
-_WIDE_SCRIPTS = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WIDE_SCRIPTS = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 MIN_WIDE_KEY = 2
 # Words that open a sentence with a comma or a colon ("yes, it works", "note: ..."), never
 # read as names: a member named Sam is not addressed by "same, it fails here".
@@ -73,8 +73,9 @@ def opening_of(content: str) -> str | None:
 
 
 def _min_key(key: str) -> int:
-    """The fewest characters a written name needs to be read as one."""
-    return MIN_WIDE_KEY if _WIDE_SCRIPTS.search(key) else MIN_KEY
+    """The fewest characters a written name needs to be read as one: two letters of Latin
+    script are a word or a smiley far more often than a name, two of those scripts are not."""
+    return MIN_WIDE_KEY if _WIDE_SCRIPTS.fullmatch(key) else MIN_KEY
 
 
 MAX_TYPO_KEY = 20  # longer names are matched exactly or by their start: a typo table costs

@@ -288,11 +288,11 @@ class ContextBuilder:
         channel reaches further back than one history page, but a second page costs a REST
         call a cold build does not make for it.
         """
-        paid = self.settings.candidate_window
-        reach = max(paid, self.settings.cached_candidate_window)
+        fetchable = self.settings.candidate_window
+        reach = max(fetchable, self.settings.cached_candidate_window)
         newer = current = trigger
         for step in range(reach):
-            if step < paid:
+            if step < fetchable:
                 found = await reader.previous(current)
             else:
                 found = await reader.cached_previous(current)

@@ -97,7 +97,9 @@ class ChannelReader:
         return None if answer is UNKNOWN else answer
 
     async def cached_previous(self, message: MessageLike) -> MessageLike | None:
-        """The message right before ``message`` if the cache holds it; never a REST call."""
+        """The message right before ``message`` if the cache holds it, else None: the walk
+        past ``candidate_window`` goes only as far as what the bot already holds, never paying
+        for a history page."""
         answer = self.cache.previous(message.id)
         return None if answer is UNKNOWN else answer
 

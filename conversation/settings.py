@@ -77,16 +77,18 @@ class ContextSettings(StrictSection):
         99,
         ge=1,
         le=1000,
-        description="How many messages before the trigger the score considers (99 fit in the "
-        "history page the recent messages already cost).",
+        description="How many messages before the trigger the score considers even if they "
+        "must be read from Discord (99 fit in the history page the recent messages already "
+        "cost).",
     )
     cached_candidate_window: int = Field(
         199,
         ge=1,
         le=1000,
-        description="How many the score considers when the channel's cache already holds them "
-        "(what the bot saw arrive or read before): past candidate_window, no history page is "
-        "fetched for them.",
+        description="How many messages before the trigger the score considers when the "
+        "channel's cache already holds them (the bot saw them arrive): past candidate_window, "
+        "no history page is fetched for them. Equal to candidate_window (or less): never past "
+        "it.",
     )
 
     @model_validator(mode="after")

@@ -44,6 +44,12 @@ def _config_parent() -> argparse.ArgumentParser:
     return parent
 
 
+WARM_HELP = (
+    "build as a bot that saw the log's messages arrive does (its cache holds them: no REST "
+    "call, the walk back reaching [context] cached_candidate_window), not from a cold cache"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _config_parent()
     parser = argparse.ArgumentParser(
@@ -74,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--no-model", action="store_true", help="do not ask the model, only show the prompt"
     )
+    replay.add_argument("--warm", action="store_true", help=WARM_HELP)
     replay.set_defaults(handler=_replay)
 
     contexts = commands.add_parser(
@@ -82,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="context selection for many triggers of a log, as JSON lines",
         description="One JSON line per trigger: {trigger, context, reasons, rest_calls, scores} "
         "(and prompt, with --prompts); rest_calls is what the build would cost against Discord "
-        "with a cold cache, scores each message's learned relevance score and its evidence.",
+        "with a cold cache (or --warm), scores each message's learned relevance score and its "
+        "evidence.",
     )
     contexts.add_argument("log", type=Path, help="DiscordChatExporter JSON export")
     contexts.add_argument(
@@ -94,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         help='each line also holds "prompt": the messages exactly as they would be sent (as '
         "replay --format json shows them)",
     )
+    contexts.add_argument("--warm", action="store_true", help=WARM_HELP)
     contexts.set_defaults(handler=_contexts)
 
     export = commands.add_parser(
@@ -214,7 +223,7 @@ def _contexts(args: argparse.Namespace, config: Config) -> int:
             raise CommandError(f"{args.triggers}: message {missing[0]} is not in {args.log}")
 
     async def emit() -> None:
-        async for selection in select_contexts(source, config.context, triggers):
+        async for selection in select_contexts(source, config.context, triggers, warm=args.warm):
             report = selection.report()
             sys.stdout.write(report.model_dump_json(exclude={"problems"}) + "\n")
 
@@ -223,7 +232,7 @@ def _contexts(args: argparse.Namespace, config: Config) -> int:
 
         wanted = [source.message(t) for t in triggers] if triggers else source.messages
         pages = offline_pages(args.log)
-        async for prepared in log_prompts(source, wanted, config, pages):
+        async for prepared in log_prompts(source, wanted, config, pages, warm=args.warm):
             report = prepared.selection.report().model_dump(mode="json", exclude={"problems"})
             report["prompt"] = prepared.request_messages
             sys.stdout.write(json.dumps(report, ensure_ascii=False, separators=(",", ":")) + "\n")

@@ -28,11 +28,11 @@ from bot.model.errors import ModelError
 from conversation.articles.service import ArticleService
 from conversation.budget import SHORTENED
 from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
 from conversation.pipeline import PreparedPrompt, is_others_label, persona_for, prepare_prompt
 from conversation.reader import ChannelReader
+from conversation.replay_cache import ReplayCaches
 
 
 def replay(args: argparse.Namespace, config: Config) -> int:
@@ -44,11 +44,14 @@ def replay(args: argparse.Namespace, config: Config) -> int:
         raise CommandError(f"{args.log}: no message {args.trigger} in the log")
     pages = offline_pages(args.log)
     config = settings_for_export(config, source.export)  # the channel's own table, if any
-    prepared, answer = asyncio.run(_prepare(source, trigger, config, pages, not args.no_model))
+    warm = args.warm
+    prepared, answer = asyncio.run(
+        _prepare(source, trigger, config, pages, not args.no_model, warm=warm)
+    )
     if args.format == "json":
         print(json.dumps(_as_json(prepared, answer), indent=2, ensure_ascii=False))
     else:
-        _print_text(prepared, answer, source, pages)
+        _print_text(prepared, answer, source, pages, warm=warm)
     return 1 if answer.failed else 0
 
 
@@ -79,9 +82,15 @@ def offline_pages(log: Path) -> dict[str, Path]:
 
 
 async def _prepare(
-    source: LogSource, trigger: Any, config: Config, pages: dict[str, Path], ask_model: bool
+    source: LogSource,
+    trigger: Any,
+    config: Config,
+    pages: dict[str, Path],
+    ask_model: bool,
+    *,
+    warm: bool = False,
 ) -> tuple[PreparedPrompt, str]:
-    async for prepared in log_prompts(source, [trigger], config, pages):
+    async for prepared in log_prompts(source, [trigger], config, pages, warm=warm):
         if not ask_model:
             return prepared, ModelAnswer("(not asked: --no-model shows only the prompt)")
         return prepared, await _ask_model(prepared, config)
@@ -89,10 +98,16 @@ async def _prepare(
 
 
 async def log_prompts(
-    source: LogSource, triggers: Iterable[Any], config: Config, pages: dict[str, Path]
+    source: LogSource,
+    triggers: Iterable[Any],
+    config: Config,
+    pages: dict[str, Path],
+    *,
+    warm: bool = False,
 ) -> AsyncIterator[PreparedPrompt]:
     """The prompt of each trigger as the bot would send it at the time (``{now}`` is the
-    trigger's time), each built from a cold cache; one article service for them all."""
+    trigger's time), each built from a cold cache (``warm``: the cache of a bot that saw the
+    log's messages arrive); one article service for them all."""
     options = MaterializeOptions(
         bot_user_id=source.bot_user_id,
         vision=config.model.vision,
@@ -105,8 +120,9 @@ async def log_prompts(
         materializer = Materializer(options, articles)
         persona = persona_for(config.model.system_prompt, source.bot_name, source.channel)
         budgeter = PromptBudgeter(config.model)  # the conservative count: no store here
+        caches = ReplayCaches(source, warm=warm)
         for trigger in triggers:
-            reader = ChannelReader(source, ChannelCache(source.channel_id))
+            reader = ChannelReader(source, caches.for_trigger(trigger.id))
             yield await prepare_prompt(
                 trigger,
                 reader,
@@ -173,7 +189,12 @@ def _as_json(prepared: PreparedPrompt, answer: ModelAnswer) -> dict[str, Any]:
 
 
 def _print_text(
-    prepared: PreparedPrompt, answer: ModelAnswer, source: LogSource, pages: dict[str, Path]
+    prepared: PreparedPrompt,
+    answer: ModelAnswer,
+    source: LogSource,
+    pages: dict[str, Path],
+    *,
+    warm: bool = False,
 ) -> None:
     out = sys.stdout
     selection = prepared.selection
@@ -181,7 +202,7 @@ def _print_text(
     out.write(
         f"Context for message {selection.trigger.id} of {source.export.path} "
         f"({len(selection.messages)} of {earlier} earlier messages selected, "
-        f"{selection.rest_calls} REST call(s) with a cold cache)\n"
+        f"{selection.rest_calls} REST call(s) with a {'warm' if warm else 'cold'} cache)\n"
     )
     if pages:
         out.write(

@@ -157,3 +157,32 @@ def test_the_benchmark_without_its_data_says_where_it_looks(tmp_path):
     )  # fmt: skip
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"error: {tmp_path}: no scored logs here")
+
+
+def test_warm_replays_show_what_a_bot_that_saw_the_channel_builds(tmp_path):
+    """Cold, a busy channel's context stops at the one history page read; ``--warm`` walks on
+    through what the cache holds, with no REST call, as the running bot does."""
+    from tests.fakes.synthetic import busy_channel
+
+    log = tmp_path / "busy.json"
+    channel = busy_channel(seed=3, messages=300, reply_rate=0, old_reply_rate=0, silence_rate=0)
+    log.write_text(json.dumps(channel))
+    config = tmp_path / "config.toml"  # every candidate enters: the context is the walk
+    config.write_text("[context]\nrelevance_threshold = 0.0\nmax_total = 300\n")
+    trigger = channel["messages"][-1]["id"]
+    ids = tmp_path / "ids.txt"
+    ids.write_text(f"{trigger}\n")
+
+    def context(*options: str) -> dict:
+        done = run_cli("contexts", str(log), "--triggers", str(ids), "--config", str(config),
+                       *options)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    cold, warm = context(), context("--warm")
+    assert (len(cold["context"]), cold["rest_calls"]) == (100, 1)
+    assert (len(warm["context"]), warm["rest_calls"]) == (199, 0)
+    shown = run_cli("replay", str(log), "--no-model", "--warm", "--config", str(config))
+    assert (
+        "(199 of 299 earlier messages selected, 0 REST call(s) with a warm cache)" in shown.stdout
+    )

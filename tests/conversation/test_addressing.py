@@ -28,6 +28,7 @@ ADDRESSED = FEATURES.index("its author is addressed by the trigger")
         ("小明：你试过重启吗", "小明"),  # the full-width colon; two characters make a name there
         ("ゆき，それは", "ゆき"),
         ("김철수: 안녕", "김철수"),
+        ("철수: 안녕", "철수"),  # two Hangul syllables make a name too
     ],
 )
 def test_a_name_opening_a_message_with_a_colon_a_comma_or_brackets_is_an_address(
@@ -51,6 +52,7 @@ def test_a_name_opening_a_message_with_a_colon_a_comma_or_brackets_is_an_address
         "maybe, if the disk is full",
         "al: 42",  # too short to tell from a word
         "小：对",  # one character is too short even there
+        "a中: x",  # two characters make a name only when both are of those scripts
         "大家，有人知道吗",  # "everyone,": an opener, as in English
         "ゆき、それは",  # the ideographic comma is not read: it also lists, in Japanese
         "12: the twelfth step",
