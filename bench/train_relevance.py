@@ -141,8 +141,7 @@ def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[li
     threshold_ms = settings.time_threshold_minutes * 60_000
     walk: list[Clue] = []
     newer = trigger
-    window = max(settings.candidate_window, settings.cached_candidate_window)
-    for j in range(trigger_index - 1, max(-1, trigger_index - 1 - window), -1):
+    for j in range(trigger_index - 1, max(-1, trigger_index - 1 - settings.walk_reach), -1):
         clue = log.clues[j]
         sealing = len(walk) >= settings.min_linear  # the recent messages are in whatever age
         if sealing and newer.at_ms - clue.at_ms > threshold_ms:

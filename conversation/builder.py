@@ -289,9 +289,8 @@ class ContextBuilder:
         call a cold build does not make for it.
         """
         fetchable = self.settings.candidate_window
-        reach = max(fetchable, self.settings.cached_candidate_window)
         newer = current = trigger
-        for step in range(reach):
+        for step in range(self.settings.walk_reach):
             if step < fetchable:
                 found = await reader.previous(current)
             else:

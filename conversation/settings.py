@@ -91,6 +91,12 @@ class ContextSettings(StrictSection):
         "it.",
     )
 
+    @property
+    def walk_reach(self) -> int:
+        """How far back the walk may go when the cache holds everything: a smaller
+        ``cached_candidate_window`` never cuts short what a history page may be read for."""
+        return max(self.candidate_window, self.cached_candidate_window)
+
     @model_validator(mode="after")
     def _linear_fits(self) -> ContextSettings:
         if self.min_linear > self.max_total:

@@ -44,14 +44,13 @@ def replay(args: argparse.Namespace, config: Config) -> int:
         raise CommandError(f"{args.log}: no message {args.trigger} in the log")
     pages = offline_pages(args.log)
     config = settings_for_export(config, source.export)  # the channel's own table, if any
-    warm = args.warm
     prepared, answer = asyncio.run(
-        _prepare(source, trigger, config, pages, not args.no_model, warm=warm)
+        _prepare(source, trigger, config, pages, not args.no_model, warm=args.warm)
     )
     if args.format == "json":
         print(json.dumps(_as_json(prepared, answer), indent=2, ensure_ascii=False))
     else:
-        _print_text(prepared, answer, source, pages, warm=warm)
+        _print_text(prepared, answer, source, pages, warm=args.warm)
     return 1 if answer.failed else 0
 
 
