@@ -263,7 +263,7 @@ class ContextBuilder:
         await self._follow_reply_chain(trigger, reader, candidates, max_total, problems)
         await self._add_parent_neighbourhood(trigger, reader, candidates)
         self._add_free_parents(trigger, reader, candidates)
-        scored = self._score(trigger, candidates, model)
+        scored = self._score(trigger, candidates, model, keep={m.id for m in recent})
         reasons = self._choose(trigger, recent, scored, max_total)
         _show_replies_among(reasons, candidates.by_id)
         for error in reader.errors:
@@ -374,12 +374,21 @@ class ContextBuilder:
                 candidates.add(parent)
 
     def _score(
-        self, trigger: MessageLike, candidates: _Candidates, model: RelevanceModel
+        self,
+        trigger: MessageLike,
+        candidates: _Candidates,
+        model: RelevanceModel,
+        keep: set[int],
     ) -> _Scoring:
-        """Step 5: every candidate scored against the trigger and its reply thread."""
+        """Step 5: every candidate scored against the trigger and its reply thread (``keep``:
+        those looked at twice whatever their first look, the recent ones, whose reasons are
+        told)."""
         trigger_clue = self._clue(trigger)
         clues = [self._clue(m) for m in candidates.messages]
-        results = model.score_threads(trigger_clue, clues, set(candidates.chain))
+        threshold = self.threshold_of(model)
+        if threshold < model.second_look_floor:  # a threshold that low needs every score
+            keep = {clue.id for clue in clues}
+        results = model.score_threads(trigger_clue, clues, set(candidates.chain), keep)
         # As the score read it: a name the trigger writes as an address is a mention ("mention"
         # in the reasons, and the token budget keeps that person's message as it keeps one
         # the trigger mentions).
@@ -391,7 +400,7 @@ class ContextBuilder:
             trigger_clue=trigger_clue,
             model=model,
             chain=candidates.chain,
-            threshold=self.threshold_of(model),
+            threshold=threshold,
             results={clue.id: result for clue, result in zip(clues, results, strict=True)},
             clues={clue.id: clue for clue in clues},
         )

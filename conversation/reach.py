@@ -47,9 +47,13 @@ _NONE = 5.0  # log-minutes standing for "no such message" (past any gap seen in 
 
 
 def reach_rows(
-    trigger: Clue, candidates: Sequence[Clue], first: Sequence[float]
+    trigger: Clue,
+    candidates: Sequence[Clue],
+    first: Sequence[float],
+    only: Sequence[int] | None = None,
 ) -> list[list[float]]:
-    """One row of ``REACH_FEATURES`` per candidate (newest first), given first-look scores."""
+    """One row of ``REACH_FEATURES`` per candidate (newest first), given first-look scores;
+    per index in ``only`` when given (the links are still found among them all)."""
     score = {clue.id: p for clue, p in zip(candidates, first, strict=True)}
     score[trigger.id] = 1.0
     everyone = [trigger, *candidates]
@@ -91,7 +95,8 @@ def reach_rows(
         following[clue.author] = clue.at_ms
 
     rows = []
-    for i, (clue, p) in enumerate(zip(candidates, first, strict=True)):
+    for i in range(len(candidates)) if only is None else only:
+        clue, p = candidates[i], first[i]
         others = counts[clue.author] - 1
         mean_others = (totals[clue.author] - p) / others if others else 0.0
         if clue.author == trigger.author:

@@ -88,7 +88,8 @@ class ChannelReader:
 
     async def previous(self, message: MessageLike) -> MessageLike | None:
         """The message right before ``message`` in the channel, ``None`` at its start."""
-        self.cache.add_if_absent(message)
+        if self.cache.get(message.id) is not message:  # a walk's step holds the cached one
+            self.cache.add_if_absent(message)
         answer = self.cache.previous(message.id)
         if answer is UNKNOWN:
             if await self._page(before=self.cache.lower_edge(message.id)) is None:

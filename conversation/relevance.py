@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import json
 import math
 import operator
@@ -187,7 +188,7 @@ def _similarity(a: frozenset[str], b: frozenset[str], idf: dict[str, float]) -> 
 
 
 def _weight(words: frozenset[str], idf: dict[str, float]) -> float:
-    return sum(idf[w] for w in words)
+    return sum(map(idf.__getitem__, words))
 
 
 def _overlap(
@@ -200,14 +201,12 @@ def _overlap(
     shared = a & b
     if not shared:
         return 0.0
-    return sum(idf[w] for w in shared) / math.sqrt(weight_a * weight_b)
+    return sum(map(idf.__getitem__, shared)) / math.sqrt(weight_a * weight_b)
 
 
 def _idf(everyone: Sequence[Clue]) -> dict[str, float]:
     """Word weights from this stretch of channel: a word few candidates use weighs more."""
-    df: Counter[str] = Counter()
-    for clue in everyone:
-        df.update(clue.words)
+    df = Counter(itertools.chain.from_iterable(clue.words for clue in everyone))
     n = len(everyone)
     return {word: math.log((n + 1) / (count + 0.5)) for word, count in df.items()}
 
@@ -252,49 +251,50 @@ def feature_rows(
     trigger_weight = _weight(trigger.words, idf)
     asker_weight = _weight(asker_words, idf)
     chain_weight = _weight(chain_words, idf)
+    trigger_words, trigger_mentions, asker = trigger.words, trigger.mentions, trigger.author
     rows: list[list[float]] = []
     for rank, clue in enumerate(candidates):
         back = math.log1p(rank)
         minutes = math.log1p(max(0, trigger.at_ms - clue.at_ms) / 60_000)
-        own = clue.author == trigger.author
+        author, words, addressed = clue.author, clue.words, clue.mentions
+        own = author == asker
         if own and len(asker_messages) > 1:
             others = frozenset().union(*(m.words for m in asker_messages if m is not clue))
             others_weight = _weight(others, idf)
         else:
             others, others_weight = (frozenset(), 0.0) if own else (asker_words, asker_weight)
-        weight = _weight(clue.words, idf)
+        weight = _weight(words, idf)
         parent = by_id.get(clue.reference) if clue.reference is not None else None
-        answered = referenced_by.get(clue.id, set())
-        addressed = clue.mentions
+        answered = referenced_by.get(clue.id)
+        named = author in trigger_mentions
+        newest_of_author = latest.get(author) == clue.id
         rows.append(
             [
                 back,
                 minutes,
                 float(own),
                 float(clue.id in chain),
-                float(clue.author in trigger.mentions),
-                float(clue.author in trigger.mentions and latest.get(clue.author) == clue.id),
-                float(trigger.author in addressed),
-                float(parent is not None and parent.author == trigger.author),
-                float(
-                    (clue.author, trigger.author) in pairs or (trigger.author, clue.author) in pairs
-                ),
-                float(clue.author in core),
-                float(bool(addressed & core)),
-                float(bool(addressed) and not addressed & core),
-                float(bool(answered & core)),
-                float(latest.get(clue.author) == clue.id),
-                math.log1p(activity[clue.author]),
-                _overlap(clue.words, weight, trigger.words, trigger_weight, idf),
-                _overlap(clue.words, weight, others, others_weight, idf),
+                float(named),
+                float(named and newest_of_author),
+                float(asker in addressed),
+                float(parent is not None and parent.author == asker),
+                float((author, asker) in pairs or (asker, author) in pairs),
+                float(author in core),
+                float(not addressed.isdisjoint(core)),
+                float(bool(addressed) and addressed.isdisjoint(core)),
+                float(answered is not None and not answered.isdisjoint(core)),
+                float(newest_of_author),
+                math.log1p(activity[author]),
+                _overlap(words, weight, trigger_words, trigger_weight, idf),
+                _overlap(words, weight, others, others_weight, idf),
                 (
-                    _overlap(clue.words, weight, chain_words, chain_weight, idf)
+                    _overlap(words, weight, chain_words, chain_weight, idf)
                     if clue.id not in chain
                     else 0.0
                 ),
                 float(clue.question),
                 math.log1p(clue.size),
-                float(clue.author == last_speaker),
+                float(author == last_speaker),
                 back if unlinked else 0.0,
                 minutes if own else 0.0,
             ]
@@ -307,19 +307,23 @@ def relative_rows(
     candidates: Sequence[Clue],
     anchors: set[int],
     idf: dict[str, float],
+    only: Sequence[int] | None = None,
 ) -> list[list[float]]:
-    """One row of ``RELATIVE_FEATURES`` per candidate; ``anchors`` are the confident ones."""
+    """One row of ``RELATIVE_FEATURES`` per candidate (per index in ``only`` when given: the
+    conversation is still found among them all); ``anchors`` are the confident ones."""
     members = [(-1, trigger)] + [(r, c) for r, c in enumerate(candidates) if c.id in anchors]
     authors: Counter[int] = Counter(clue.author for _, clue in members)
     addressed: Counter[int] = Counter(user for _, clue in members for user in clue.mentions)
     member_ids = {clue.id for _, clue in members}
     referenced = {clue.reference for _, clue in members if clue.reference is not None}
     words: Counter[str] = Counter(word for _, clue in members for word in clue.words)
+    member_words = words.keys()
     total = sum(idf.get(word, 0.0) for word in words)
     member_ranks = sorted(r for r, _ in members)
     member_times = sorted(clue.at_ms for _, clue in members)
     rows = []
-    for rank, clue in enumerate(candidates):
+    for rank in range(len(candidates)) if only is None else only:
+        clue = candidates[rank]
         inside = clue.id in member_ids
         own_authors = authors[clue.author] - (1 if inside else 0)
         own_addressed = addressed[clue.author]
@@ -331,8 +335,9 @@ def relative_rows(
             shared = sum(idf[w] for w in clue.words if words[w] > 1)
         else:
             rest_total = total
-            shared = sum(idf[w] for w in clue.words if words[w] > 0)
-        mine = sum(idf[w] for w in clue.words)
+            common = member_words & clue.words
+            shared = sum(map(idf.__getitem__, common)) if common else 0.0
+        mine = sum(map(idf.__getitem__, clue.words))
         similarity = shared / math.sqrt(mine * rest_total) if mine > 0 and rest_total > 0 else 0.0
         distance = _nearest(member_ranks, rank, inside)
         gap = _nearest(member_times, clue.at_ms, inside)
@@ -357,9 +362,12 @@ def _nearest(values: list[int], x: int, among: bool) -> int | None:
     """The smallest distance from ``x`` to the sorted ``values`` (``x`` itself left out once
     when it is ``among`` them), by bisection: the candidates are many, so no full scan."""
     i = bisect.bisect_left(values, x)
-    around = (i - 1, i + 1) if among else (i - 1, i)
-    found = [abs(values[j] - x) for j in around if 0 <= j < len(values)]
-    return min(found) if found else None
+    below = abs(values[i - 1] - x) if i > 0 else None
+    j = i + 1 if among else i
+    if j >= len(values):
+        return below
+    above = abs(values[j] - x)
+    return above if below is None or above < below else below
 
 
 class LogisticStage(BaseModel):
@@ -566,6 +574,11 @@ class RelevanceModel(BaseModel):
     # so the threshold need not sink to catch it.
     always_best: int = 0
     always_best_floor: float = 0.05  # ... unless even the best is plainly elsewhere
+    # A candidate the first look scores under this is not looked at again: its first-look score
+    # stands (under ``always_best_floor``, so it cannot enter). Far back in a busy channel most
+    # candidates are plainly elsewhere, and the second look costs the most; on the training
+    # logs, what it skips almost never reached the threshold. 0 looks at every candidate.
+    second_look_floor: float = 0.0
     trained_on: str = ""
     # A third look, when fitted: the conversation as the second look found it, so a message
     # two links from the trigger is judged with the one between them already in.
@@ -608,10 +621,34 @@ class RelevanceModel(BaseModel):
         return [Scored(probability(row), row) for row in self.rows(trigger, candidates, chain)]
 
     def score_threads(
-        self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]
+        self,
+        trigger: Clue,
+        candidates: Sequence[Clue],
+        chain: set[int],
+        keep: Collection[int] = (),
     ) -> list[Scored]:
-        """The scores that decide: ``score_all``, the trigger's reply thread at 1."""
-        return thread_scores(trigger, candidates, self.score_all(trigger, candidates, chain))
+        """The scores that decide: ``score_all``, the trigger's reply thread at 1; a candidate
+        under ``second_look_floor`` keeps its first-look score and no row, unless ``keep``, the
+        chain or the thread holds it (``keep``: those whose reasons are told whatever their
+        score, the recent messages)."""
+        if self.third is not None or self.second_look_floor <= 0.0:
+            return thread_scores(trigger, candidates, self.score_all(trigger, candidates, chain))
+        trigger, candidates = with_written_addresses(trigger, candidates)
+        base, first, idf = self.first_look(trigger, candidates, chain)
+        joined = reply_thread(trigger, candidates)
+        floor = self.second_look_floor
+        looked = [
+            i
+            for i, (clue, p) in enumerate(zip(candidates, first, strict=True))
+            if p >= floor or clue.id in joined or clue.id in chain or clue.id in keep
+        ]
+        rows = _with_conversation(base, trigger, candidates, first, self.anchor, idf, looked)
+        results = [Scored(p, ()) for p in first]
+        probability = self.second.probability
+        for i, row in zip(looked, rows, strict=True):
+            in_thread = candidates[i].id in joined
+            results[i] = Scored(1.0 if in_thread else probability(row), row, in_thread)
+        return results
 
     def entering(
         self,
@@ -646,6 +683,8 @@ class RelevanceModel(BaseModel):
         """
         stage = self.deciding
         row = scored.row
+        if not row:  # not looked at twice (``second_look_floor``): nothing raised it
+            return ()
         parts = stage.contributions(row)
         words: list[str] = []
         if scored.in_thread:  # in by that alone: it comes first
@@ -676,13 +715,17 @@ def _with_conversation(
     scores: Sequence[float],
     anchor: float,
     idf: dict[str, float],
+    only: Sequence[int] | None = None,
 ) -> list[tuple[float, ...]]:
-    """``rows`` extended by how each candidate relates to the conversation ``scores`` found."""
+    """``rows`` extended by how each candidate relates to the conversation ``scores`` found
+    (of the candidates at the indices ``only``, when given; the conversation is found among
+    them all)."""
     anchors = {c.id for c, p in zip(candidates, scores, strict=True) if p >= anchor}
-    relative = relative_rows(trigger, candidates, anchors, idf)
-    reach = reach_rows(trigger, candidates, scores)
+    relative = relative_rows(trigger, candidates, anchors, idf, only)
+    reach = reach_rows(trigger, candidates, scores, only)
+    base = rows if only is None else [rows[i] for i in only]
     return [
-        (*row, *extra, *linked) for row, extra, linked in zip(rows, relative, reach, strict=True)
+        (*row, *extra, *linked) for row, extra, linked in zip(base, relative, reach, strict=True)
     ]
 
 
@@ -740,6 +783,11 @@ def load_model_from(path: Path) -> RelevanceModel:
     fault = _shape_fault(model)
     if fault is not None:
         raise WeightsError(f"{path}: {fault}; {refit}")
+    if not 0.0 <= model.second_look_floor <= model.always_best_floor:
+        # Above the floor of the best few, a skipped candidate could be forced in unexplained.
+        raise WeightsError(
+            f"{path}: second_look_floor must lie between 0 and always_best_floor; {refit}"
+        )
     return model
 
 

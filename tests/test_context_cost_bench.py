@@ -1,4 +1,5 @@
-"""bench.context_cost on real scored logs: the cached window timed against one page."""
+"""bench.context_cost on real scored logs: the shipped build timed against the builds before
+the second-look floor and before the cached window."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import subprocess
 import sys
 
 from conversation.gold import load_gold
+from conversation.relevance import load_model
 from tests.test_context_ceiling import ROOT, _labelled_channel
 
 
-def test_warm_builds_on_scored_logs_are_timed_for_both_walks(tmp_path):
+def test_warm_builds_on_scored_logs_are_timed_as_shipped_and_as_before(tmp_path):
     _labelled_channel(tmp_path, "alpha", 3)
     _labelled_channel(tmp_path, "beta", 4, one=True)
     result = subprocess.run(
@@ -21,9 +23,14 @@ def test_warm_builds_on_scored_logs_are_timed_for_both_walks(tmp_path):
     lines = result.stdout.splitlines()
     triggers = len(load_gold(tmp_path / "alpha.gold.json"))  # the first log by name
     assert f"warm builds on 1 scored log, {triggers} triggers (median per round):" in lines
-    assert any(line.startswith("  cached window (199): ") for line in lines)
-    assert any(line.startswith("  one page (99): ") for line in lines)
-    assert lines[-1].startswith("  cached window (199) against one page (99): ")
+    shipped = f"cached window (199), second look over {load_model().second_look_floor:g}"
+    before = "cached window (199), every candidate looked at twice"
+    first = "one page (99), every candidate looked at twice"
+    for name in (shipped, before, first):
+        assert any(line.startswith(f"  {name}: ") and line.endswith(" ms") for line in lines)
+    assert lines[-2].startswith(f"  {shipped} against {before}: ")
+    assert lines[-1].startswith(f"  {shipped} against {first}: ")
+    assert lines[-1].endswith("x")
 
 
 def test_a_folder_without_scored_logs_is_one_line(tmp_path):
