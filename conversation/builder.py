@@ -288,20 +288,28 @@ class ContextBuilder:
         channel reaches further back than one history page, but a second page costs a REST
         call a cold build does not make for it.
         """
-        fetchable = self.settings.candidate_window
+        fetchable, reach = self.settings.candidate_window, self.settings.walk_reach
         newer = current = trigger
-        for step in range(self.settings.walk_reach):
-            if step < fetchable:
-                found = await reader.previous(current)
-            else:
-                found = await reader.cached_previous(current)
-            if found is None or created_ms(newer) - created_ms(found) > self.threshold_ms:
-                break
-            current = found
-            if is_conversational(found):
-                candidates.add(found)
-                candidates.walked.add(found.id)
-                newer = found
+        step = 0
+        while step < reach:
+            # What the cache holds unbroken comes at once; past it, one step at a time, which
+            # may fetch a page within ``candidate_window``.
+            run = reader.held_before(current, reach - step)
+            if not run:
+                step_back = reader.previous if step < fetchable else reader.cached_previous
+                found = await step_back(current)
+                if found is None:
+                    return
+                run = [found]
+            for found in run:
+                if created_ms(newer) - created_ms(found) > self.threshold_ms:
+                    return
+                step += 1
+                current = found
+                if is_conversational(found):
+                    candidates.add(found)
+                    candidates.walked.add(found.id)
+                    newer = found
 
     def _sealed_off(self, trigger: MessageLike, recent: list[MessageLike]) -> set[int]:
         """The recent messages past a silence: scored, but nothing is explored from them."""

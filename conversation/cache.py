@@ -234,6 +234,17 @@ class ChannelCache:
             return self._messages[self._ids[index]]
         return None if span[0] == 0 else UNKNOWN
 
+    def held_before(self, message_id: int, count: int) -> list[MessageLike]:
+        """Up to ``count`` messages right before ``message_id``, newest first, as far as the
+        complete stretch holding it goes: what ``previous`` answers step by step, in one slice
+        (a walk back through a busy channel asks for two hundred)."""
+        span = self.covering(message_id)
+        if span is None or count <= 0:
+            return []
+        end = bisect.bisect_left(self._ids, message_id)
+        start = max(end - count, bisect.bisect_left(self._ids, span[0]))
+        return [self._messages[i] for i in reversed(self._ids[start:end])]
+
     def next(self, message_id: int) -> MessageLike | Unknown | None:
         """The message right after ``message_id``; ``None`` when none exists yet."""
         span = self.covering(message_id)

@@ -113,6 +113,9 @@ class RestrictedReader(ChannelReader):
         self.cache.add_if_absent(message)
         return self._walk(message.id, self.cache.previous)
 
+    def held_before(self, message: MessageLike, count: int) -> list[MessageLike]:
+        return []  # the asker may not read every message held: the walk goes step by step
+
     async def cached_previous(self, message: MessageLike) -> MessageLike | None:
         return await self.previous(message)  # this reader reads the cache alone anyway
 

@@ -104,6 +104,12 @@ class ChannelReader:
         answer = self.cache.previous(message.id)
         return None if answer is UNKNOWN else answer
 
+    def held_before(self, message: MessageLike, count: int) -> list[MessageLike]:
+        """Up to ``count`` messages right before ``message`` that the cache holds in one
+        unbroken stretch, newest first: free, so a walk takes them at once, and asks
+        ``previous`` only where the stretch ends."""
+        return self.cache.held_before(message.id, count)
+
     async def next(self, message: MessageLike) -> MessageLike | None:
         """The message right after ``message``, ``None`` when it is the newest."""
         self.cache.add_if_absent(message)

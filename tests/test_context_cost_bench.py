@@ -22,7 +22,10 @@ def test_warm_builds_on_scored_logs_are_timed_as_shipped_and_as_before(tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     triggers = len(load_gold(tmp_path / "alpha.gold.json"))  # the first log by name
-    assert f"warm builds on 1 scored log, {triggers} triggers (median per round):" in lines
+    assert (
+        f"warm builds on 1 scored log, {triggers} triggers (median per round; best against best):"
+        in lines
+    )
     shipped = f"cached window (199), second look over {load_model().second_look_floor:g}"
     before = "cached window (199), every candidate looked at twice"
     first = "one page (99), every candidate looked at twice"

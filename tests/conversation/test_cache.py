@@ -100,3 +100,39 @@ def test_the_only_channel_is_held_to_the_budget_too():
     cache = registry.get(7)
     assert cache is not None and len(cache) == 40
     assert registry.budget is not None and registry.budget.used == 40
+
+
+def _stepwise(cache: ChannelCache, message_id: int, count: int) -> list:
+    """What ``previous`` answers one step at a time, up to the first answer it does not hold."""
+    found = []
+    while len(found) < count:
+        answer = cache.previous(message_id)
+        if answer is UNKNOWN or answer is None:
+            break
+        found.append(answer)
+        message_id = answer.id
+    return found
+
+
+def test_held_before_is_what_previous_answers_step_by_step():
+    """The walk takes a held stretch in one slice: it must stop where ``previous`` would,
+    at a hole in the coverage, at the channel's start, and after ``count``."""
+    log = source(300)
+    ids = [m.id for m in log.messages]
+    cache = ChannelCache(log.channel_id)
+    cache.add_page(log.messages[:80], 0, ids[79])  # from the channel's start
+    cache.add_page(log.messages[120:200], ids[120], ids[199])  # a stretch after a hole
+    for message in log.messages[200:260]:  # and live messages, adjacent to it
+        cache.on_gateway_message(message)
+    cache.add(log.messages[100])  # held, but in no complete stretch
+    cases = 0
+    for index in (0, 1, 40, 79, 80, 100, 120, 121, 150, 199, 200, 201, 259):
+        for count in (0, 1, 5, 60, 300):
+            held = cache.held_before(ids[index], count)
+            assert held == _stepwise(cache, ids[index], count), (index, count)
+            cases += bool(held)
+    assert cases > 20
+    # The live stretch starts at its first message: a slice stops there, as a step does.
+    assert [m.id for m in cache.held_before(ids[259], 300)] == ids[200:259][::-1]
+    assert [m.id for m in cache.held_before(ids[199], 300)] == ids[120:199][::-1]
+    assert cache.held_before(ids[79], 300)[-1].id == ids[0]
