@@ -2,7 +2,8 @@
 
 Everything here is plain data (pydantic models) computed with the same builder, materializer
 and token budget the bot uses, so what the page shows for a setting is what ``replay`` and the
-running bot would do with it. Each build starts from a cold cache, as ``replay`` does.
+running bot would do with it. A build starts from a cold cache, as ``replay`` does, or warm
+(``replay --warm``): the cache holding the log up to the trigger, as a bot that saw it arrive.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from bot.config.schema import Config, TriggerSettings
 from bot.discord.follow import Follower, replay_decisions
 from bot.studio.applied import AppliedSettings, ChannelTable, settings_for_studio
 from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
 from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
 from conversation.names import shown_name
 from conversation.pipeline import is_others_label, persona_for, prepare_prompt
 from conversation.reader import ChannelReader
+from conversation.replay_cache import ReplayCaches
 from conversation.settings import ContextSettings
 from conversation.source import created_ms, reference_id
 
@@ -157,6 +158,7 @@ class ContextView(BaseModel):
     tokens: int  # the whole prompt, estimated
     budget: str  # how the prompt fits the token budget, and what was cut
     rest_calls: int
+    warm: bool = False  # built from the cache of a bot that saw the log arrive
     problems: list[str]
     score: TriggerScore | None
     toml: str
@@ -326,13 +328,17 @@ class ChannelStudio:
             marks=marks,
         )
 
-    async def context(self, trigger_id: int, settings: ContextSettings) -> ContextView:
+    async def context(
+        self, trigger_id: int, settings: ContextSettings, *, warm: bool = False
+    ) -> ContextView:
         """The context the bot would send for ``trigger_id`` under ``settings``, fitted to the
-        token budget of ``[model]`` as the bot fits it (with the uncalibrated count)."""
+        token budget of ``[model]`` as the bot fits it (with the uncalibrated count); ``warm``:
+        from the cache of a bot that saw the log up to the trigger arrive."""
         trigger = self.source.message(trigger_id)
         if trigger is None:
             raise KeyError(f"{self.path}: no message {trigger_id} in the log")
-        reader = ChannelReader(self.source, ChannelCache(self.source.channel_id))
+        cache = ReplayCaches(self.source, warm=warm).for_trigger(trigger_id)
+        reader = ChannelReader(self.source, cache)
         prepared = await prepare_prompt(
             trigger,
             reader,
@@ -394,6 +400,7 @@ class ChannelStudio:
             tokens=fitted.total,
             budget=fitted.summary(),
             rest_calls=selection.rest_calls,
+            warm=warm,
             problems=selection.problems + prepared.materialized.problems,
             score=self._trigger_score(trigger_id, set(selection.ids), gold),
             toml=self.table.toml(settings) if self.table else settings_toml(settings),
@@ -415,19 +422,23 @@ class ChannelStudio:
             parents=[str(m) for m in sorted(gold.parents)],
         )
 
-    async def log_score(self, settings: ContextSettings) -> ScoreFigures | None:
-        """Precision, recall and F1 over every gold trigger of the log (cached per settings)."""
+    async def log_score(
+        self, settings: ContextSettings, *, warm: bool = False
+    ) -> ScoreFigures | None:
+        """Precision, recall and F1 over every gold trigger of the log (cached per settings and
+        cache state)."""
         if not self.gold:
             return None
-        key = settings.model_dump_json()
+        key = f"{warm} {settings.model_dump_json()}"
         if key not in self._log_scores:
             builder = ContextBuilder(settings)
             score = Score()
-            for trigger_id, gold in self.gold.items():
+            caches = ReplayCaches(self.source, warm=warm)  # the triggers in order: one feeding
+            for trigger_id, gold in sorted(self.gold.items()):
                 trigger = self.source.message(trigger_id)
                 if trigger is None:
                     continue  # labelled but not in the log: nothing to score
-                reader = ChannelReader(self.source, ChannelCache(self.source.channel_id))
+                reader = ChannelReader(self.source, caches.for_trigger(trigger_id))
                 selection = await builder.build(trigger, reader)
                 score.add(trigger_id, set(selection.ids), gold)
             if len(self._log_scores) >= SCORE_CACHE_SIZE:

@@ -158,6 +158,14 @@ def _settings(body: dict[str, Any]) -> Any:
         raise ApiError(400, str(error)) from error
 
 
+def _warm(body: dict[str, Any]) -> bool:
+    """Whether to build from the cache of a bot that saw the log arrive (default: cold)."""
+    warm = body.get("warm", False)
+    if not isinstance(warm, bool):
+        raise ApiError(400, f"warm: true or false (got {warm!r})")
+    return warm
+
+
 def _message_id(value: Any, what: str) -> int:
     text = str(value).strip()
     if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 2**63:
@@ -174,16 +182,18 @@ async def _context(request: web.Request) -> web.Response:
     body = await _body(request)
     settings = _settings(body)
     trigger = _message_id(body.get("trigger"), "trigger")
+    warm = _warm(body)
     try:
-        return _json(await channel.context(trigger, settings))
+        return _json(await channel.context(trigger, settings, warm=warm))
     except KeyError as error:
         raise ApiError(404, str(error.args[0])) from error
 
 
 async def _score(request: web.Request) -> web.Response:
     channel = _channel_of(request)
-    settings = _settings(await _body(request))
-    score = await channel.log_score(settings)
+    body = await _body(request)
+    settings = _settings(body)
+    score = await channel.log_score(settings, warm=_warm(body))
     return _json({"score": score.model_dump() if score else None})
 
 

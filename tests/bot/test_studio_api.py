@@ -552,3 +552,39 @@ def test_the_studio_command_reads_the_log_once_when_a_table_applies(tmp_path, mo
     [app] = served
     assert reads == [EXAMPLE]
     assert app[CHANNEL_KEY].applies.table == 2 and app[CHANNEL_KEY].model.name == "big-model"
+
+
+async def test_a_warm_cache_shows_what_a_bot_that_saw_the_channel_builds(tmp_path):
+    """Cold, a busy channel's context stops at the one history page read; warm, the walk goes
+    on through what the cache holds, with no REST call, as ``replay --warm`` shows."""
+    import json
+
+    from tests.fakes.synthetic import busy_channel
+
+    log = tmp_path / "busy.json"
+    channel = busy_channel(seed=3, messages=300, reply_rate=0, old_reply_rate=0, silence_rate=0)
+    log.write_text(json.dumps(channel))
+    messages = channel["messages"]
+    # One conversation from message 100 on, with two triggers in it.
+    labels = {
+        m["id"]: {"annotated": i in (250, 299), "parents": [], "conversation": 1}
+        for i, m in enumerate(messages)
+        if i >= 100
+    }
+    log.with_name("busy.gold.json").write_text(json.dumps({"messages": labels}))
+    every = {"relevance_threshold": 0.0, "max_total": 300}  # the context is the walk
+    trigger = messages[-1]["id"]
+    async with studio(log) as (http, url):
+        _, cold = await post(http, url + "api/context", {"trigger": trigger, "settings": every})
+        body = {"trigger": trigger, "settings": every, "warm": True}
+        _, warm = await post(http, url + "api/context", body)
+        _, cold_score = await post(http, url + "api/score", {"settings": every})
+        _, warm_score = await post(http, url + "api/score", {"settings": every, "warm": True})
+        status, refused = await post(http, url + "api/context", {**body, "warm": "yes"})
+    assert (len(cold["context"]), cold["rest_calls"], cold["warm"]) == (100, 1, False)
+    assert (len(warm["context"]), warm["rest_calls"], warm["warm"]) == (199, 0, True)
+    # The gold is 199 and 150 messages back: cold, each trigger reaches 100 of them; warm, all.
+    assert cold_score["score"]["triggers"] == warm_score["score"]["triggers"] == 2
+    assert cold_score["score"]["recall"] == pytest.approx(200 / 349, abs=1e-3)
+    assert warm_score["score"]["recall"] == 1.0
+    assert (status, refused) == (400, {"error": "warm: true or false (got 'yes')"})

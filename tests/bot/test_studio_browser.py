@@ -143,6 +143,20 @@ async def test_tuning_a_context_in_the_browser(tmp_path, browser):
         await page.click("#defaults")
         await error.wait_for(state="hidden")
 
+        # The cache: cold (a bot just started, one history page read), or warm (a bot that
+        # saw the log arrive: no REST call).
+        summary = page.locator("#detail-summary")
+        assert (await summary.inner_text()).endswith("1 REST call with a cold cache")
+        await page.check("#warm")
+        await page.wait_for_function(
+            "document.getElementById('detail-summary').textContent"
+            ".endsWith('0 REST calls with a warm cache')"
+        )
+        await page.uncheck("#warm")
+        await page.wait_for_function(
+            "document.getElementById('detail-summary').textContent.endsWith('with a cold cache')"
+        )
+
         # Picking another message makes it the trigger, and the address says so.
         await page.click(f'.msg[data-id="{parent_id}"] .author')
         await page.wait_for_function(

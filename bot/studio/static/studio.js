@@ -14,7 +14,7 @@ const state = {
   marked: [], // rows currently decorated for the selected context
   trigger: null,
   view: null, // the latest ContextView
-  configScore: null, // whole-log score at the config's own values, to compare against
+  configScores: {}, // whole-log score at the config's own values, cold and warm, to compare against
   request: 0, // increments per refresh, so a late answer never overwrites a newer one
   timer: null,
   renderedThreshold: null,
@@ -207,6 +207,7 @@ function buildControls(fields, values) {
     scheduleRefresh();
   });
   $("copy-toml").addEventListener("click", copyToml);
+  $("warm").addEventListener("change", scheduleRefresh);
 }
 
 function markChanged(input) {
@@ -241,21 +242,22 @@ async function refresh() {
   if (!state.trigger) return;
   const request = ++state.request;
   const settings = readSettings();
+  const warm = $("warm").checked;
   setStatus("building…");
   try {
     const [view, score] = await Promise.all([
-      api("/api/context", { trigger: state.trigger, settings }),
-      state.channel.has_gold ? api("/api/score", { settings }) : Promise.resolve({ score: null }),
+      api("/api/context", { trigger: state.trigger, settings, warm }),
+      state.channel.has_gold ? api("/api/score", { settings, warm }) : Promise.resolve({ score: null }),
     ]);
     if (request !== state.request) return;
     $("settings-error").hidden = true;
-    if (state.configScore === null && !document.querySelector("#settings input.changed")) {
-      state.configScore = score.score;
+    if (!(warm in state.configScores) && !document.querySelector("#settings input.changed")) {
+      state.configScores[warm] = score.score;
     }
     if (settings.time_threshold_minutes !== state.renderedThreshold) renderTimeline();
     state.view = view;
     applyView(view);
-    renderScores(view.score, score.score);
+    renderScores(view.score, score.score, warm);
     setStatus(`${view.context.length} messages · prompt ≈${view.tokens} tokens`);
   } catch (error) {
     if (request !== state.request) return;
@@ -450,7 +452,8 @@ function renderDetail(view) {
     `(system prompt ${view.system_tokens}, trigger ${view.trigger_tokens}` +
     (view.label_tokens ? `, label of the other recent messages ${view.label_tokens}` : "") +
     `; linked articles ` +
-    `not read here) · ${view.rest_calls} REST call${view.rest_calls === 1 ? "" : "s"} with a cold cache`;
+    `not read here) · ${view.rest_calls} REST call${view.rest_calls === 1 ? "" : "s"} ` +
+    `with a ${view.warm ? "warm" : "cold"} cache`;
   $("problems").replaceChildren(...view.problems.map((problem) => el("li", { text: problem })));
   $("toml").textContent = view.toml;
   renderGraph(view);
@@ -541,7 +544,7 @@ function renderChosen(view) {
   }
 }
 
-function renderScores(trigger, log) {
+function renderScores(trigger, log, warm) {
   if (!state.channel.has_gold) return;
   const fill = (rowId, figures, compare) => {
     const cells = $(rowId).querySelectorAll("td");
@@ -554,7 +557,7 @@ function renderScores(trigger, log) {
     });
   };
   fill("score-trigger", trigger, null);
-  fill("score-log", log, state.configScore);
+  fill("score-log", log, state.configScores[warm] ?? null);
   $("score-note").textContent = trigger
     ? `${trigger.gold.length} gold messages for this trigger, ${trigger.missed.length} missed. ` +
       `Whole log: ${log ? log.triggers : 0} triggers; green/red: against the config's values.`
