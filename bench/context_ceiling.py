@@ -48,26 +48,45 @@ class Outcome:
     picks: dict[str, tuple[int, int, bool]]  # selection -> picked, hits, parent found
 
 
-def _replay(model: RelevanceModel, log: Log, trigger_id: int, settings: ContextSettings) -> Outcome:
+def _best_first(item: tuple[int, float]) -> tuple[float, int]:
+    """Highest score first; on a tie, the newest (the builder's order)."""
+    return -item[1], -item[0]
+
+
+def _replay(
+    model: RelevanceModel,
+    every: RelevanceModel,
+    log: Log,
+    trigger_id: int,
+    settings: ContextSettings,
+) -> Outcome:
+    """One trigger replayed; ``every`` is ``model`` looking at every candidate twice."""
     gold, parents = log.triggers[trigger_id]
     index = log.index[trigger_id]
     trigger = log.clues[index]
     walk, chain = propose(log, index, settings)
-    scores = [result.score for result in model.score_threads(trigger, walk, chain)]
-    by_id = {clue.id: score for clue, score in zip(walk, scores, strict=True)}
-    fixed = [clue.id for clue in walk[: min(settings.min_linear, settings.max_total)]]
+    ids = [clue.id for clue in walk]
+    fixed = ids[: min(settings.min_linear, settings.max_total)]
+    threshold = settings.relevance_threshold
+    threshold = model.threshold if threshold is None else threshold
+    full = [result.score for result in every.score_threads(trigger, walk, chain)]
+    scores = full  # a threshold under the floor: the builder looks at every candidate too
+    if threshold >= model.second_look_floor:
+        scores = [result.score for result in model.score_threads(trigger, walk, chain, fixed)]
+    by_id = dict(zip(ids, scores, strict=True))
     replied_to = trigger.reference if trigger.reference in chain else None
     if replied_to is not None and replied_to not in fixed and len(fixed) < settings.max_total:
         fixed.append(replied_to)
-    ranked = sorted(by_id.items(), key=lambda item: (-item[1], -item[0]))
-    threshold = settings.relevance_threshold
     chosen = fixed + model.entering(
-        ranked,
+        sorted(by_id.items(), key=_best_first),
         fixed,
-        threshold=model.threshold if threshold is None else threshold,
+        threshold=threshold,
         room=settings.max_total - len(fixed),
         taken=1 if replied_to is not None else 0,
     )
+    # The ranking below reads every candidate's second look: the floor's first-look scores
+    # would rank among second-look ones.
+    ranked = sorted(zip(ids, full, strict=True), key=_best_first)
     gold_candidates = [message_id for message_id in by_id if message_id in gold]
     # The same ranking, cut at the number of gold candidates (at least one, at most the cap).
     count = max(1, min(len(gold_candidates), settings.max_total))
@@ -99,11 +118,12 @@ def outcomes(data: Path, settings: ContextSettings, manifest: Path | None) -> It
         plan = read_manifest(manifest, settings)
     for weights, held_out, min_linear in plan:
         model = load_model() if weights is None else load_model_from(weights)
+        every = model.model_copy(update={"second_look_floor": 0.0})
         fold_settings = settings.model_copy(update={"min_linear": min_linear})
         for name in held_out:
             log = load_log(data / f"{name}.json")
             for trigger_id in sorted(log.triggers):
-                yield _replay(model, log, trigger_id, fold_settings)
+                yield _replay(model, every, log, trigger_id, fold_settings)
 
 
 def _size_label(gold: int) -> str:

@@ -322,7 +322,8 @@ def fit_model(
         second=TreeStage(features=SECOND_FEATURES, means=(), base=0.0, trees=()),
         anchor=ANCHOR,
         threshold=0.5,
-        second_look_floor=SECOND_LOOK_FLOOR,
+        # A third look reads every candidate's second look: no floor then.
+        second_look_floor=SECOND_LOOK_FLOOR if looks == 2 else 0.0,
     )
     stages = ((2, SECOND_FEATURES), (3, THIRD_FEATURES))[: looks - 1]
     for look, features in stages:

@@ -215,13 +215,15 @@ function markChanged(input) {
   input.classList.toggle("changed", now !== input.dataset.config);
 }
 
-function readSettings() {
+// The controls' values, or with ``fromConfig`` the config's own (what green/red compare with).
+function readSettings(fromConfig = false) {
   const settings = {};
   for (const input of $("settings").querySelectorAll("input")) {
-    if (input.type === "checkbox") settings[input.name] = input.checked;
-    else if (input.value === "") settings[input.name] = input.dataset.nullable === "true" ? null : "";
-    else if (input.dataset.kind === "text") settings[input.name] = input.value;
-    else settings[input.name] = Number(input.value);
+    const value = fromConfig ? input.dataset.config : input.value;
+    if (input.type === "checkbox") settings[input.name] = fromConfig ? value === "true" : input.checked;
+    else if (value === "") settings[input.name] = input.dataset.nullable === "true" ? null : "";
+    else if (input.dataset.kind === "text") settings[input.name] = value;
+    else settings[input.name] = Number(value);
   }
   return settings;
 }
@@ -251,8 +253,12 @@ async function refresh() {
     ]);
     if (request !== state.request) return;
     $("settings-error").hidden = true;
-    if (!(warm in state.configScores) && !document.querySelector("#settings input.changed")) {
-      state.configScores[warm] = score.score;
+    if (state.channel.has_gold && !(warm in state.configScores)) {
+      // The config's own score with this cache, once: the first with a box ticked may come
+      // after the settings were changed.
+      const own = await api("/api/score", { settings: readSettings(true), warm });
+      state.configScores[warm] = own.score;
+      if (request !== state.request) return;
     }
     if (settings.time_threshold_minutes !== state.renderedThreshold) renderTimeline();
     state.view = view;
