@@ -296,8 +296,7 @@ class ContextBuilder:
             # may fetch a page within ``candidate_window``.
             run = reader.held_before(current, reach - step)
             if not run:
-                step_back = reader.previous if step < fetchable else reader.cached_previous
-                found = await step_back(current)
+                found = await reader.previous(current) if step < fetchable else None
                 if found is None:
                     return
                 run = [found]

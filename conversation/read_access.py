@@ -114,10 +114,16 @@ class RestrictedReader(ChannelReader):
         return self._walk(message.id, self.cache.previous)
 
     def held_before(self, message: MessageLike, count: int) -> list[MessageLike]:
-        return []  # the asker may not read every message held: the walk goes step by step
-
-    async def cached_previous(self, message: MessageLike) -> MessageLike | None:
-        return await self.previous(message)  # this reader reads the cache alone anyway
+        """The held messages before ``message`` the asker may read, as ``previous`` steps."""
+        run: list[MessageLike] = []
+        current = message.id
+        while len(run) < count:
+            found = self._walk(current, self.cache.previous)
+            if found is None:
+                break
+            run.append(found)
+            current = found.id
+        return run
 
     async def next(self, message: MessageLike) -> MessageLike | None:
         self.cache.add_if_absent(message)

@@ -97,17 +97,11 @@ class ChannelReader:
             answer = self.cache.previous(message.id)
         return None if answer is UNKNOWN else answer
 
-    async def cached_previous(self, message: MessageLike) -> MessageLike | None:
-        """The message right before ``message`` if the cache holds it, else None: the walk
-        past ``candidate_window`` goes only as far as what the bot already holds, never paying
-        for a history page."""
-        answer = self.cache.previous(message.id)
-        return None if answer is UNKNOWN else answer
-
     def held_before(self, message: MessageLike, count: int) -> list[MessageLike]:
         """Up to ``count`` messages right before ``message`` that the cache holds in one
         unbroken stretch, newest first: free, so a walk takes them at once, and asks
-        ``previous`` only where the stretch ends."""
+        ``previous`` (which may fetch a page) only where the stretch ends; past
+        ``candidate_window`` the walk goes only as far as this reaches."""
         return self.cache.held_before(message.id, count)
 
     async def next(self, message: MessageLike) -> MessageLike | None:

@@ -24,6 +24,7 @@ from bot.discord.follow import Follower, replay_decisions
 from bot.studio.applied import AppliedSettings, ChannelTable, settings_for_studio
 from conversation.builder import ContextBuilder
 from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
+from conversation.log_contexts import select_contexts
 from conversation.log_source import LogSource
 from conversation.materialize import MaterializeOptions, Materializer
 from conversation.names import shown_name
@@ -431,16 +432,12 @@ class ChannelStudio:
             return None
         key = f"{warm} {settings.model_dump_json()}"
         if key not in self._log_scores:
-            builder = ContextBuilder(settings)
+            # Labelled but not in the log: nothing to score. In order: one warm cache fed on.
+            wanted = [t for t in sorted(self.gold) if self.source.message(t) is not None]
             score = Score()
-            caches = ReplayCaches(self.source, warm=warm)  # the triggers in order: one feeding
-            for trigger_id, gold in sorted(self.gold.items()):
-                trigger = self.source.message(trigger_id)
-                if trigger is None:
-                    continue  # labelled but not in the log: nothing to score
-                reader = ChannelReader(self.source, caches.for_trigger(trigger_id))
-                selection = await builder.build(trigger, reader)
-                score.add(trigger_id, set(selection.ids), gold)
+            async for selection in select_contexts(self.source, settings, wanted, warm=warm):
+                trigger_id = selection.trigger.id
+                score.add(trigger_id, set(selection.ids), self.gold[trigger_id])
             if len(self._log_scores) >= SCORE_CACHE_SIZE:
                 del self._log_scores[next(iter(self._log_scores))]  # the oldest
             self._log_scores[key] = ScoreFigures.of(score)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import subprocess
 import sys
 import tomllib
@@ -557,8 +558,6 @@ def test_the_studio_command_reads_the_log_once_when_a_table_applies(tmp_path, mo
 async def test_a_warm_cache_shows_what_a_bot_that_saw_the_channel_builds(tmp_path):
     """Cold, a busy channel's context stops at the one history page read; warm, the walk goes
     on through what the cache holds, with no REST call, as ``replay --warm`` shows."""
-    import json
-
     from tests.fakes.synthetic import busy_channel
 
     log = tmp_path / "busy.json"
