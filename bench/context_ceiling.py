@@ -4,7 +4,7 @@
 
 Every trigger is replayed as the trainer replays it (``bench.train_relevance.propose``: a warm
 build's candidates, as ``bench.context_quality --warm`` replays them; the builder's choice,
-``RelevanceModel.entering``) with the shipped
+``RelevanceModel.entering``, then ``likely_answered``) with the shipped
 weights, or with ``--folds`` each fold's weights on its held-out logs (``bench.relevance_folds``
 writes the manifest). It prints:
 
@@ -69,11 +69,13 @@ def _replay(
     fixed = ids[: min(settings.min_linear, settings.max_total)]
     threshold = settings.relevance_threshold
     threshold = model.threshold if threshold is None else threshold
-    full = [result.score for result in every.score_threads(trigger, walk, chain)]
-    scores = full  # a threshold under the floor: the builder looks at every candidate too
+    everything = every.score_threads(trigger, walk, chain)
+    full = [result.score for result in everything]
+    scored = everything  # a threshold under the floor: the builder looks at every candidate too
     if threshold >= model.second_look_floor:
-        scores = [result.score for result in model.score_threads(trigger, walk, chain, fixed)]
-    by_id = dict(zip(ids, scores, strict=True))
+        scored = model.score_threads(trigger, walk, chain, fixed)
+    results = dict(zip(ids, scored, strict=True))
+    by_id = {message_id: result.score for message_id, result in results.items()}
     replied_to = trigger.reference if trigger.reference in chain else None
     if replied_to is not None and replied_to not in fixed and len(fixed) < settings.max_total:
         fixed.append(replied_to)
@@ -83,6 +85,10 @@ def _replay(
         threshold=threshold,
         room=settings.max_total - len(fixed),
         taken=1 if replied_to is not None else 0,
+    )
+    chosen += model.likely_answered(
+        ((i, result) for i, result in results.items() if i not in chosen),
+        room=settings.max_total - len(chosen),
     )
     # The ranking below reads every candidate's second look: the floor's first-look scores
     # would rank among second-look ones.

@@ -15,9 +15,9 @@ The source is the channel-log source counting calls as the fake Discord would se
 
 With ``--logs``, it also times warm builds on real scored logs (the first ``--log-count`` of
 DIR, the cache holding each log up to the trigger as ``bench.context_quality --warm`` replays
-it), as shipped against the builds before the second-look floor and before the cached window,
-alternating, in the same process: the synthetic channel's silences end most walks before one
-page, a busy real channel's do not.
+it), as shipped against the builds without the answer ranking, before the second-look floor
+and before the cached window, alternating, in the same process: the synthetic channel's
+silences end most walks before one page, a busy real channel's do not.
 """
 
 from __future__ import annotations
@@ -111,17 +111,18 @@ async def main_async(args: argparse.Namespace) -> None:
 
 
 def log_variants(settings: ContextSettings) -> dict[str, ContextBuilder]:
-    """The walks timed on real logs: as shipped, then without the second-look floor (every
-    candidate looked at twice, as before it), then that on one page (as before the cached
-    window)."""
+    """The walks timed on real logs: as shipped, then without the answer ranking, then also
+    without the second-look floor (every candidate looked at twice, as before it), then that on
+    one page (as before the cached window)."""
     model = load_model()
-    every = model.model_copy(update={"second_look_floor": 0.0})
+    unranked = model.model_copy(update={"answer_best": 0})
+    every = unranked.model_copy(update={"second_look_floor": 0.0})
     one_page = settings.model_copy(update={"cached_candidate_window": settings.candidate_window})
     wide, narrow = settings.cached_candidate_window, settings.candidate_window
+    floor = f"second look over {model.second_look_floor:g}"
     return {
-        f"cached window ({wide}), second look over {model.second_look_floor:g}": ContextBuilder(
-            settings, model
-        ),
+        f"cached window ({wide}), {floor}, answer ranking": ContextBuilder(settings, model),
+        f"cached window ({wide}), {floor}": ContextBuilder(settings, unranked),
         f"cached window ({wide}), every candidate looked at twice": ContextBuilder(settings, every),
         f"one page ({narrow}), every candidate looked at twice": ContextBuilder(one_page, every),
     }

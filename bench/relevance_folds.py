@@ -157,7 +157,8 @@ def main() -> None:
         manifest.append({"weights": weights.name, "min_linear": choice[0], "held_out": held_out})
         print(
             f"fold {k + 1}: {len(fit)} fit triggers; min_linear {choice[0]}, best {choice[1]}, "
-            f"threshold {choice[2]:.4f} ({time.perf_counter() - started:.0f} s)",
+            f"threshold {choice[2]:.4f}, answered {choice[3]} from {choice[4]:.2f} "
+            f"({time.perf_counter() - started:.0f} s)",
             flush=True,
         )
     (args.out / "folds.json").write_text(json.dumps({"folds": manifest}, indent=1) + "\n")

@@ -439,6 +439,13 @@ class ContextBuilder:
         )
         for message_id in entering:
             reasons[message_id] = [scored.reason(message_id)]
+        # The message the trigger likely answers, when the score left it out: ranked apart.
+        answered = scored.model.likely_answered(
+            ((i, result) for i, result in scored.results.items() if i not in reasons),
+            room=max(0, max_total - len(reasons)),
+        )
+        for message_id in answered:
+            reasons[message_id] = [scored.reason(message_id, answered=True)]
         return reasons
 
     @staticmethod
@@ -669,6 +676,10 @@ class _Candidates:
         self.sealed_off = sealed_off
 
 
+# The evidence of a message in as what the trigger likely answers (``likely_answered``).
+LIKELY_ANSWERED = "likely what the trigger answers"
+
+
 @dataclass(frozen=True)
 class _Scoring:
     """Every candidate's score, and the reasons told from them for the messages that enter."""
@@ -685,14 +696,20 @@ class _Scoring:
         """Best first; on a tie, the newest first."""
         return sorted(self.results.items(), key=lambda item: (-item[1].score, -item[0]))
 
-    def reason(self, message_id: int, kind: ReasonKind | None = None) -> Reason:
-        """Why a candidate is in; its evidence is worked out only here (it walks every tree)."""
+    def reason(
+        self, message_id: int, kind: ReasonKind | None = None, *, answered: bool = False
+    ) -> Reason:
+        """Why a candidate is in; its evidence is worked out only here (it walks every tree).
+        ``answered``: in as what the trigger likely answers, which comes first."""
         result = self.results[message_id]
+        evidence = self.model.evidence(result)
+        if answered:
+            evidence = (LIKELY_ANSWERED, *evidence[:2])
         return Reason(
             kind=kind or _kind(self.clues[message_id], self.trigger_clue, self.chain),
             via=None if kind == "linear" else self.chain.get(message_id, self.trigger.id),
             score=round(result.score, 3),
-            evidence=self.model.evidence(result),
+            evidence=evidence,
         )
 
 

@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conversation.addressing import name_keys, opening_of, with_written_addresses
 from conversation.reach import REACH_FEATURES, reach_rows
@@ -150,6 +150,8 @@ LATER = ", second look"
 THIRD_FEATURES: tuple[str, ...] = SECOND_FEATURES + tuple(
     name + LATER for name in RELATIVE_FEATURES + REACH_FEATURES
 )
+# The answer ranking reads the deciding look's row and, last, the score it gave.
+ANSWER_SCORE = "score"
 
 
 # Measures, worded for a value above and below the training mean.
@@ -583,6 +585,14 @@ class RelevanceModel(BaseModel):
     # A third look, when fitted: the conversation as the second look found it, so a message
     # two links from the trigger is judged with the one between them already in.
     third: TreeStage | None = None
+    # Which candidate the trigger answers, ranked apart (trees over the deciding look's row and
+    # its score, fitted on the gold parents): the message a trigger answers is the one its
+    # context most needs, and a score fitted on the whole conversation ranks some of them low
+    # (a short answer far back, with no word in common). The likeliest ``answer_best`` of those
+    # looked at twice enter beside the rest, none under ``answer_floor``. None: no such step.
+    answers: TreeStage | None = None
+    answer_best: int = Field(0, ge=0)
+    answer_floor: float = Field(0.0, ge=0.0, le=1.0)
 
     @property
     def deciding(self) -> TreeStage:
@@ -674,6 +684,32 @@ class RelevanceModel(BaseModel):
             entered.append(message_id)
             taken += 1
         return entered
+
+    def likely_answered(self, looked: Iterable[tuple[int, Scored]], room: int) -> list[int]:
+        """Of ``looked`` (ids and scores of the candidates not in yet), those the trigger likely
+        answers, likeliest first (on a tie the newest): at most ``answer_best`` and ``room``,
+        none under ``answer_floor``. Only a candidate looked at twice has the row the ranking
+        reads, and one the score puts under ``always_best_floor`` is plainly elsewhere, as for
+        the best few: it is not ranked (half the candidates left out in a busy channel, and
+        almost none of the parents). ``bench.train_relevance`` chooses the defaults by the
+        same rule."""
+        if self.answers is None or self.answer_best <= 0 or room <= 0:
+            return []
+        probability = self.answers.probability
+        floor = self.always_best_floor
+        chances = sorted(
+            (
+                (probability((*scored.row, scored.score)), message_id)
+                for message_id, scored in looked
+                if scored.row and scored.score >= floor
+            ),
+            reverse=True,
+        )
+        return [
+            message_id
+            for chance, message_id in chances[: min(self.answer_best, room)]
+            if chance >= self.answer_floor
+        ]
 
     def evidence(self, scored: Scored, count: int = 3) -> tuple[str, ...]:
         """What raised the score most, in words, for explanations (asked only of the chosen).
@@ -780,6 +816,13 @@ def load_model_from(path: Path) -> RelevanceModel:
         raise WeightsError(
             f"{path}: fitted for other features; run python -m bench.train_relevance"
         )
+    if model.answers is not None and model.answers.features != (
+        *model.deciding.features,
+        ANSWER_SCORE,
+    ):
+        raise WeightsError(
+            f"{path}: answers: fitted for other features; run python -m bench.train_relevance"
+        )
     fault = _shape_fault(model)
     if fault is not None:
         raise WeightsError(f"{path}: {fault}; {refit}")
@@ -801,6 +844,8 @@ def _shape_fault(model: RelevanceModel) -> str | None:
     stages = {"second": model.second}
     if model.third is not None:
         stages["third"] = model.third
+    if model.answers is not None:
+        stages["answers"] = model.answers
     return stages_fault("first", model.first, stages)
 
 

@@ -26,11 +26,13 @@ def test_warm_builds_on_scored_logs_are_timed_as_shipped_and_as_before(tmp_path)
         f"warm builds on 1 scored log, {triggers} triggers (median per round; best against best):"
         in lines
     )
-    shipped = f"cached window (199), second look over {load_model().second_look_floor:g}"
+    floor = f"cached window (199), second look over {load_model().second_look_floor:g}"
+    shipped, unranked = f"{floor}, answer ranking", floor
     before = "cached window (199), every candidate looked at twice"
     first = "one page (99), every candidate looked at twice"
-    for name in (shipped, before, first):
+    for name in (shipped, unranked, before, first):
         assert any(line.startswith(f"  {name}: ") and line.endswith(" ms") for line in lines)
+    assert lines[-3].startswith(f"  {shipped} against {unranked}: ")
     assert lines[-2].startswith(f"  {shipped} against {before}: ")
     assert lines[-1].startswith(f"  {shipped} against {first}: ")
     assert lines[-1].endswith("x")

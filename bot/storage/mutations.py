@@ -465,11 +465,12 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
 
     Every stored message (others' messages, triggers, the bot's answers as later context),
     every recorded edit and every answer is searched, and every recorded name is removed as
-    shown. In the conversations the person took part in (``person_names``), in messages that
-    named them by id (a reply header, a mention: ``context_names``) and in the bot's own words,
-    a name is also matched ignoring case and accents ("chloe" for "Chloé") when it has at least
-    ``FREE_TEXT_MIN_LENGTH`` characters (see :mod:`bot.storage.names`). Elsewhere that loose
-    match would take a common word ("will", "mark") out of every message in the store, for good.
+    shown. In the conversations the person took part in (``person_names``) and those carrying
+    one of those conversations' messages on, in messages that named them by id (a reply header,
+    a mention: ``context_names``) and in the bot's own words, a name is also matched ignoring
+    case and accents ("chloe" for "Chloé") when it has at least ``FREE_TEXT_MIN_LENGTH``
+    characters (see :mod:`bot.storage.names`). Elsewhere that loose match would take a common
+    word ("will", "mark") out of every message in the store, for good.
     """
     if not names:
         return 0
@@ -483,14 +484,21 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
             (user_id,),
         )
     }
-    # The conversations they took part in: a message of theirs was in it, or it recorded them.
-    near_seqs = (
+    # The conversations they took part in: a message of theirs was in it, or it recorded them;
+    # and those that carry one of those conversations' messages on (a follow-up asked with the
+    # question before it in its context, though not their message): which earlier messages
+    # make a context changes with the selection, the conversation does not.
+    took_part = (
         "SELECT seq FROM context WHERE author_id = ? UNION SELECT seq FROM person_names "
         "WHERE user_id = ?"
     )
+    near_seqs = (
+        f"{took_part} UNION SELECT seq FROM context WHERE message_id IN (SELECT message_id "
+        f"FROM context WHERE message_id IS NOT NULL AND seq IN ({took_part}))"
+    )
     near_rows = conn.execute(
         f"SELECT seq, node_id, message_id FROM context WHERE seq IN ({near_seqs})",
-        (user_id, user_id),
+        (user_id, user_id, user_id, user_id),
     ).fetchall()
     near = by_id | {int(node_id) for _, node_id, _ in near_rows}
     near_answers = {int(seq) for seq, _, _ in near_rows}
