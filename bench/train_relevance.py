@@ -278,10 +278,12 @@ def choose_defaults(
         gold_total += len(gold)
         with_parent += bool(parents)
         parent = log.clues[index].reference
-        order = np.argsort(-scores, kind="stable")
+        # Best first, on a tie the newest (the builder's order; the walk is not all by age).
+        order = np.lexsort((-np.array([clue.id for clue in walk], dtype=np.int64), -scores))
         for min_linear in min_linears:
             linear = set(range(min(min_linear, len(walk))))
-            if parent is not None and parent in chain:  # the builder always takes it
+            # The builder always takes it, room permitting.
+            if parent is not None and parent in chain and len(linear) < settings.max_total:
                 linear.add(next(i for i, clue in enumerate(walk) if clue.id == parent))
             fixed = sorted(linear)
             rest = np.array([i for i in order if i not in linear], dtype=int)
@@ -328,9 +330,10 @@ def choose_defaults(
     near = [key for key in allowed if table[key][2] >= top - F1_TOLERANCE]
     # With ``prefer="recall"``, the fullest of those contexts (the most of the conversation).
     if prefer == "recall":
-        best = max(near, key=lambda key: (key[0], table[key][1]))
+        best = max(near, key=lambda key: (key[0], table[key][1], -key[3], key[4]))
     else:
-        best = max(near, key=lambda key: (key[0], table[key][2], key[2]))
+        # On a tie, the fewest likely-answered messages, from the highest chance.
+        best = max(near, key=lambda key: (key[0], table[key][2], key[2], -key[3], key[4]))
     return best, table
 
 

@@ -465,8 +465,8 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
 
     Every stored message (others' messages, triggers, the bot's answers as later context),
     every recorded edit and every answer is searched, and every recorded name is removed as
-    shown. In the conversations the person took part in (``person_names``) and those carrying
-    one of those conversations' messages on, in messages that named them by id (a reply header,
+    shown. In the conversations the person took part in (``person_names``) and the follow-ups
+    holding the bot's answer in one of them, in messages that named them by id (a reply header,
     a mention: ``context_names``) and in the bot's own words, a name is also matched ignoring
     case and accents ("chloe" for "Chloé") when it has at least ``FREE_TEXT_MIN_LENGTH``
     characters (see :mod:`bot.storage.names`). Elsewhere that loose match would take a common
@@ -485,16 +485,17 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
         )
     }
     # The conversations they took part in: a message of theirs was in it, or it recorded them;
-    # and those that carry one of those conversations' messages on (a follow-up asked with the
-    # question before it in its context, though not their message): which earlier messages
-    # make a context changes with the selection, the conversation does not.
+    # and the follow-ups that carry one on, holding the bot's answer to it (a question asked
+    # after that answer, though their own message is no longer in its context: which earlier
+    # messages make a context changes with the selection, the conversation does not). A
+    # context that only shares another message with one of theirs stays elsewhere.
     took_part = (
         "SELECT seq FROM context WHERE author_id = ? UNION SELECT seq FROM person_names "
         "WHERE user_id = ?"
     )
     near_seqs = (
         f"{took_part} UNION SELECT seq FROM context WHERE message_id IN (SELECT message_id "
-        f"FROM context WHERE message_id IS NOT NULL AND seq IN ({took_part}))"
+        f"FROM answer_messages WHERE seq IN ({took_part}))"
     )
     near_rows = conn.execute(
         f"SELECT seq, node_id, message_id FROM context WHERE seq IN ({near_seqs})",

@@ -817,3 +817,49 @@ async def test_forget_user_takes_their_name_out_of_a_follow_up_explanation(store
     shown = render_text(store.explain(5))
     assert "Alicia" not in shown
     assert f"followed: no mention, continues the conversation with {REMOVED}, score 0.81" in shown
+
+
+async def test_forget_reaches_a_follow_up_that_holds_the_answer_to_their_conversation(
+    store: Store,
+) -> None:
+    """A follow-up question carries the conversation on through the bot's answer, though the
+    selection left their message out of its context: their name goes from it in any case."""
+    theirs = make_record(
+        31, [(30, 7, "Hi, Will here"), (31, BEN, "what did WILL mean?")], names={7: "Will"},
+        answer="He meant the cache.", answer_ids=(32,),
+    )  # fmt: skip
+    await store.record(theirs)
+    follow_up = make_record(33, [(31, BEN, "what did WILL mean?"), (33, DEV, "and will's idea?")])
+    answer_turn = {"role": "assistant", "content": "He meant the cache."}
+    await store.record(
+        follow_up.model_copy(
+            update={
+                "request_messages": [SYSTEM, answer_turn, *follow_up.request_messages[1:]],
+                "context": [
+                    None,
+                    ContextEntry(message_id=32, author_id=BOT_ID),
+                    *follow_up.context[1:],
+                ],
+            }
+        )
+    )
+    await store.forget_user(7)
+    assert not re.search("will", "\n".join(store.export_lines()), re.IGNORECASE)
+
+
+async def test_forget_leaves_the_word_in_a_context_that_only_shares_another_message(
+    store: Store,
+) -> None:
+    """Another request that holds a message of their conversation as a recent message, but not
+    the bot's answer in it, is elsewhere: "will" there is a word."""
+    theirs = make_record(
+        31, [(30, 7, "Hi, Will here"), (31, BEN, "hi Will")], names={7: "Will"},
+        answer="Hello both.", answer_ids=(32,),
+    )  # fmt: skip
+    await store.record(theirs)
+    talk = [(31, BEN, "hi Will"), (50, 55, "I will try that, it will work"), (51, DEV, "will?")]
+    other = make_record(51, talk, answer="It will work.")
+    await store.record(other)
+    await store.forget_user(7)
+    exported = "\n".join(store.export_lines())
+    assert "I will try that, it will work" in exported and "It will work." in exported
