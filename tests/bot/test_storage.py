@@ -702,19 +702,23 @@ async def _chloe_conversation(store: Store) -> None:
     await store.record(record)
     # Later, Dev's message is edited, still naming her; the bot's answer is context again.
     await store.record_edit(2, 10, DEV, "agreed, CHLOÉ tested it twice", NOW)
-    answer_turn = {"role": "assistant", "content": "Yes, chloe is right: hard links are fine here."}
     later = make_record(9, [(9, DEV, "thanks all")])
-    await store.record(
-        later.model_copy(
-            update={
-                "request_messages": [SYSTEM, answer_turn, *later.request_messages[1:]],
-                "context": [
-                    None,
-                    ContextEntry(message_id=600, author_id=BOT_ID),
-                    *later.context[1:],
-                ],
-            }
-        )
+    answer = "Yes, chloe is right: hard links are fine here."
+    await store.record(after_answer(later, answer, 600))
+
+
+def after_answer(record: InteractionRecord, answer: str, message_id: int) -> InteractionRecord:
+    """``record`` with the bot's earlier answer (message ``message_id``) first in its context."""
+    turn = {"role": "assistant", "content": answer}
+    return record.model_copy(
+        update={
+            "request_messages": [SYSTEM, turn, *record.request_messages[1:]],
+            "context": [
+                None,
+                ContextEntry(message_id=message_id, author_id=BOT_ID),
+                *record.context[1:],
+            ],
+        }
     )
 
 
@@ -830,19 +834,7 @@ async def test_forget_reaches_a_follow_up_that_holds_the_answer_to_their_convers
     )  # fmt: skip
     await store.record(theirs)
     follow_up = make_record(33, [(31, BEN, "what did WILL mean?"), (33, DEV, "and will's idea?")])
-    answer_turn = {"role": "assistant", "content": "He meant the cache."}
-    await store.record(
-        follow_up.model_copy(
-            update={
-                "request_messages": [SYSTEM, answer_turn, *follow_up.request_messages[1:]],
-                "context": [
-                    None,
-                    ContextEntry(message_id=32, author_id=BOT_ID),
-                    *follow_up.context[1:],
-                ],
-            }
-        )
-    )
+    await store.record(after_answer(follow_up, "He meant the cache.", 32))
     await store.forget_user(7)
     assert not re.search("will", "\n".join(store.export_lines()), re.IGNORECASE)
 
