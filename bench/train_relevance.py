@@ -230,20 +230,11 @@ def _answer_sums(
 def answer_chances(
     model: RelevanceModel, walk: list[Clue], scored: list[Scored]
 ) -> list[tuple[float, int]]:
-    """``(chance, index)`` of each candidate ``RelevanceModel.likely_answered`` would rank
-    (looked at twice, scored at least ``always_best_floor``), likeliest first, on a tie the
-    newest, as it ranks them; none without the ranking."""
-    if model.answers is None:
-        return []
-    probability, floor = model.answers.probability, model.always_best_floor
-    return sorted(
-        (
-            (probability((*r.row, r.score)), i)
-            for i, r in enumerate(scored)
-            if r.row and r.score >= floor
-        ),
-        key=lambda pair: (-pair[0], -walk[pair[1]].id),
-    )
+    """``(chance, index in the walk)`` of each candidate, as ``RelevanceModel.answer_ranking``
+    ranks them (the builder's order)."""
+    index = {clue.id: i for i, clue in enumerate(walk)}
+    ranking = model.answer_ranking((clue.id, r) for clue, r in zip(walk, scored, strict=True))
+    return [(chance, index[message_id]) for chance, message_id in ranking]
 
 
 def choose_defaults(

@@ -685,19 +685,17 @@ class RelevanceModel(BaseModel):
             taken += 1
         return entered
 
-    def likely_answered(self, looked: Iterable[tuple[int, Scored]], room: int) -> list[int]:
-        """Of ``looked`` (ids and scores of the candidates not in yet), those the trigger likely
-        answers, likeliest first (on a tie the newest): at most ``answer_best`` and ``room``,
-        none under ``answer_floor``. Only a candidate looked at twice has the row the ranking
+    def answer_ranking(self, looked: Iterable[tuple[int, Scored]]) -> list[tuple[float, int]]:
+        """``(chance, id)`` of each of ``looked`` (ids and scores) the answer ranking reads,
+        likeliest first, on a tie the newest. Only a candidate looked at twice has the row it
         reads, and one the score puts under ``always_best_floor`` is plainly elsewhere, as for
         the best few: it is not ranked (half the candidates left out in a busy channel, and
-        almost none of the parents). ``bench.train_relevance`` chooses the defaults by the
-        same rule."""
-        if self.answers is None or self.answer_best <= 0 or room <= 0:
+        almost none of the parents). None without the ranking."""
+        if self.answers is None:
             return []
         probability = self.answers.probability
         floor = self.always_best_floor
-        chances = sorted(
+        return sorted(
             (
                 (probability((*scored.row, scored.score)), message_id)
                 for message_id, scored in looked
@@ -705,6 +703,15 @@ class RelevanceModel(BaseModel):
             ),
             reverse=True,
         )
+
+    def likely_answered(self, looked: Iterable[tuple[int, Scored]], room: int) -> list[int]:
+        """Of ``looked`` (ids and scores of the candidates not in yet), those the trigger likely
+        answers, likeliest first (``answer_ranking``): at most ``answer_best`` and ``room``,
+        none under ``answer_floor``. ``bench.train_relevance`` chooses the defaults by the same
+        rule."""
+        if self.answer_best <= 0 or room <= 0:
+            return []
+        chances = self.answer_ranking(looked)
         return [
             message_id
             for chance, message_id in chances[: min(self.answer_best, room)]
