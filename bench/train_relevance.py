@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.context_quality import gold_triggers
-from conversation.addressing import name_keys, opening_of, with_written_addresses
+from conversation.addressing import name_keys, opening_of
 from conversation.relevance import (
     ANSWER_SCORE,
     FEATURES,
@@ -49,6 +49,7 @@ from conversation.relevance import (
     TreeStage,
     feature_rows,
     thread_scores,
+    with_addresses,
     words_of,
 )
 from conversation.settings import ContextSettings
@@ -350,7 +351,7 @@ def example_of(log: Log, trigger_id: int, settings: ContextSettings) -> Example:
         walk=walk,
         chain=chain,
         labels=[int(clue.id in gold) for clue in walk],
-        rows=feature_rows(*with_written_addresses(trigger, walk), chain),
+        rows=feature_rows(*with_addresses(trigger, walk), chain),
         answered=[int(clue.id in parents) for clue in walk],
     )
 

@@ -1,16 +1,27 @@
-"""Names written at the start of a message read as addresses, and what the score makes of them."""
+"""Names written at the start of a message read as addresses, whole names anywhere in the trigger
+read as the people it talks with, and what the score makes of them."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pytest
 
-from conversation.addressing import names_match, opening_of, with_written_addresses
+from conversation.addressing import named_people, names_match, opening_of, with_written_addresses
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.dce import parse_export
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
-from conversation.relevance import FEATURES, Clue, clue_of, load_model, words_of
+from conversation.relevance import (
+    FEATURES,
+    Clue,
+    clue_of,
+    load_model,
+    with_addresses,
+    words_of,
+)
+from conversation.selection import ContextSelection
 from conversation.settings import ContextSettings
 from tests.fakes.synthetic import busy_channel
 
@@ -136,29 +147,73 @@ def fryguy_channel(trigger_text: str) -> tuple[LogSource, int]:
     return LogSource(parse_export(export)), int(fryguy["id"])
 
 
-async def test_the_builder_reads_a_written_address_in_a_replayed_channel():
-    """Replayed nextcord messages: the trigger writes a shortened nick, and the score reads it
-    as it reads a mention of that person; the same words without the address do not."""
+class FryguyRead(NamedTuple):
+    """What the score and the builder make of a trigger in ``fryguy_channel``."""
+
+    addressed: set[int]  # the authors of the candidates the trigger reads as addressed
+    fryguy: int
+    latest: int  # Fryguy's latest message before the trigger
+    score: float  # its score
+    selection: ContextSelection
+
+
+async def read_in_fryguy_channel(text: str) -> FryguyRead:
     model = load_model()
-    scores = {}
-    for text in ("fryguy: any reason you don't update", "fryguy any reason you don't update"):
-        source, fryguy = fryguy_channel(text)
-        trigger = clue_of(source.messages[-1])
-        history = [clue_of(m) for m in reversed(source.messages[:-1])][:99]
-        rows = model.rows(trigger, history, set())
-        addressed = {c.author for c, row in zip(history, rows, strict=True) if row[ADDRESSED]}
-        latest = next(c for c in history if c.author == fryguy)
-        scored = model.score_threads(trigger, history, set())
-        scores[text] = scored[history.index(latest)].score
-        if ":" in text:
-            assert addressed == {fryguy}
-            reader = ChannelReader(source, ChannelCache(source.channel_id))
-            selection = await ContextBuilder(ContextSettings()).build(source.messages[-1], reader)
-            assert latest.id in selection.ids
-            assert selection.reasons[latest.id][0].kind == "mention"  # as if it were one
-        else:
-            assert addressed == set()
-    assert (
-        scores["fryguy: any reason you don't update"]
-        > scores["fryguy any reason you don't update"] + 0.1
-    )
+    source, fryguy = fryguy_channel(text)
+    trigger = clue_of(source.messages[-1])
+    history = [clue_of(m) for m in reversed(source.messages[:-1])][:99]
+    rows = model.rows(trigger, history, set())
+    addressed = {c.author for c, row in zip(history, rows, strict=True) if row[ADDRESSED]}
+    latest = next(c for c in history if c.author == fryguy)
+    score = model.score_threads(trigger, history, set())[history.index(latest)].score
+    reader = ChannelReader(source, ChannelCache(source.channel_id))
+    selection = await ContextBuilder(ContextSettings()).build(source.messages[-1], reader)
+    return FryguyRead(addressed, fryguy, latest.id, score, selection)
+
+
+async def test_the_builder_reads_a_written_address_in_a_replayed_channel():
+    """Replayed nextcord messages: the trigger writes a shortened nick as an address, and the
+    score reads it as it reads a mention of that person; the same words without the colon do
+    not (a shortened name reads only as an address: the whole one counts anywhere)."""
+    address = await read_in_fryguy_channel("fry: any reason you don't update")
+    assert address.addressed == {address.fryguy}
+    assert address.latest in address.selection.ids
+    assert address.selection.reasons[address.latest][0].kind == "mention"  # as if it were one
+    words = await read_in_fryguy_channel("fry any reason you don't update")
+    assert words.addressed == set()
+    assert address.score > words.score + 0.1
+
+
+def test_a_whole_name_written_anywhere_in_the_trigger_names_that_person():
+    candidates = [
+        clue(4, 2, {"mireille"}, "kristanuk2 says the cache is stale"),
+        clue(3, 3, {"kristanuk2"}, "try the terminal"),
+        clue(2, 4, {"sam"}, "no idea"),
+        clue(1, 5, {"will"}, "restart it"),
+    ]
+    talked_about = clue(5, 1, {"asker"}, "what about mireille's other idea? Kristan_uk2 said so")
+    addressed, resolved = with_addresses(talked_about, candidates)
+    assert addressed.mentions == {2, 3}
+    # Only the trigger's names are read anywhere: the score reads whom the others address as
+    # they write it (the same reading of every candidate measured no better on the folds).
+    assert resolved == candidates
+    # A name cut short is as often a word there ("kristan" for "kristanuk2" reads only as an
+    # address); "same" is not Sam, and a stopword is never a name ("will").
+    for text in ("ask kristan about it", "same here", "it will work", "mireilles"):
+        assert with_addresses(clue(6, 1, {"asker"}, text), candidates)[0].mentions == set()
+    # Nor the writer's own name, and a real mention stays beside the names.
+    own = clue(7, 2, {"mireille"}, "mireille again: sam knows", mentions=[9])
+    assert with_addresses(own, candidates)[0].mentions == {4, 9}
+    assert named_people(["mireille", "sa", "hey"], candidates, writer=1) == {2}
+
+
+async def test_the_builder_reads_a_whole_name_in_the_middle_of_a_replayed_trigger():
+    """The trigger talks about Fryguy-- without addressing him: the score reads him as one the
+    trigger addresses, and the builder takes his latest message; without his name, not."""
+    named = await read_in_fryguy_channel("so what did fryguy's patch change?")
+    assert named.addressed == {named.fryguy}
+    assert named.latest in named.selection.ids
+    unnamed = await read_in_fryguy_channel("so what did that patch change?")
+    assert unnamed.addressed == set()
+    assert unnamed.latest not in unnamed.selection.ids
+    assert named.score > unnamed.score
