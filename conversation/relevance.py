@@ -210,7 +210,9 @@ def _idf(everyone: Sequence[Clue]) -> dict[str, float]:
     """Word weights from this stretch of channel: a word few candidates use weighs more."""
     df = Counter(itertools.chain.from_iterable(clue.words for clue in everyone))
     n = len(everyone)
-    return {word: math.log((n + 1) / (count + 0.5)) for word, count in df.items()}
+    # Few distinct counts among thousands of words: one logarithm per count.
+    weights = {count: math.log((n + 1) / (count + 0.5)) for count in set(df.values())}
+    return {word: weights[count] for word, count in df.items()}
 
 
 def feature_rows(
@@ -222,6 +224,8 @@ def feature_rows(
     """One row of ``FEATURES`` per candidate (candidates newest first, as the walk found them).
 
     ``chain`` holds the ids of the trigger's reply chain (its parent, the parent's parent...).
+    The builder asks this of two hundred candidates per build: what depends on the author alone
+    is worked out once per author (``_AuthorColumns``), a word overlap only when words are shared.
     """
     everyone = [trigger, *candidates]
     by_id = {clue.id: clue for clue in everyone}
@@ -231,8 +235,6 @@ def feature_rows(
     core.update(by_id[i].author for i in chain if i in by_id)
     pairs: set[tuple[int, int]] = set()
     referenced_by: dict[int, set[int]] = {}
-    latest: dict[int, int] = {}
-    activity: Counter[int] = Counter()
     for clue in everyone:
         for user in clue.mentions:
             pairs.add((clue.author, user))
@@ -241,23 +243,22 @@ def feature_rows(
             parent = by_id.get(clue.reference)
             if parent is not None:
                 pairs.add((clue.author, parent.author))
-    for clue in candidates:
-        latest.setdefault(clue.author, clue.id)
-        activity[clue.author] += 1
+    authors = _AuthorColumns(trigger, candidates, core, pairs)
     asker_messages = [clue for clue in candidates if clue.author == trigger.author]
     asker_words = frozenset().union(*(clue.words for clue in asker_messages))
     chain_words = frozenset().union(*(by_id[i].words for i in chain if i in by_id))
-    last_speaker = candidates[0].author if candidates else None
     unlinked = not trigger.mentions and trigger.reference is None
 
     trigger_weight = _weight(trigger.words, idf)
     asker_weight = _weight(asker_words, idf)
     chain_weight = _weight(chain_words, idf)
-    trigger_words, trigger_mentions, asker = trigger.words, trigger.mentions, trigger.author
+    trigger_words, asker, at_ms = trigger.words, trigger.author, trigger.at_ms
+    weigh = idf.__getitem__
+    log1p, sqrt = math.log1p, math.sqrt
     rows: list[list[float]] = []
     for rank, clue in enumerate(candidates):
-        back = math.log1p(rank)
-        minutes = math.log1p(max(0, trigger.at_ms - clue.at_ms) / 60_000)
+        back = log1p(rank)
+        minutes = log1p(max(0, at_ms - clue.at_ms) / 60_000)
         author, words, addressed = clue.author, clue.words, clue.mentions
         own = author == asker
         if own and len(asker_messages) > 1:
@@ -265,43 +266,91 @@ def feature_rows(
             others_weight = _weight(others, idf)
         else:
             others, others_weight = (frozenset(), 0.0) if own else (asker_words, asker_weight)
-        weight = _weight(words, idf)
+        # The three overlaps of ``_overlap``, the candidate's own weight summed only when one
+        # of them shares a word (most candidates share none).
+        in_chain = clue.id in chain
+        with_trigger = None if words.isdisjoint(trigger_words) else words & trigger_words
+        with_others = None if words.isdisjoint(others) else words & others
+        with_chain = None if in_chain or words.isdisjoint(chain_words) else words & chain_words
+        if with_trigger or with_others or with_chain:
+            weight = sum(map(weigh, words))
+        trigger_overlap = (
+            sum(map(weigh, with_trigger)) / sqrt(weight * trigger_weight) if with_trigger else 0.0
+        )
+        others_overlap = (
+            sum(map(weigh, with_others)) / sqrt(weight * others_weight) if with_others else 0.0
+        )
+        chain_overlap = (
+            sum(map(weigh, with_chain)) / sqrt(weight * chain_weight) if with_chain else 0.0
+        )
         parent = by_id.get(clue.reference) if clue.reference is not None else None
         answered = referenced_by.get(clue.id)
-        named = author in trigger_mentions
-        newest_of_author = latest.get(author) == clue.id
+        named, talks, in_core, activity, newest_id = authors.of(author)
+        newest_of_author = newest_id == clue.id
         rows.append(
             [
                 back,
                 minutes,
-                float(own),
-                float(clue.id in chain),
-                float(named),
-                float(named and newest_of_author),
-                float(asker in addressed),
-                float(parent is not None and parent.author == asker),
-                float((author, asker) in pairs or (asker, author) in pairs),
-                float(author in core),
-                float(not addressed.isdisjoint(core)),
-                float(bool(addressed) and addressed.isdisjoint(core)),
-                float(answered is not None and not answered.isdisjoint(core)),
-                float(newest_of_author),
-                math.log1p(activity[author]),
-                _overlap(words, weight, trigger_words, trigger_weight, idf),
-                _overlap(words, weight, others, others_weight, idf),
-                (
-                    _overlap(words, weight, chain_words, chain_weight, idf)
-                    if clue.id not in chain
-                    else 0.0
-                ),
-                float(clue.question),
-                math.log1p(clue.size),
-                float(author == last_speaker),
+                1.0 if own else 0.0,
+                1.0 if in_chain else 0.0,
+                named,
+                named if newest_of_author else 0.0,
+                1.0 if asker in addressed else 0.0,
+                1.0 if parent is not None and parent.author == asker else 0.0,
+                talks,
+                in_core,
+                0.0 if addressed.isdisjoint(core) else 1.0,
+                1.0 if addressed and addressed.isdisjoint(core) else 0.0,
+                1.0 if answered is not None and not answered.isdisjoint(core) else 0.0,
+                1.0 if newest_of_author else 0.0,
+                activity,
+                trigger_overlap,
+                others_overlap,
+                chain_overlap,
+                1.0 if clue.question else 0.0,
+                log1p(clue.size),
+                1.0 if author == authors.last_speaker else 0.0,
                 back if unlinked else 0.0,
                 minutes if own else 0.0,
             ]
         )
     return rows
+
+
+class _AuthorColumns:
+    """The columns of ``feature_rows`` that depend on a candidate's author alone, worked out
+    once per author of one build (a handful of people write two hundred candidates)."""
+
+    def __init__(
+        self,
+        trigger: Clue,
+        candidates: Sequence[Clue],
+        core: set[int],
+        pairs: set[tuple[int, int]],
+    ) -> None:
+        self.trigger, self.core, self.pairs = trigger, core, pairs
+        self.latest: dict[int, int] = {}
+        self.activity: Counter[int] = Counter()
+        for clue in candidates:
+            self.latest.setdefault(clue.author, clue.id)
+            self.activity[clue.author] += 1
+        self.last_speaker = candidates[0].author if candidates else None
+        self._known: dict[int, tuple[float, float, float, float, int | None]] = {}
+
+    def of(self, author: int) -> tuple[float, float, float, float, int | None]:
+        """Addressed by the trigger, talks with the asker, takes part, the log of its activity,
+        and the id of its latest message."""
+        known = self._known.get(author)
+        if known is None:
+            asker = self.trigger.author
+            known = self._known[author] = (
+                1.0 if author in self.trigger.mentions else 0.0,
+                1.0 if (author, asker) in self.pairs or (asker, author) in self.pairs else 0.0,
+                1.0 if author in self.core else 0.0,
+                math.log1p(self.activity[author]),
+                self.latest.get(author),
+            )
+        return known
 
 
 def relative_rows(
@@ -404,9 +453,16 @@ class LogisticStage(BaseModel):
 
     def probability(self, row: Sequence[float]) -> float:
         """The probability alone, in one pass (the builder scores every candidate this way)."""
+        return self.probabilities((row,))[0]
+
+    def probabilities(self, rows: Iterable[Sequence[float]]) -> list[float]:
+        """``probability`` of each row, in one loop (the first look reads two hundred)."""
         bias, weights = self._folded
-        z = max(-30.0, min(30.0, bias + sum(map(operator.mul, row, weights))))
-        return 1.0 / (1.0 + math.exp(-z))
+        mul, exp = operator.mul, math.exp
+        return [
+            1.0 / (1.0 + exp(-max(-30.0, min(30.0, bias + sum(map(mul, row, weights))))))
+            for row in rows
+        ]
 
 
 class Tree(BaseModel):
@@ -604,7 +660,7 @@ class RelevanceModel(BaseModel):
     ) -> tuple[list[list[float]], list[float], dict[str, float]]:
         idf = _idf([trigger, *candidates])
         rows = feature_rows(trigger, candidates, chain, idf)
-        return rows, [self.first.probability(row) for row in rows], idf
+        return rows, self.first.probabilities(rows), idf
 
     def rows(
         self,
@@ -732,8 +788,10 @@ class RelevanceModel(BaseModel):
         words: list[str] = []
         if scored.in_thread:  # in by that alone: it comes first
             words.append(FEATURES[_CHAIN] if row[_CHAIN] else "in the trigger's reply thread")
-        for i in sorted(range(len(parts)), key=lambda i: -parts[i]):
-            if parts[i] <= 0.05 or len(words) >= count:
+        # Only a share above 0.05 explains; the largest first, on a tie the earlier feature.
+        raising = [i for i, part in enumerate(parts) if part > 0.05]
+        for i in sorted(raising, key=parts.__getitem__, reverse=True):
+            if len(words) >= count:
                 break
             name = stage.features[i].removesuffix(LATER)
             if name in words:
