@@ -148,7 +148,11 @@ def people_of(messages: Iterable[Addressable]) -> dict[int, frozenset[str]]:
     """Who wrote ``messages``, with the name keys each is known by there."""
     people: dict[int, set[str]] = {}
     for message in messages:
-        people.setdefault(message.author, set()).update(message.author_keys)
+        keys = people.get(message.author)
+        if keys is None:
+            people[message.author] = set(message.author_keys)
+        else:
+            keys.update(message.author_keys)
     return {person: frozenset(keys) for person, keys in people.items() if keys}
 
 
@@ -167,14 +171,14 @@ def written_addressee(message: Addressable, among: Iterable[Addressable]) -> int
 def with_written_addresses(trigger: A, candidates: Sequence[A]) -> tuple[A, list[A]]:
     """``trigger`` and ``candidates`` with each written address added to the message's
     mentions, the people being those who wrote any of them."""
-    everyone = (trigger, *candidates)
-    if all(_unresolved_opening(message) is None for message in everyone):
-        return trigger, list(candidates)
-    people = people_of(everyone)
-
-    def resolved(message: A) -> A:
-        opening = _unresolved_opening(message)
-        person = None if opening is None else addressee(opening, people, message.author)
-        return message if person is None else replace(message, mentions=frozenset({person}))
-
-    return resolved(trigger), [resolved(message) for message in candidates]
+    everyone = [trigger, *candidates]
+    # Few messages open with a name: only those are looked at again.
+    opening = [i for i, message in enumerate(everyone) if _unresolved_opening(message) is not None]
+    if opening:
+        people = people_of(everyone)
+        for i in opening:
+            message = everyone[i]
+            person = addressee(message.opening, people, message.author)  # type: ignore[arg-type]
+            if person is not None:
+                everyone[i] = replace(message, mentions=frozenset({person}))
+    return everyone[0], everyone[1:]

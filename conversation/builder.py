@@ -289,7 +289,9 @@ class ContextBuilder:
         call a cold build does not make for it.
         """
         fetchable, reach = self.settings.candidate_window, self.settings.walk_reach
-        newer = current = trigger
+        threshold = self.threshold_ms
+        current = trigger
+        newer_ms = created_ms(trigger)  # the time of the last conversational message passed
         step = 0
         while step < reach:
             # What the cache holds unbroken comes at once; past it, one step at a time, which
@@ -301,14 +303,14 @@ class ContextBuilder:
                     return
                 run = [found]
             for found in run:
-                if created_ms(newer) - created_ms(found) > self.threshold_ms:
+                found_ms = created_ms(found)
+                if newer_ms - found_ms > threshold:
                     return
                 step += 1
                 current = found
                 if is_conversational(found):
-                    candidates.add(found)
-                    candidates.walked.add(found.id)
-                    newer = found
+                    candidates.add_walked(found)
+                    newer_ms = found_ms
 
     def _sealed_off(self, trigger: MessageLike, recent: list[MessageLike]) -> set[int]:
         """The recent messages past a silence: scored, but nothing is explored from them."""
@@ -668,6 +670,11 @@ class _Candidates:
         if message.id not in self.by_id:
             self.messages.append(message)
             self.by_id[message.id] = message
+
+    def add_walked(self, message: MessageLike) -> None:
+        """A message reached walking back from the trigger."""
+        self.add(message)
+        self.walked.add(message.id)
 
     def add_recent(self, recent: list[MessageLike], *, sealed_off: set[int]) -> None:
         """The recent messages are candidates too (scored like the rest, always in)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -57,7 +58,8 @@ def reach_rows(
     score = {clue.id: p for clue, p in zip(candidates, first, strict=True)}
     score[trigger.id] = 1.0
     everyone = [trigger, *candidates]
-    order = sorted(range(len(candidates)), key=lambda i: -first[i])
+    # Best first, on a tie the earlier (a stable sort: reversed, it keeps their order).
+    order = sorted(range(len(candidates)), key=first.__getitem__, reverse=True)
     rank = [0] * len(candidates)
     for position, i in enumerate(order):
         rank[i] = position
@@ -66,24 +68,8 @@ def reach_rows(
     for clue, p in zip(candidates, first, strict=True):
         totals[clue.author] = totals.get(clue.author, 0.0) + p
         counts[clue.author] = counts.get(clue.author, 0) + 1
-    # The links: a reply reference either way, an addressing either way (to or from the
-    # addressed person's nearest message).
-    linked: dict[int, float] = {}
-
-    def link(a: int, b: int) -> None:
-        linked[a] = max(linked.get(a, 0.0), score[b])
-        linked[b] = max(linked.get(b, 0.0), score[a])
-
-    chronological = sorted(everyone, key=lambda clue: clue.id)
-    latest_by: dict[int, Clue] = {}
-    for clue in chronological:
-        if clue.reference is not None and clue.reference in score:
-            link(clue.id, clue.reference)
-        for user in clue.mentions:
-            addressed = latest_by.get(user)
-            if addressed is not None:
-                link(clue.id, addressed.id)
-        latest_by[clue.author] = clue
+    chronological = sorted(everyone, key=operator.attrgetter("id"))
+    linked = _linked(chronological, score)
     before: dict[int, int] = {}
     next_by: dict[int, int] = {}
     following: dict[int, int] = {}
@@ -95,6 +81,7 @@ def reach_rows(
         following[clue.author] = clue.at_ms
 
     rows = []
+    log1p = math.log1p
     for i in range(len(candidates)) if only is None else only:
         clue, p = candidates[i], first[i]
         others = counts[clue.author] - 1
@@ -106,11 +93,31 @@ def reach_rows(
         rows.append(
             [
                 p,
-                math.log1p(rank[i]),
+                log1p(rank[i]),
                 mean_others,
                 linked.get(clue.id, 0.0),
-                math.log1p(max(0, gap) / 60_000) if gap is not None else _NONE,
-                math.log1p(max(0, after) / 60_000) if after is not None else _NONE,
+                log1p(max(0, gap) / 60_000) if gap is not None else _NONE,
+                log1p(max(0, after) / 60_000) if after is not None else _NONE,
             ]
         )
     return rows
+
+
+def _linked(chronological: Sequence[Clue], score: dict[int, float]) -> dict[int, float]:
+    """The likeliest first-look score among each message's links: a reply reference either
+    way, an addressing either way (to or from the addressed person's nearest message)."""
+    linked: dict[int, float] = {}
+
+    def link(a: int, b: int) -> None:
+        linked[a] = max(linked.get(a, 0.0), score[b])
+        linked[b] = max(linked.get(b, 0.0), score[a])
+
+    latest_by: dict[int, int] = {}
+    for clue in chronological:
+        if clue.reference is not None and clue.reference in score:
+            link(clue.id, clue.reference)
+        for user in clue.mentions:
+            if user in latest_by:
+                link(clue.id, latest_by[user])
+        latest_by[clue.author] = clue.id
+    return linked

@@ -246,6 +246,7 @@ def feature_rows(
     authors = _AuthorColumns(trigger, candidates, core, pairs)
     asker_messages = [clue for clue in candidates if clue.author == trigger.author]
     asker_words = frozenset().union(*(clue.words for clue in asker_messages))
+    asker_counts = Counter(itertools.chain.from_iterable(m.words for m in asker_messages))
     chain_words = frozenset().union(*(by_id[i].words for i in chain if i in by_id))
     unlinked = not trigger.mentions and trigger.reference is None
 
@@ -261,11 +262,15 @@ def feature_rows(
         minutes = log1p(max(0, at_ms - clue.at_ms) / 60_000)
         author, words, addressed = clue.author, clue.words, clue.mentions
         own = author == asker
-        if own and len(asker_messages) > 1:
+        if not own:
+            others, others_weight = asker_words, asker_weight
+        elif any(asker_counts[word] > 1 for word in words):
+            # The asker's other messages, joined as one set only when this one shares a word
+            # with them (the set's weight is summed in its own order: the same float).
             others = frozenset().union(*(m.words for m in asker_messages if m is not clue))
             others_weight = _weight(others, idf)
         else:
-            others, others_weight = (frozenset(), 0.0) if own else (asker_words, asker_weight)
+            others, others_weight = frozenset(), 0.0
         # The three overlaps of ``_overlap``, the candidate's own weight summed only when one
         # of them shares a word (most candidates share none).
         in_chain = clue.id in chain
@@ -367,43 +372,48 @@ def relative_rows(
     addressed: Counter[int] = Counter(user for _, clue in members for user in clue.mentions)
     member_ids = {clue.id for _, clue in members}
     referenced = {clue.reference for _, clue in members if clue.reference is not None}
-    words: Counter[str] = Counter(word for _, clue in members for word in clue.words)
+    words: Counter[str] = Counter(itertools.chain.from_iterable(c.words for _, c in members))
     member_words = words.keys()
     total = sum(idf.get(word, 0.0) for word in words)
     member_ranks = sorted(r for r, _ in members)
     member_times = sorted(clue.at_ms for _, clue in members)
+    weigh, log1p, sqrt = idf.__getitem__, math.log1p, math.sqrt
     rows = []
     for rank in range(len(candidates)) if only is None else only:
         clue = candidates[rank]
+        author, mentions = clue.author, clue.mentions
         inside = clue.id in member_ids
-        own_authors = authors[clue.author] - (1 if inside else 0)
-        own_addressed = addressed[clue.author]
-        if inside and clue.author in clue.mentions:
+        own_authors = authors[author] - (1 if inside else 0)
+        own_addressed = addressed[author]
+        if inside and author in mentions:
             own_addressed -= 1
         if inside:
             unique = [w for w in clue.words if words[w] == 1]
             rest_total = total - sum(idf[w] for w in unique)
             shared = sum(idf[w] for w in clue.words if words[w] > 1)
+        elif member_words.isdisjoint(clue.words):
+            rest_total, shared = total, 0.0
         else:
-            rest_total = total
-            common = member_words & clue.words
-            shared = sum(map(idf.__getitem__, common)) if common else 0.0
-        mine = sum(map(idf.__getitem__, clue.words))
-        similarity = shared / math.sqrt(mine * rest_total) if mine > 0 and rest_total > 0 else 0.0
+            rest_total, shared = total, sum(map(weigh, member_words & clue.words))
+        mine = sum(map(weigh, clue.words))
+        similarity = shared / sqrt(mine * rest_total) if mine > 0 and rest_total > 0 else 0.0
         distance = _nearest(member_ranks, rank, inside)
         gap = _nearest(member_times, clue.at_ms, inside)
+        speaks_to_member = bool(mentions) and any(
+            authors[user] > 0 for user in mentions if user != author
+        )
         rows.append(
             [
-                math.log1p(own_authors),
-                float(any(authors[user] > 0 for user in clue.mentions if user != clue.author)),
-                float(own_addressed > 0),
+                log1p(own_authors),
+                1.0 if speaks_to_member else 0.0,
+                1.0 if own_addressed > 0 else 0.0,
                 float(
                     (clue.reference is not None and clue.reference in member_ids)
                     or clue.id in referenced
                 ),
                 similarity,
-                math.log1p(distance) if distance is not None else 5.0,
-                math.log1p(gap / 60_000) if gap is not None else 5.0,
+                log1p(distance) if distance is not None else 5.0,
+                log1p(gap / 60_000) if gap is not None else 5.0,
             ]
         )
     return rows
