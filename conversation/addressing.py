@@ -136,10 +136,12 @@ def addressee(opening: str, people: dict[int, frozenset[str]], writer: int) -> i
     exact = [p for p, keys in people.items() if p != writer and opening in keys]
     if exact:
         return exact[0] if len(exact) == 1 else None
+    # A loose match keeps the first letter (``names_match``): only those keys are compared.
+    head = opening[:1]
     loose = [
         p
         for p, keys in people.items()
-        if p != writer and any(names_match(opening, key) for key in keys)
+        if p != writer and any(names_match(opening, key) for key in keys if key[:1] == head)
     ]
     return loose[0] if len(loose) == 1 else None
 
@@ -147,12 +149,9 @@ def addressee(opening: str, people: dict[int, frozenset[str]], writer: int) -> i
 def people_of(messages: Iterable[Addressable]) -> dict[int, frozenset[str]]:
     """Who wrote ``messages``, with the name keys each is known by there."""
     people: dict[int, set[str]] = {}
-    for message in messages:
-        keys = people.get(message.author)
-        if keys is None:
-            people[message.author] = set(message.author_keys)
-        else:
-            keys.update(message.author_keys)
+    # A person writes many messages under one name: each (person, names) once, in order.
+    for author, keys in dict.fromkeys((m.author, m.author_keys) for m in messages):
+        people.setdefault(author, set()).update(keys)
     return {person: frozenset(keys) for person, keys in people.items() if keys}
 
 
@@ -172,8 +171,8 @@ def with_written_addresses(trigger: A, candidates: Sequence[A]) -> tuple[A, list
     """``trigger`` and ``candidates`` with each written address added to the message's
     mentions, the people being those who wrote any of them."""
     everyone = [trigger, *candidates]
-    # Few messages open with a name: only those are looked at again.
-    opening = [i for i, message in enumerate(everyone) if _unresolved_opening(message) is not None]
+    # Few messages open with a name (``_unresolved_opening``): only those are looked at again.
+    opening = [i for i, m in enumerate(everyone) if m.opening is not None and not m.mentions]
     if opening:
         people = people_of(everyone)
         for i in opening:

@@ -13,7 +13,6 @@ Pure Python over the candidates' clues, like the rest of the score.
 
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 from collections.abc import Sequence
@@ -70,15 +69,17 @@ def reach_rows(
         counts[clue.author] = counts.get(clue.author, 0) + 1
     chronological = sorted(everyone, key=operator.attrgetter("id"))
     linked = _linked(chronological, score)
-    before: dict[int, int] = {}
-    next_by: dict[int, int] = {}
+    before: dict[int, int] = {}  # the silence before each message
+    next_by: dict[int, int] = {}  # the time until its author's next message
     following: dict[int, int] = {}
-    for earlier, later in itertools.pairwise(chronological):
-        before[later.id] = later.at_ms - earlier.at_ms
+    later = None
     for clue in reversed(chronological):
+        if later is not None:
+            before[later.id] = later.at_ms - clue.at_ms
         if clue.author in following:
             next_by[clue.id] = following[clue.author] - clue.at_ms
         following[clue.author] = clue.at_ms
+        later = clue
 
     rows = []
     log1p = math.log1p
@@ -107,17 +108,18 @@ def _linked(chronological: Sequence[Clue], score: dict[int, float]) -> dict[int,
     """The likeliest first-look score among each message's links: a reply reference either
     way, an addressing either way (to or from the addressed person's nearest message)."""
     linked: dict[int, float] = {}
-
-    def link(a: int, b: int) -> None:
-        linked[a] = max(linked.get(a, 0.0), score[b])
-        linked[b] = max(linked.get(b, 0.0), score[a])
-
     latest_by: dict[int, int] = {}
+    likeliest = linked.get
     for clue in chronological:
-        if clue.reference is not None and clue.reference in score:
-            link(clue.id, clue.reference)
+        here, reference = clue.id, clue.reference
+        # Each link written out twice rather than through a helper: it runs for every link.
+        if reference is not None and reference in score:
+            linked[here] = max(likeliest(here, 0.0), score[reference])
+            linked[reference] = max(likeliest(reference, 0.0), score[here])
         for user in clue.mentions:
-            if user in latest_by:
-                link(clue.id, latest_by[user])
-        latest_by[clue.author] = clue.id
+            addressed = latest_by.get(user)
+            if addressed is not None:
+                linked[here] = max(likeliest(here, 0.0), score[addressed])
+                linked[addressed] = max(likeliest(addressed, 0.0), score[here])
+        latest_by[clue.author] = here
     return linked

@@ -719,11 +719,17 @@ class RelevanceModel(BaseModel):
             if p >= floor or clue.id in joined or clue.id in chain or clue.id in keep
         ]
         rows = _with_conversation(base, trigger, candidates, first, self.anchor, idf, looked)
-        results = [Scored(p, ()) for p in first]
+        second = dict(zip(looked, rows, strict=True))
         probability = self.second.probability
-        for i, row in zip(looked, rows, strict=True):
-            in_thread = candidates[i].id in joined
-            results[i] = Scored(1.0 if in_thread else probability(row), row, in_thread)
+        results: list[Scored] = []
+        for i, (clue, p) in enumerate(zip(candidates, first, strict=True)):
+            row = second.get(i)
+            if row is None:
+                results.append(Scored(p, ()))
+            elif clue.id in joined:
+                results.append(Scored(1.0, row, True))
+            else:
+                results.append(Scored(probability(row), row))
         return results
 
     def entering(
