@@ -303,15 +303,18 @@ class ContextBuilder:
                 if found is None:
                     return
                 run = [found]
+            passed: list[MessageLike] = []
             for found in run:
                 found_ms = created_ms(found)
                 if newer_ms - found_ms > threshold:
+                    candidates.add_walked(passed)
                     return
                 step += 1
                 current = found
                 if is_conversational(found):
-                    candidates.add_walked(found)
+                    passed.append(found)
                     newer_ms = found_ms
+            candidates.add_walked(passed)
 
     def _sealed_off(self, trigger: MessageLike, recent: list[MessageLike]) -> set[int]:
         """The recent messages past a silence: scored, but nothing is explored from them."""
@@ -672,10 +675,13 @@ class _Candidates:
             self.messages.append(message)
             self.by_id[message.id] = message
 
-    def add_walked(self, message: MessageLike) -> None:
-        """A message reached walking back from the trigger."""
-        self.add(message)
-        self.walked.add(message.id)
+    def add_walked(self, messages: list[MessageLike]) -> None:
+        """Messages reached walking back from the trigger (a run of the cache at once)."""
+        for message in messages:
+            if message.id not in self.by_id:
+                self.messages.append(message)
+                self.by_id[message.id] = message
+            self.walked.add(message.id)
 
     def add_recent(self, recent: list[MessageLike], *, sealed_off: set[int]) -> None:
         """The recent messages are candidates too (scored like the rest, always in)."""

@@ -225,7 +225,7 @@ def feature_rows(
 
     ``chain`` holds the ids of the trigger's reply chain (its parent, the parent's parent...).
     The builder asks this of two hundred candidates per build: what depends on the author alone
-    is worked out once per author (``_AuthorColumns``), a word overlap only when words are shared.
+    is worked out once per author (``_author_columns``), a word overlap only when words are shared.
     """
     everyone = [trigger, *candidates]
     by_id = {clue.id: clue for clue in everyone}
@@ -243,7 +243,8 @@ def feature_rows(
             parent = by_id.get(clue.reference)
             if parent is not None:
                 pairs.add((clue.author, parent.author))
-    authors = _AuthorColumns(trigger, candidates, core, pairs)
+    authors = _author_columns(trigger, candidates, core, pairs)
+    last_speaker = candidates[0].author if candidates else None
     asker_messages = [clue for clue in candidates if clue.author == trigger.author]
     asker_words = frozenset().union(*(clue.words for clue in asker_messages))
     asker_counts = Counter(itertools.chain.from_iterable(m.words for m in asker_messages))
@@ -259,7 +260,7 @@ def feature_rows(
     rows: list[list[float]] = []
     for rank, clue in enumerate(candidates):
         back = log1p(rank)
-        minutes = log1p(max(0, at_ms - clue.at_ms) / 60_000)
+        minutes = log1p((at_ms - clue.at_ms if at_ms > clue.at_ms else 0) / 60_000)
         author, words, addressed = clue.author, clue.words, clue.mentions
         own = author == asker
         if not own:
@@ -290,7 +291,7 @@ def feature_rows(
         )
         parent = by_id.get(clue.reference) if clue.reference is not None else None
         answered = referenced_by.get(clue.id)
-        named, talks, in_core, activity, newest_id = authors.of(author)
+        named, talks, in_core, activity, newest_id = authors[author]
         newest_of_author = newest_id == clue.id
         rows.append(
             [
@@ -314,7 +315,7 @@ def feature_rows(
                 chain_overlap,
                 1.0 if clue.question else 0.0,
                 log1p(clue.size),
-                1.0 if author == authors.last_speaker else 0.0,
+                1.0 if author == last_speaker else 0.0,
                 back if unlinked else 0.0,
                 minutes if own else 0.0,
             ]
@@ -322,40 +323,29 @@ def feature_rows(
     return rows
 
 
-class _AuthorColumns:
+# What ``feature_rows`` reads of a candidate's author: addressed by the trigger, talks with the
+# asker, takes part, the log of its activity, and the id of its latest message.
+_AuthorColumns = tuple[float, float, float, float, int]
+
+
+def _author_columns(
+    trigger: Clue, candidates: Sequence[Clue], core: set[int], pairs: set[tuple[int, int]]
+) -> dict[int, _AuthorColumns]:
     """The columns of ``feature_rows`` that depend on a candidate's author alone, worked out
-    once per author of one build (a handful of people write two hundred candidates)."""
-
-    def __init__(
-        self,
-        trigger: Clue,
-        candidates: Sequence[Clue],
-        core: set[int],
-        pairs: set[tuple[int, int]],
-    ) -> None:
-        self.trigger, self.core, self.pairs = trigger, core, pairs
-        self.latest: dict[int, int] = {}
-        self.activity: Counter[int] = Counter()
-        for clue in candidates:
-            self.latest.setdefault(clue.author, clue.id)
-            self.activity[clue.author] += 1
-        self.last_speaker = candidates[0].author if candidates else None
-        self._known: dict[int, tuple[float, float, float, float, int | None]] = {}
-
-    def of(self, author: int) -> tuple[float, float, float, float, int | None]:
-        """Addressed by the trigger, talks with the asker, takes part, the log of its activity,
-        and the id of its latest message."""
-        known = self._known.get(author)
-        if known is None:
-            asker = self.trigger.author
-            known = self._known[author] = (
-                1.0 if author in self.trigger.mentions else 0.0,
-                1.0 if (author, asker) in self.pairs or (asker, author) in self.pairs else 0.0,
-                1.0 if author in self.core else 0.0,
-                math.log1p(self.activity[author]),
-                self.latest.get(author),
-            )
-        return known
+    once per author (a handful of people write two hundred candidates)."""
+    activity = Counter(clue.author for clue in candidates)
+    latest = {clue.author: clue.id for clue in reversed(candidates)}  # the newest wins
+    asker = trigger.author
+    return {
+        author: (
+            1.0 if author in trigger.mentions else 0.0,
+            1.0 if (author, asker) in pairs or (asker, author) in pairs else 0.0,
+            1.0 if author in core else 0.0,
+            math.log1p(count),
+            latest[author],
+        )
+        for author, count in activity.items()
+    }
 
 
 def relative_rows(
@@ -469,10 +459,13 @@ class LogisticStage(BaseModel):
         """``probability`` of each row, in one loop (the first look reads two hundred)."""
         bias, weights = self._folded
         mul, exp = operator.mul, math.exp
-        return [
-            1.0 / (1.0 + exp(-max(-30.0, min(30.0, bias + sum(map(mul, row, weights))))))
-            for row in rows
-        ]
+        probabilities: list[float] = []
+        for row in rows:
+            z = bias + sum(map(mul, row, weights))
+            # max(-30, min(30, z)) without two calls per row (a NaN clips to 30 alike).
+            z = z if -30.0 <= z <= 30.0 else (-30.0 if z < -30.0 else 30.0)
+            probabilities.append(1.0 / (1.0 + exp(-z)))
+        return probabilities
 
 
 class Tree(BaseModel):
@@ -568,7 +561,8 @@ class TreeStage(BaseModel):
         return scope["walk"]
 
     def probability(self, row: Sequence[float]) -> float:
-        z = max(-30.0, min(30.0, self._compiled(row)))
+        z = self._compiled(row)
+        z = z if -30.0 <= z <= 30.0 else (-30.0 if z < -30.0 else 30.0)  # as in LogisticStage
         return 1.0 / (1.0 + math.exp(-z))
 
     def contributions(self, row: Sequence[float]) -> list[float]:
