@@ -140,10 +140,12 @@ def addressee(opening: str, people: dict[int, frozenset[str]], writer: int) -> i
     exact = [p for p, keys in people.items() if p != writer and opening in keys]
     if exact:
         return exact[0] if len(exact) == 1 else None
+    # A loose match keeps the first letter (``names_match``): only those keys are compared.
+    head = opening[:1]
     loose = [
         p
         for p, keys in people.items()
-        if p != writer and any(names_match(opening, key) for key in keys)
+        if p != writer and any(names_match(opening, key) for key in keys if key[:1] == head)
     ]
     return loose[0] if len(loose) == 1 else None
 
@@ -151,8 +153,9 @@ def addressee(opening: str, people: dict[int, frozenset[str]], writer: int) -> i
 def people_of(messages: Iterable[Addressable]) -> dict[int, frozenset[str]]:
     """Who wrote ``messages``, with the name keys each is known by there."""
     people: dict[int, set[str]] = {}
-    for message in messages:
-        people.setdefault(message.author, set()).update(message.author_keys)
+    # A person writes many messages under one name: each (person, names) once, in order.
+    for author, keys in dict.fromkeys((m.author, m.author_keys) for m in messages):
+        people.setdefault(author, set()).update(keys)
     return {person: frozenset(keys) for person, keys in people.items() if keys}
 
 
@@ -190,14 +193,14 @@ def named_people(keys: Iterable[str], among: Iterable[Addressable], writer: int)
 def with_written_addresses(trigger: A, candidates: Sequence[A]) -> tuple[A, list[A]]:
     """``trigger`` and ``candidates`` with each written address added to the message's
     mentions, the people being those who wrote any of them."""
-    everyone = (trigger, *candidates)
-    if all(_unresolved_opening(message) is None for message in everyone):
-        return trigger, list(candidates)
-    people = people_of(everyone)
-
-    def resolved(message: A) -> A:
-        opening = _unresolved_opening(message)
-        person = None if opening is None else addressee(opening, people, message.author)
-        return message if person is None else replace(message, mentions=frozenset({person}))
-
-    return resolved(trigger), [resolved(message) for message in candidates]
+    everyone = [trigger, *candidates]
+    # Few messages open with a name (``_unresolved_opening``): only those are looked at again.
+    opening = [i for i, m in enumerate(everyone) if m.opening is not None and not m.mentions]
+    if opening:
+        people = people_of(everyone)
+        for i in opening:
+            message = everyone[i]
+            person = addressee(message.opening, people, message.author)  # type: ignore[arg-type]
+            if person is not None:
+                everyone[i] = replace(message, mentions=frozenset({person}))
+    return everyone[0], everyone[1:]

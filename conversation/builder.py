@@ -34,6 +34,7 @@ Discord messages in the trigger come in first, like references, in both modes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from conversation.addressing import written_addressee
@@ -289,7 +290,9 @@ class ContextBuilder:
         call a cold build does not make for it.
         """
         fetchable, reach = self.settings.candidate_window, self.settings.walk_reach
-        newer = current = trigger
+        threshold = self.threshold_ms
+        current = trigger
+        newer_ms = created_ms(trigger)  # the time of the last conversational message passed
         step = 0
         while step < reach:
             # What the cache holds unbroken comes at once; past it, one step at a time, which
@@ -300,15 +303,18 @@ class ContextBuilder:
                 if found is None:
                     return
                 run = [found]
+            passed: list[MessageLike] = []
             for found in run:
-                if created_ms(newer) - created_ms(found) > self.threshold_ms:
+                found_ms = created_ms(found)
+                if newer_ms - found_ms > threshold:
+                    candidates.add_walked(passed)
                     return
                 step += 1
                 current = found
                 if is_conversational(found):
-                    candidates.add(found)
-                    candidates.walked.add(found.id)
-                    newer = found
+                    passed.append(found)
+                    newer_ms = found_ms
+            candidates.add_walked(passed)
 
     def _sealed_off(self, trigger: MessageLike, recent: list[MessageLike]) -> set[int]:
         """The recent messages past a silence: scored, but nothing is explored from them."""
@@ -431,7 +437,7 @@ class ContextBuilder:
         if parent_id in scored.results and parent_id not in reasons and len(reasons) < max_total:
             reasons[parent_id] = [scored.reason(parent_id)]
         entering = scored.model.entering(
-            ((message_id, result.score) for message_id, result in scored.ranked()),
+            scored.ranked(),
             reasons,
             threshold=scored.threshold,
             room=max(0, max_total - len(reasons)),
@@ -669,6 +675,14 @@ class _Candidates:
             self.messages.append(message)
             self.by_id[message.id] = message
 
+    def add_walked(self, messages: list[MessageLike]) -> None:
+        """Messages reached walking back from the trigger (a run of the cache at once)."""
+        for message in messages:
+            if message.id not in self.by_id:
+                self.messages.append(message)
+                self.by_id[message.id] = message
+            self.walked.add(message.id)
+
     def add_recent(self, recent: list[MessageLike], *, sealed_off: set[int]) -> None:
         """The recent messages are candidates too (scored like the rest, always in)."""
         for message in recent:
@@ -692,9 +706,11 @@ class _Scoring:
     results: dict[int, Scored]
     clues: dict[int, Clue]
 
-    def ranked(self) -> list[tuple[int, Scored]]:
-        """Best first; on a tie, the newest first."""
-        return sorted(self.results.items(), key=lambda item: (-item[1].score, -item[0]))
+    def ranked(self) -> Iterator[tuple[int, float]]:
+        """Ids and scores, best first; on a tie, the newest first (pairs compared in C: a key
+        function costs more than the rest of the choice)."""
+        best_first = sorted(((result.score, i) for i, result in self.results.items()), reverse=True)
+        return ((message_id, score) for score, message_id in best_first)
 
     def reason(
         self, message_id: int, kind: ReasonKind | None = None, *, answered: bool = False

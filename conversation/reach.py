@@ -13,8 +13,8 @@ Pure Python over the candidates' clues, like the rest of the score.
 
 from __future__ import annotations
 
-import itertools
 import math
+import operator
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -57,7 +57,8 @@ def reach_rows(
     score = {clue.id: p for clue, p in zip(candidates, first, strict=True)}
     score[trigger.id] = 1.0
     everyone = [trigger, *candidates]
-    order = sorted(range(len(candidates)), key=lambda i: -first[i])
+    # Best first, on a tie the earlier (a stable sort: reversed, it keeps their order).
+    order = sorted(range(len(candidates)), key=first.__getitem__, reverse=True)
     rank = [0] * len(candidates)
     for position, i in enumerate(order):
         rank[i] = position
@@ -66,35 +67,22 @@ def reach_rows(
     for clue, p in zip(candidates, first, strict=True):
         totals[clue.author] = totals.get(clue.author, 0.0) + p
         counts[clue.author] = counts.get(clue.author, 0) + 1
-    # The links: a reply reference either way, an addressing either way (to or from the
-    # addressed person's nearest message).
-    linked: dict[int, float] = {}
-
-    def link(a: int, b: int) -> None:
-        linked[a] = max(linked.get(a, 0.0), score[b])
-        linked[b] = max(linked.get(b, 0.0), score[a])
-
-    chronological = sorted(everyone, key=lambda clue: clue.id)
-    latest_by: dict[int, Clue] = {}
-    for clue in chronological:
-        if clue.reference is not None and clue.reference in score:
-            link(clue.id, clue.reference)
-        for user in clue.mentions:
-            addressed = latest_by.get(user)
-            if addressed is not None:
-                link(clue.id, addressed.id)
-        latest_by[clue.author] = clue
-    before: dict[int, int] = {}
-    next_by: dict[int, int] = {}
+    chronological = sorted(everyone, key=operator.attrgetter("id"))
+    linked = _linked(chronological, score)
+    before: dict[int, int] = {}  # the silence before each message
+    next_by: dict[int, int] = {}  # the time until its author's next message
     following: dict[int, int] = {}
-    for earlier, later in itertools.pairwise(chronological):
-        before[later.id] = later.at_ms - earlier.at_ms
+    later = None
     for clue in reversed(chronological):
+        if later is not None:
+            before[later.id] = later.at_ms - clue.at_ms
         if clue.author in following:
             next_by[clue.id] = following[clue.author] - clue.at_ms
         following[clue.author] = clue.at_ms
+        later = clue
 
     rows = []
+    log1p = math.log1p
     for i in range(len(candidates)) if only is None else only:
         clue, p = candidates[i], first[i]
         others = counts[clue.author] - 1
@@ -106,11 +94,32 @@ def reach_rows(
         rows.append(
             [
                 p,
-                math.log1p(rank[i]),
+                log1p(rank[i]),
                 mean_others,
                 linked.get(clue.id, 0.0),
-                math.log1p(max(0, gap) / 60_000) if gap is not None else _NONE,
-                math.log1p(max(0, after) / 60_000) if after is not None else _NONE,
+                log1p(max(0, gap) / 60_000) if gap is not None else _NONE,
+                log1p(max(0, after) / 60_000) if after is not None else _NONE,
             ]
         )
     return rows
+
+
+def _linked(chronological: Sequence[Clue], score: dict[int, float]) -> dict[int, float]:
+    """The likeliest first-look score among each message's links: a reply reference either
+    way, an addressing either way (to or from the addressed person's nearest message)."""
+    linked: dict[int, float] = {}
+    latest_by: dict[int, int] = {}
+    likeliest = linked.get
+    for clue in chronological:
+        here, reference = clue.id, clue.reference
+        # Each link written out twice rather than through a helper: it runs for every link.
+        if reference is not None and reference in score:
+            linked[here] = max(likeliest(here, 0.0), score[reference])
+            linked[reference] = max(likeliest(reference, 0.0), score[here])
+        for user in clue.mentions:
+            addressed = latest_by.get(user)
+            if addressed is not None:
+                linked[here] = max(likeliest(here, 0.0), score[addressed])
+                linked[addressed] = max(likeliest(addressed, 0.0), score[here])
+        latest_by[clue.author] = here
+    return linked

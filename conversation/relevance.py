@@ -216,7 +216,9 @@ def _idf(everyone: Sequence[Clue]) -> dict[str, float]:
     """Word weights from this stretch of channel: a word few candidates use weighs more."""
     df = Counter(itertools.chain.from_iterable(clue.words for clue in everyone))
     n = len(everyone)
-    return {word: math.log((n + 1) / (count + 0.5)) for word, count in df.items()}
+    # Few distinct counts among thousands of words: one logarithm per count.
+    weights = {count: math.log((n + 1) / (count + 0.5)) for count in set(df.values())}
+    return {word: weights[count] for word, count in df.items()}
 
 
 def with_addresses(trigger: Clue, candidates: Sequence[Clue]) -> tuple[Clue, list[Clue]]:
@@ -245,6 +247,8 @@ def feature_rows(
     """One row of ``FEATURES`` per candidate (candidates newest first, as the walk found them).
 
     ``chain`` holds the ids of the trigger's reply chain (its parent, the parent's parent...).
+    The builder asks this of two hundred candidates per build: what depends on the author alone
+    is worked out once per author (``_author_columns``), a word overlap only when words are shared.
     """
     everyone = [trigger, *candidates]
     by_id = {clue.id: clue for clue in everyone}
@@ -254,8 +258,6 @@ def feature_rows(
     core.update(by_id[i].author for i in chain if i in by_id)
     pairs: set[tuple[int, int]] = set()
     referenced_by: dict[int, set[int]] = {}
-    latest: dict[int, int] = {}
-    activity: Counter[int] = Counter()
     for clue in everyone:
         for user in clue.mentions:
             pairs.add((clue.author, user))
@@ -264,67 +266,109 @@ def feature_rows(
             parent = by_id.get(clue.reference)
             if parent is not None:
                 pairs.add((clue.author, parent.author))
-    for clue in candidates:
-        latest.setdefault(clue.author, clue.id)
-        activity[clue.author] += 1
+    authors = _author_columns(trigger, candidates, core, pairs)
+    last_speaker = candidates[0].author if candidates else None
     asker_messages = [clue for clue in candidates if clue.author == trigger.author]
     asker_words = frozenset().union(*(clue.words for clue in asker_messages))
+    asker_counts = Counter(itertools.chain.from_iterable(m.words for m in asker_messages))
     chain_words = frozenset().union(*(by_id[i].words for i in chain if i in by_id))
-    last_speaker = candidates[0].author if candidates else None
     unlinked = not trigger.mentions and trigger.reference is None
 
     trigger_weight = _weight(trigger.words, idf)
     asker_weight = _weight(asker_words, idf)
     chain_weight = _weight(chain_words, idf)
-    trigger_words, trigger_mentions, asker = trigger.words, trigger.mentions, trigger.author
+    trigger_words, asker, at_ms = trigger.words, trigger.author, trigger.at_ms
+    weigh = idf.__getitem__
+    log1p, sqrt = math.log1p, math.sqrt
     rows: list[list[float]] = []
     for rank, clue in enumerate(candidates):
-        back = math.log1p(rank)
-        minutes = math.log1p(max(0, trigger.at_ms - clue.at_ms) / 60_000)
+        back = log1p(rank)
+        minutes = log1p((at_ms - clue.at_ms if at_ms > clue.at_ms else 0) / 60_000)
         author, words, addressed = clue.author, clue.words, clue.mentions
         own = author == asker
-        if own and len(asker_messages) > 1:
+        if not own:
+            others, others_weight = asker_words, asker_weight
+        elif any(asker_counts[word] > 1 for word in words):
+            # The asker's other messages, joined as one set only when this one shares a word
+            # with them (the set's weight is summed in its own order: the same float).
             others = frozenset().union(*(m.words for m in asker_messages if m is not clue))
             others_weight = _weight(others, idf)
         else:
-            others, others_weight = (frozenset(), 0.0) if own else (asker_words, asker_weight)
-        weight = _weight(words, idf)
+            others, others_weight = frozenset(), 0.0
+        # The three overlaps of ``_overlap``, the candidate's own weight summed only when one
+        # of them shares a word (most candidates share none).
+        in_chain = clue.id in chain
+        with_trigger = None if words.isdisjoint(trigger_words) else words & trigger_words
+        with_others = None if words.isdisjoint(others) else words & others
+        with_chain = None if in_chain or words.isdisjoint(chain_words) else words & chain_words
+        if with_trigger or with_others or with_chain:
+            weight = sum(map(weigh, words))
+        trigger_overlap = (
+            sum(map(weigh, with_trigger)) / sqrt(weight * trigger_weight) if with_trigger else 0.0
+        )
+        others_overlap = (
+            sum(map(weigh, with_others)) / sqrt(weight * others_weight) if with_others else 0.0
+        )
+        chain_overlap = (
+            sum(map(weigh, with_chain)) / sqrt(weight * chain_weight) if with_chain else 0.0
+        )
         parent = by_id.get(clue.reference) if clue.reference is not None else None
         answered = referenced_by.get(clue.id)
-        named = author in trigger_mentions
-        newest_of_author = latest.get(author) == clue.id
+        named, talks, in_core, activity, newest_id = authors[author]
+        newest_of_author = newest_id == clue.id
         rows.append(
             [
                 back,
                 minutes,
-                float(own),
-                float(clue.id in chain),
-                float(named),
-                float(named and newest_of_author),
-                float(asker in addressed),
-                float(parent is not None and parent.author == asker),
-                float((author, asker) in pairs or (asker, author) in pairs),
-                float(author in core),
-                float(not addressed.isdisjoint(core)),
-                float(bool(addressed) and addressed.isdisjoint(core)),
-                float(answered is not None and not answered.isdisjoint(core)),
-                float(newest_of_author),
-                math.log1p(activity[author]),
-                _overlap(words, weight, trigger_words, trigger_weight, idf),
-                _overlap(words, weight, others, others_weight, idf),
-                (
-                    _overlap(words, weight, chain_words, chain_weight, idf)
-                    if clue.id not in chain
-                    else 0.0
-                ),
-                float(clue.question),
-                math.log1p(clue.size),
-                float(author == last_speaker),
+                1.0 if own else 0.0,
+                1.0 if in_chain else 0.0,
+                named,
+                named if newest_of_author else 0.0,
+                1.0 if asker in addressed else 0.0,
+                1.0 if parent is not None and parent.author == asker else 0.0,
+                talks,
+                in_core,
+                0.0 if addressed.isdisjoint(core) else 1.0,
+                1.0 if addressed and addressed.isdisjoint(core) else 0.0,
+                1.0 if answered is not None and not answered.isdisjoint(core) else 0.0,
+                1.0 if newest_of_author else 0.0,
+                activity,
+                trigger_overlap,
+                others_overlap,
+                chain_overlap,
+                1.0 if clue.question else 0.0,
+                log1p(clue.size),
+                1.0 if author == last_speaker else 0.0,
                 back if unlinked else 0.0,
                 minutes if own else 0.0,
             ]
         )
     return rows
+
+
+# What ``feature_rows`` reads of a candidate's author: addressed by the trigger, talks with the
+# asker, takes part, the log of its activity, and the id of its latest message.
+_AuthorColumns = tuple[float, float, float, float, int]
+
+
+def _author_columns(
+    trigger: Clue, candidates: Sequence[Clue], core: set[int], pairs: set[tuple[int, int]]
+) -> dict[int, _AuthorColumns]:
+    """The columns of ``feature_rows`` that depend on a candidate's author alone, worked out
+    once per author (a handful of people write two hundred candidates)."""
+    activity = Counter(clue.author for clue in candidates)
+    latest = {clue.author: clue.id for clue in reversed(candidates)}  # the newest wins
+    asker = trigger.author
+    return {
+        author: (
+            1.0 if author in trigger.mentions else 0.0,
+            1.0 if (author, asker) in pairs or (asker, author) in pairs else 0.0,
+            1.0 if author in core else 0.0,
+            math.log1p(count),
+            latest[author],
+        )
+        for author, count in activity.items()
+    }
 
 
 def relative_rows(
@@ -341,43 +385,48 @@ def relative_rows(
     addressed: Counter[int] = Counter(user for _, clue in members for user in clue.mentions)
     member_ids = {clue.id for _, clue in members}
     referenced = {clue.reference for _, clue in members if clue.reference is not None}
-    words: Counter[str] = Counter(word for _, clue in members for word in clue.words)
+    words: Counter[str] = Counter(itertools.chain.from_iterable(c.words for _, c in members))
     member_words = words.keys()
     total = sum(idf.get(word, 0.0) for word in words)
     member_ranks = sorted(r for r, _ in members)
     member_times = sorted(clue.at_ms for _, clue in members)
+    weigh, log1p, sqrt = idf.__getitem__, math.log1p, math.sqrt
     rows = []
     for rank in range(len(candidates)) if only is None else only:
         clue = candidates[rank]
+        author, mentions = clue.author, clue.mentions
         inside = clue.id in member_ids
-        own_authors = authors[clue.author] - (1 if inside else 0)
-        own_addressed = addressed[clue.author]
-        if inside and clue.author in clue.mentions:
+        own_authors = authors[author] - (1 if inside else 0)
+        own_addressed = addressed[author]
+        if inside and author in mentions:
             own_addressed -= 1
         if inside:
             unique = [w for w in clue.words if words[w] == 1]
             rest_total = total - sum(idf[w] for w in unique)
             shared = sum(idf[w] for w in clue.words if words[w] > 1)
+        elif member_words.isdisjoint(clue.words):
+            rest_total, shared = total, 0.0
         else:
-            rest_total = total
-            common = member_words & clue.words
-            shared = sum(map(idf.__getitem__, common)) if common else 0.0
-        mine = sum(map(idf.__getitem__, clue.words))
-        similarity = shared / math.sqrt(mine * rest_total) if mine > 0 and rest_total > 0 else 0.0
+            rest_total, shared = total, sum(map(weigh, member_words & clue.words))
+        mine = sum(map(weigh, clue.words))
+        similarity = shared / sqrt(mine * rest_total) if mine > 0 and rest_total > 0 else 0.0
         distance = _nearest(member_ranks, rank, inside)
         gap = _nearest(member_times, clue.at_ms, inside)
+        speaks_to_member = bool(mentions) and any(
+            authors[user] > 0 for user in mentions if user != author
+        )
         rows.append(
             [
-                math.log1p(own_authors),
-                float(any(authors[user] > 0 for user in clue.mentions if user != clue.author)),
-                float(own_addressed > 0),
+                log1p(own_authors),
+                1.0 if speaks_to_member else 0.0,
+                1.0 if own_addressed > 0 else 0.0,
                 float(
                     (clue.reference is not None and clue.reference in member_ids)
                     or clue.id in referenced
                 ),
                 similarity,
-                math.log1p(distance) if distance is not None else 5.0,
-                math.log1p(gap / 60_000) if gap is not None else 5.0,
+                log1p(distance) if distance is not None else 5.0,
+                log1p(gap / 60_000) if gap is not None else 5.0,
             ]
         )
     return rows
@@ -427,9 +476,19 @@ class LogisticStage(BaseModel):
 
     def probability(self, row: Sequence[float]) -> float:
         """The probability alone, in one pass (the builder scores every candidate this way)."""
+        return self.probabilities((row,))[0]
+
+    def probabilities(self, rows: Iterable[Sequence[float]]) -> list[float]:
+        """``probability`` of each row, in one loop (the first look reads two hundred)."""
         bias, weights = self._folded
-        z = max(-30.0, min(30.0, bias + sum(map(operator.mul, row, weights))))
-        return 1.0 / (1.0 + math.exp(-z))
+        mul, exp = operator.mul, math.exp
+        probabilities: list[float] = []
+        for row in rows:
+            z = bias + sum(map(mul, row, weights))
+            # max(-30, min(30, z)) without two calls per row (a NaN clips to 30 alike).
+            z = z if -30.0 <= z <= 30.0 else (-30.0 if z < -30.0 else 30.0)
+            probabilities.append(1.0 / (1.0 + exp(-z)))
+        return probabilities
 
 
 class Tree(BaseModel):
@@ -525,7 +584,8 @@ class TreeStage(BaseModel):
         return scope["walk"]
 
     def probability(self, row: Sequence[float]) -> float:
-        z = max(-30.0, min(30.0, self._compiled(row)))
+        z = self._compiled(row)
+        z = z if -30.0 <= z <= 30.0 else (-30.0 if z < -30.0 else 30.0)  # as in LogisticStage
         return 1.0 / (1.0 + math.exp(-z))
 
     def contributions(self, row: Sequence[float]) -> list[float]:
@@ -627,7 +687,7 @@ class RelevanceModel(BaseModel):
     ) -> tuple[list[list[float]], list[float], dict[str, float]]:
         idf = _idf([trigger, *candidates])
         rows = feature_rows(trigger, candidates, chain, idf)
-        return rows, [self.first.probability(row) for row in rows], idf
+        return rows, self.first.probabilities(rows), idf
 
     def rows(
         self,
@@ -676,11 +736,17 @@ class RelevanceModel(BaseModel):
             if p >= floor or clue.id in joined or clue.id in chain or clue.id in keep
         ]
         rows = _with_conversation(base, trigger, candidates, first, self.anchor, idf, looked)
-        results = [Scored(p, ()) for p in first]
+        second = dict(zip(looked, rows, strict=True))
         probability = self.second.probability
-        for i, row in zip(looked, rows, strict=True):
-            in_thread = candidates[i].id in joined
-            results[i] = Scored(1.0 if in_thread else probability(row), row, in_thread)
+        results: list[Scored] = []
+        for i, (clue, p) in enumerate(zip(candidates, first, strict=True)):
+            row = second.get(i)
+            if row is None:
+                results.append(Scored(p, ()))
+            elif clue.id in joined:
+                results.append(Scored(1.0, row, True))
+            else:
+                results.append(Scored(probability(row), row))
         return results
 
     def entering(
@@ -755,8 +821,10 @@ class RelevanceModel(BaseModel):
         words: list[str] = []
         if scored.in_thread:  # in by that alone: it comes first
             words.append(FEATURES[_CHAIN] if row[_CHAIN] else "in the trigger's reply thread")
-        for i in sorted(range(len(parts)), key=lambda i: -parts[i]):
-            if parts[i] <= 0.05 or len(words) >= count:
+        # Only a share above 0.05 explains; the largest first, on a tie the earlier feature.
+        raising = [i for i, part in enumerate(parts) if part > 0.05]
+        for i in sorted(raising, key=parts.__getitem__, reverse=True):
+            if len(words) >= count:
                 break
             name = stage.features[i].removesuffix(LATER)
             if name in words:

@@ -91,6 +91,8 @@ CONVERSATIONAL_TYPES = frozenset({0, 19, 20, 21, 23})
 
 def is_conversational(message: MessageLike) -> bool:
     kind = getattr(message, "type", None)
+    if kind is None or kind in CONVERSATIONAL_TYPES:  # an int, or an IntEnum (nextcord's) at once
+        return True
     value = getattr(kind, "value", kind)
     return value is None or value in CONVERSATIONAL_TYPES
 
