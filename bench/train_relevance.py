@@ -450,21 +450,19 @@ def fit_answers(
 ) -> TreeStage:
     """Trees ranking which candidate the trigger answers: the deciding look's row and score in,
     the gold parent out (every candidate, as the score sees them all)."""
-    deciding = model.deciding
     x, y = [], []
     for example in examples:
-        rows = model.rows(example.trigger, example.walk, example.chain)
         scored = thread_scores(
             example.trigger,
             example.walk,
-            [Scored(deciding.probability(row), row) for row in rows],
+            model.score_all(example.trigger, example.walk, example.chain),
         )
         x.extend((*result.row, result.score) for result in scored)
         y.extend(example.answered)
     features = np.array(x)
     base, trees = fitting.fit_trees(features, np.array(y, dtype=float), **tree_args)
     return TreeStage(
-        features=(*deciding.features, ANSWER_SCORE),
+        features=(*model.deciding.features, ANSWER_SCORE),
         means=tuple(round(v, 6) for v in features.mean(axis=0).tolist()),
         base=round(base, 6),
         trees=tuple(trees),

@@ -194,13 +194,17 @@ def with_written_addresses(trigger: A, candidates: Sequence[A]) -> tuple[A, list
     """``trigger`` and ``candidates`` with each written address added to the message's
     mentions, the people being those who wrote any of them."""
     everyone = [trigger, *candidates]
-    # Few messages open with a name (``_unresolved_opening``): only those are looked at again.
-    opening = [i for i, m in enumerate(everyone) if m.opening is not None and not m.mentions]
-    if opening:
+    # Few messages open with a name: only those are looked at again.
+    openings = [
+        (i, opening)
+        for i, message in enumerate(everyone)
+        if (opening := _unresolved_opening(message)) is not None
+    ]
+    if openings:
         people = people_of(everyone)
-        for i in opening:
+        for i, opening in openings:
             message = everyone[i]
-            person = addressee(message.opening, people, message.author)  # type: ignore[arg-type]
+            person = addressee(opening, people, message.author)
             if person is not None:
                 everyone[i] = replace(message, mentions=frozenset({person}))
     return everyone[0], everyone[1:]

@@ -192,24 +192,14 @@ _ONLY_WHEN_PRESENT = frozenset({"messages back, trigger unlinked", "minutes back
 
 def _similarity(a: frozenset[str], b: frozenset[str], idf: dict[str, float]) -> float:
     """Overlap of two word sets, each word weighed by its rarity in the candidates (0..1)."""
-    return _overlap(a, _weight(a, idf), b, _weight(b, idf), idf)
+    shared = a & b
+    if not shared:
+        return 0.0
+    return sum(map(idf.__getitem__, shared)) / math.sqrt(_weight(a, idf) * _weight(b, idf))
 
 
 def _weight(words: frozenset[str], idf: dict[str, float]) -> float:
     return sum(map(idf.__getitem__, words))
-
-
-def _overlap(
-    a: frozenset[str], weight_a: float, b: frozenset[str], weight_b: float, idf: dict[str, float]
-) -> float:
-    """``_similarity`` with each side's total weight given: a candidate is compared with the
-    trigger, the asker and the reply chain, and each total is summed once per build."""
-    if not a or not b:
-        return 0.0
-    shared = a & b
-    if not shared:
-        return 0.0
-    return sum(map(idf.__getitem__, shared)) / math.sqrt(weight_a * weight_b)
 
 
 def _idf(everyone: Sequence[Clue]) -> dict[str, float]:
@@ -295,7 +285,7 @@ def feature_rows(
             others_weight = _weight(others, idf)
         else:
             others, others_weight = frozenset(), 0.0
-        # The three overlaps of ``_overlap``, the candidate's own weight summed only when one
+        # The three overlaps of ``_similarity``, the candidate's own weight summed only when one
         # of them shares a word (most candidates share none).
         in_chain = clue.id in chain
         with_trigger = None if words.isdisjoint(trigger_words) else words & trigger_words

@@ -18,7 +18,7 @@ import pytest
 
 from conversation.dce import parse_export
 from conversation.log_source import LogSource
-from conversation.relevance import clue_of, load_model_from, with_written_addresses
+from conversation.relevance import clue_of, load_model_from
 from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +80,6 @@ def test_the_answer_ranking_learns_which_message_a_trigger_answers(tmp_path):
     for index in range(40, 120):
         trigger = clue_of(source.messages[index])
         history = [clue_of(m) for m in reversed(source.messages[index - 30 : index])]
-        trigger, history = with_written_addresses(trigger, history)
         scored = model.score_threads(trigger, history, set())
         chances = [model.answers.probability((*s.row, s.score)) for s in scored]
         first += max(range(len(chances)), key=chances.__getitem__) == 2  # three before
