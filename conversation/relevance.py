@@ -911,6 +911,12 @@ def load_model_from(path: Path) -> RelevanceModel:
         raise WeightsError(
             f"{path}: answers: fitted for other features; run python -m bench.train_relevance"
         )
+    if model.answers is None and model.answer_best > 0:
+        # The operator asked for the likeliest answered messages and would silently get none.
+        raise WeightsError(
+            f"{path}: answer_best is {model.answer_best} but answers (the ranking it reads) "
+            f"is missing; set answer_best to 0 or {refit}"
+        )
     fault = _shape_fault(model)
     if fault is not None:
         raise WeightsError(f"{path}: {fault}; {refit}")

@@ -146,3 +146,8 @@ def test_a_ranking_for_other_features_or_a_broken_tree_is_refused_at_load(tmp_pa
     negative = dict(weights, answer_best=-1)
     with pytest.raises(WeightsError, match="answer_best"):
         load_model_from(_write(tmp_path, negative))
+    # A count of likely answers with no ranking to take them from would do nothing, silently.
+    unranked = dict(weights, answers=None)
+    with pytest.raises(WeightsError, match=r"answer_best is 2 but answers .* is missing"):
+        load_model_from(_write(tmp_path, unranked))
+    assert load_model_from(_write(tmp_path, dict(unranked, answer_best=0))).answers is None
