@@ -6,6 +6,10 @@ so 29 of its 30 messages are shared with the one before. The baseline, computed 
 run over the same interactions, is what storing each interaction's message list as one JSON
 blob would take (the payload bytes alone, a lower bound: no row or index overhead counted).
 
+Then the newest migration (the node indexes) against the schema before it, on 3k of the same
+interactions each: writing them, forget-user of one of the seven authors, and retention
+dropping the older half.
+
 Run: ``python bench/store.py [--quick]`` from the repository root. Figures vary by machine.
 """
 
@@ -16,17 +20,28 @@ import asyncio
 import functools
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.storage import ContextEntry, InteractionRecord, Store, WorkLogEntry  # noqa: E402
+from bot.storage import (  # noqa: E402
+    MIGRATIONS,
+    ContextEntry,
+    ForgetResult,
+    InteractionRecord,
+    PruneResult,
+    Store,
+    WorkLogEntry,
+)
+from bot.storage.schema import Migration  # noqa: E402
 
 CHANNELS = 20
 WINDOW = 30
@@ -34,6 +49,9 @@ IN_FLIGHT = 64
 SYSTEM = {"role": "system", "content": "You are threadwise, a helpful assistant. " * 6}
 SENTENCE = "the build fails on arm64 since the last update of the toolchain and nobody knows why"
 WORDS = SENTENCE.split(" ")
+START = datetime(2026, 1, 1, tzinfo=UTC)
+SCHEMA_INTERACTIONS = 3_000
+FORGOTTEN = 3  # an author of a seventh of every channel's messages
 
 
 def text(channel: int, k: int) -> str:
@@ -62,9 +80,9 @@ def entry(channel: int, k: int, linear: bool) -> ContextEntry:
 SYSTEM_SIZE = len(json.dumps(SYSTEM, separators=(",", ":")).encode())
 
 
-def records(total: int) -> Iterator[tuple[InteractionRecord, int]]:
-    """The interactions, each with the size its messages would take as one JSON blob."""
-    start = datetime(2026, 1, 1, tzinfo=UTC)
+def records(total: int, start: datetime = START) -> Iterator[tuple[InteractionRecord, int]]:
+    """The interactions, one a second, each with the size its messages would take as one JSON
+    blob."""
     for n in range(total):
         channel, step = n % CHANNELS, n // CHANNELS
         ks = range(step, step + WINDOW - 1)
@@ -107,12 +125,12 @@ def records(total: int) -> Iterator[tuple[InteractionRecord, int]]:
         yield rec, blob
 
 
-async def write_all(store: Store, total: int) -> tuple[float, float, int]:
+async def write_all(store: Store, total: int, start: datetime = START) -> tuple[float, float, int]:
     """Returns (seconds building records, seconds in the store, baseline blob bytes)."""
     build = 0.0
     blob = 0
     pending: set[asyncio.Task[str]] = set()
-    made = records(total)
+    made = records(total, start)
     began = time.perf_counter()
     while True:
         t = time.perf_counter()
@@ -134,6 +152,66 @@ async def write_all(store: Store, total: int) -> tuple[float, float, int]:
 
 def file_size(path: Path) -> int:
     return sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if os.path.exists(p))
+
+
+@dataclass
+class SchemaCosts:
+    write: float  # seconds in the store
+    size: int  # bytes of the file
+    prune: float
+    pruned: PruneResult
+    forget: float
+    forgotten: ForgetResult
+
+
+async def schema_costs(folder: Path, migrations: Sequence[Migration]) -> SchemaCosts:
+    """Write, then forget one author, and (on a copy) let retention drop the older half."""
+    path, copy = folder / "written.sqlite3", folder / "forgotten.sqlite3"
+    # One interaction a second, the first half more than a day old when retention runs.
+    start = datetime.now(UTC) - timedelta(days=1, seconds=SCHEMA_INTERACTIONS // 2)
+    store = Store.open(path, migrations=migrations)
+    _, write, _ = await write_all(store, SCHEMA_INTERACTIONS, start)
+    store.close()
+    size = file_size(path)
+    shutil.copy(path, copy)
+    with Store.open(path, migrations=migrations) as store:
+        began = time.perf_counter()
+        pruned = await store.prune(1)
+        prune = time.perf_counter() - began
+    with Store.open(copy, migrations=migrations) as store:
+        began = time.perf_counter()
+        forgotten = await store.forget_user(FORGOTTEN)
+        forget = time.perf_counter() - began
+    return SchemaCosts(write, size, prune, pruned, forget, forgotten)
+
+
+async def compare_schemas() -> None:
+    """The newest migration against the schema before it, as ratios in one run."""
+    runs = []
+    for migrations in (MIGRATIONS[:-1], MIGRATIONS):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs.append(await schema_costs(Path(tmp), migrations))
+    before, after = runs
+    if before.forgotten != after.forgotten:
+        raise SystemExit(f"forget-user differs: {before.forgotten} vs {after.forgotten}")
+    n = SCHEMA_INTERACTIONS
+    print(f"node indexes: {n} interactions, against the schema before them (same run)")
+    print(
+        f"  write: {n / after.write:,.0f} vs {n / before.write:,.0f} interactions/s "
+        f"({before.write / after.write:.2f}x)"
+    )
+    print(
+        f"  size: {after.size / n:,.0f} vs {before.size / n:,.0f} bytes/interaction "
+        f"({after.size / before.size:.2f}x)"
+    )
+    print(
+        f"  forget-user: {after.forget:.2f} s vs {before.forget:.2f} s "
+        f"({before.forget / after.forget:.0f}x faster; {after.forgotten})"
+    )
+    print(
+        f"  retention: {after.prune:.2f} s vs {before.prune:.2f} s "
+        f"({before.prune / after.prune:.0f}x faster; {after.pruned})"
+    )
 
 
 async def main(total: int) -> None:
@@ -173,6 +251,7 @@ async def main(total: int) -> None:
         f"({exported} lines, {out_bytes / 1e6:.1f} MB in {export_s:.1f} s)"
     )
     print(f"explain: {explain_ms:.2f} ms per call")
+    await compare_schemas()
 
 
 if __name__ == "__main__":

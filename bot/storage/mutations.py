@@ -339,6 +339,17 @@ def delete_orphan_nodes(conn: Db) -> int:
 # Links as they appear in stored message JSON (a quote or backslash ends them).
 LINK = re.compile(r"https?://[^\s\"'<>\\]+")
 
+# The message ids whose text goes with the person being forgotten: the bot's answers to them.
+FORGOTTEN = "CREATE TEMP TABLE IF NOT EXISTS forgotten (message_id INTEGER PRIMARY KEY)"
+# A row of theirs: written by them, or one of those answers.
+THEIRS = "(author_id = ? OR message_id IN (SELECT message_id FROM forgotten))"
+
+
+def repoint_theirs(table: str) -> str:
+    """Their rows of ``table`` (``context``, ``message_versions``) moved from one node to its
+    redacted copy; run once per node, so it must find them by the node's index."""
+    return f"UPDATE {table} SET node_id = ? WHERE {THEIRS} AND node_id = ?"
+
 
 def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
     """Replace a person's text everywhere; their interactions keep only the shell.
@@ -364,23 +375,18 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
         )
     # Their messages, and the bot's answers to them (which quote and paraphrase them) wherever
     # those answers reappear as context of later interactions.
-    conn.execute(
-        conn.dialect.ddl(
-            "CREATE TEMP TABLE IF NOT EXISTS forgotten (message_id INTEGER PRIMARY KEY)"
-        )
-    )
+    conn.execute(conn.dialect.ddl(FORGOTTEN))
     conn.execute("DELETE FROM forgotten")
     conn.execute(
         "INSERT INTO forgotten SELECT DISTINCT message_id FROM answer_messages WHERE seq IN "
         "(SELECT seq FROM interactions WHERE trigger_author_id = ?)",
         (user_id,),
     )
-    theirs = "(author_id = ? OR message_id IN (SELECT message_id FROM forgotten))"
     old_nodes = {
         int(node_id)
         for (node_id,) in conn.execute(
-            f"SELECT node_id FROM context WHERE {theirs} UNION "
-            f"SELECT node_id FROM message_versions WHERE {theirs} AND node_id IS NOT NULL",
+            f"SELECT node_id FROM context WHERE {THEIRS} UNION "
+            f"SELECT node_id FROM message_versions WHERE {THEIRS} AND node_id IS NOT NULL",
             (user_id, user_id),
         )
     }
@@ -393,13 +399,9 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
         new = node_id_for(conn, cache, canonical_json(redact_message(json.loads(text))))
         if new == old:
             continue  # already redacted by an earlier run: nothing to report again
-        context_changed += conn.execute(
-            f"UPDATE context SET node_id = ? WHERE {theirs} AND node_id = ?",
-            (new, user_id, old),
-        ).rowcount
+        context_changed += conn.execute(repoint_theirs("context"), (new, user_id, old)).rowcount
         versions_changed += conn.execute(
-            f"UPDATE message_versions SET node_id = ? WHERE {theirs} AND node_id = ?",
-            (new, user_id, old),
+            repoint_theirs("message_versions"), (new, user_id, old)
         ).rowcount
     conn.execute(
         "UPDATE context SET name = ? WHERE author_id = ? AND name IS NOT NULL", (REMOVED, user_id)
@@ -407,7 +409,7 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
     # Every version of those messages, also versions recorded without an author.
     versions_changed += conn.execute(
         "UPDATE message_versions SET content = ? WHERE content IS NOT NULL AND content != ? "
-        f"AND message_id IN (SELECT message_id FROM message_versions WHERE {theirs})",
+        f"AND message_id IN (SELECT message_id FROM message_versions WHERE {THEIRS})",
         (REMOVED, REMOVED, user_id),
     ).rowcount
     conn.execute("DELETE FROM forgotten")

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -32,11 +32,11 @@ from bot.storage.models import (
     MessageVersion,
     PruneResult,
 )
-from bot.storage.schema import migrate
+from bot.storage.schema import MIGRATIONS, Migration, migrate
 from bot.storage.writer_thread import Writer, rollback
 
 
-def _setup_sqlite(conn: Db) -> None:
+def _setup_sqlite(conn: Db, migrations: Sequence[Migration]) -> None:
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":
         raise StoreError(f"could not switch the database to WAL mode (got {mode})")
@@ -45,7 +45,7 @@ def _setup_sqlite(conn: Db) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
     # Freed pages are zeroed, so deleted or rewritten text does not linger in the file.
     conn.execute("PRAGMA secure_delete = ON")
-    migrate(conn)
+    migrate(conn, migrations)
 
 
 class Store:
@@ -69,11 +69,17 @@ class Store:
         return self.location
 
     @classmethod
-    def open_url(cls, url: str) -> Store:
-        """Connect to PostgreSQL (``postgresql://user:password@host/db``) and migrate."""
+    def open_url(cls, url: str, *, migrations: Sequence[Migration] = MIGRATIONS) -> Store:
+        """Connect to PostgreSQL (``postgresql://user:password@host/db``) and migrate.
+
+        Tests and benchmarks of the newest migration pass the ``migrations`` before it
+        (``MIGRATIONS[:-1]``): the code must not need what that migration adds.
+        """
         from bot.storage.postgres import connect_postgres, redact_url
 
-        writer = Writer(lambda: connect_postgres(url, writer=True), migrate)
+        writer = Writer(
+            lambda: connect_postgres(url, writer=True), lambda conn: migrate(conn, migrations)
+        )
         return cls(
             redact_url(url),
             writer,
@@ -87,15 +93,21 @@ class Store:
         return cls.open_url(url) if url else cls.open(path)
 
     @classmethod
-    def open(cls, path: Path | str) -> Store:
-        """Open (creating the file and its folders on first run) and migrate the schema."""
+    def open(cls, path: Path | str, *, migrations: Sequence[Migration] = MIGRATIONS) -> Store:
+        """Open (creating the file and its folders on first run) and migrate the schema.
+
+        Tests and benchmarks of the newest migration pass the ``migrations`` before it
+        (``MIGRATIONS[:-1]``): the code must not need what that migration adds.
+        """
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise StoreError(f"{path.parent}: cannot create folder: {error.strerror}") from error
         try:
-            writer = Writer(lambda: connect_sqlite(path), _setup_sqlite)
+            writer = Writer(
+                lambda: connect_sqlite(path), lambda conn: _setup_sqlite(conn, migrations)
+            )
         except sqlite3.DatabaseError as error:
             raise StoreError(f"{path}: cannot open the database: {error}") from error
         return cls(path, writer, lambda: connect_sqlite(path), read_only="PRAGMA query_only = ON")

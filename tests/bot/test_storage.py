@@ -26,6 +26,7 @@ from bot.storage import (
     schema_version,
 )
 from bot.storage.models import REMOVED
+from bot.storage.mutations import FORGOTTEN, repoint_theirs
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 SYSTEM = {"role": "system", "content": "You are Testbot. Be brief."}
@@ -351,6 +352,69 @@ async def test_a_first_version_file_migrates_and_keeps_model_limits(tmp_path: Pa
             "m": ModelLimits(model="m", ratio=0.8, samples=4, window=4096)
         }
         assert store.counts()["interactions"] == 1
+
+
+async def test_a_file_of_the_version_before_gains_the_node_indexes_and_keeps_its_rows(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "before.sqlite3"
+    records = [
+        make_record(3, [(1, 1, "hello"), (3, 2, "hi")], answer_ids=(600,)),
+        make_record(5, [(1, 1, "hello"), (5, 1, "again")], names={1: "Al"}),
+    ]
+    async with Store.open(path, migrations=MIGRATIONS[:-1]) as store:
+        for rec in records:
+            await store.record(rec)
+        await store.record_edit(1, 10, 1, "hello, edited", NOW)
+        versions = store.message_versions(1)
+        counts = store.counts()
+    with sqlite3.connect(path) as conn:
+        assert schema_version(conn) == len(MIGRATIONS) - 1
+        assert not {"context_node", "message_versions_node"} & _index_names(conn)
+    with Store.open(path) as store:
+        assert [store.get_interaction(rec.id) for rec in records] == records
+        assert store.message_versions(1) == versions
+        assert store.counts() == counts
+    with sqlite3.connect(path) as conn:
+        assert schema_version(conn) == len(MIGRATIONS)
+        assert {"context_node", "message_versions_node"} <= _index_names(conn)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _index_names(conn: sqlite3.Connection) -> set[str]:
+    return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+
+
+@pytest.mark.parametrize("table", ["context", "message_versions"])
+def test_forget_user_finds_the_rows_of_each_node_by_an_index(tmp_path: Path, table: str) -> None:
+    """It runs once per node of theirs: scanning the table each time made it quadratic."""
+    Store.open(tmp_path / "s.sqlite3").close()
+    with sqlite3.connect(tmp_path / "s.sqlite3") as conn:
+        conn.execute(FORGOTTEN)
+        plan = " | ".join(
+            row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + repoint_theirs(table), (2, 1, 1))
+        )
+    assert f"SEARCH {table} USING INDEX {table}_node (node_id=?)" in plan, plan
+
+
+def test_every_foreign_key_column_leads_an_index(tmp_path: Path) -> None:
+    """Deleting a row (a node, an interaction) looks for the rows that name it: without such an
+    index, once per deleted row over the whole table (retention took minutes, not a second)."""
+    Store.open(tmp_path / "s.sqlite3").close()
+    with sqlite3.connect(tmp_path / "s.sqlite3") as conn:
+        tables = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        unindexed = []
+        for table in tables:
+            leading = {
+                conn.execute(f"PRAGMA index_info('{index}')").fetchone()[2]
+                for _, index, *_ in conn.execute(f"PRAGMA index_list('{table}')")
+            }
+            unindexed += [
+                f"{table}.{column}"
+                for _, _, _, column, *_ in conn.execute(f"PRAGMA foreign_key_list('{table}')")
+                if column not in leading
+            ]
+    assert unindexed == []
 
 
 async def test_bad_record_is_refused_whole(store: Store) -> None:

@@ -16,7 +16,8 @@ import pytest
 
 from bot.cli.main import main as cli_main
 from bot.storage import MIGRATIONS, Store, StoreError
-from bot.storage.postgres import connect_postgres
+from bot.storage.mutations import FORGOTTEN, repoint_theirs
+from bot.storage.postgres import POSTGRES, connect_postgres
 from bot.storage.schema import migrate, schema_version
 from tests.bot.test_storage import NOW, make_record
 
@@ -112,6 +113,34 @@ def test_migrations_are_tracked_in_the_database(postgres_url: str) -> None:
         conn.close()
     with pytest.raises(StoreError, match="newer"):
         Store.open_url(postgres_url)
+
+
+async def test_a_database_of_the_version_before_gains_the_node_indexes(postgres_url: str) -> None:
+    rec = make_record(3, [(1, 1, "hello"), (3, 2, "hi")], answer_ids=(600,))
+    async with Store.open_url(postgres_url, migrations=MIGRATIONS[:-1]) as store:
+        await store.record(rec)
+    async with Store.open_url(postgres_url) as store:
+        assert store.get_interaction(rec.id) == rec
+    conn = connect_postgres(postgres_url)
+    try:
+        assert schema_version(conn) == len(MIGRATIONS)
+        names = {
+            name
+            for (name,) in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+            )
+        }
+        assert {"context_node", "message_versions_node"} <= names
+        # On a table this small the planner rightly scans; told not to, it shows what fits.
+        conn.execute("SET enable_seqscan = off")
+        conn.execute(POSTGRES.ddl(FORGOTTEN))
+        for table in ("context", "message_versions"):
+            plan = " ".join(
+                line for (line,) in conn.execute("EXPLAIN " + repoint_theirs(table), (2, 1, 1))
+            )
+            assert f"{table}_node" in plan, plan
+    finally:
+        conn.close()
 
 
 def test_unreachable_server_is_one_line_without_the_password(tmp_path: Path) -> None:
