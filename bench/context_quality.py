@@ -30,7 +30,7 @@ from pathlib import Path
 from bench import baselines
 from conversation.builder import ContextBuilder
 from conversation.dce import parse_export
-from conversation.gold import Score, load_gold
+from conversation.gold import Score, labelled_from, load_gold
 from conversation.log_source import LogSource
 from conversation.reader import ChannelReader
 from conversation.relevance import WeightsError, load_model_from
@@ -148,8 +148,11 @@ async def score_logs(
     model=None,
     *,
     warm: bool = False,
+    labelled_only: bool = False,
 ) -> dict[str, Score]:
-    """The builder's score on each log (all of them, or those named), with ``model`` if given."""
+    """The builder's score on each log (all of them, or those named), with ``model`` if given;
+    ``labelled_only``: contexts and labels cut at the log's first annotated message
+    (``gold.labelled_from``), a diagnostic of what the label gap before it costs."""
     builder = ContextBuilder(settings, model)
     scores: dict[str, Score] = {}
     for log_path in sorted(data_dir.glob("*.json")):
@@ -159,10 +162,13 @@ async def score_logs(
         score = scores[log_path.stem] = Score()
         started = time.perf_counter()
         caches = ReplayCaches(source, warm=warm)
-        for trigger_id, gold in sorted(load_gold(log_path.with_suffix(".gold.json")).items()):
+        gold_path = log_path.with_suffix(".gold.json")
+        first = labelled_from(gold_path) if labelled_only else 0
+        for trigger_id, gold in sorted(load_gold(gold_path).items()):
             reader = ChannelReader(source, caches.for_trigger(trigger_id))
             selection = await builder.build(source.message(trigger_id), reader)
-            score.add(trigger_id, set(selection.ids), gold)
+            picked = {m for m in selection.ids if m >= first}
+            score.add(trigger_id, picked, gold.from_message(first))
             score.rest_calls += reader.rest_calls
         score.seconds = time.perf_counter() - started
     return scores
@@ -194,7 +200,12 @@ def read_manifest(manifest: Path, settings: ContextSettings) -> list[tuple[Path,
 
 
 def score_folds(
-    data_dir: Path, manifest: Path, settings: ContextSettings, *, warm: bool = False
+    data_dir: Path,
+    manifest: Path,
+    settings: ContextSettings,
+    *,
+    warm: bool = False,
+    labelled_only: bool = False,
 ) -> list[dict[str, Score]]:
     """Each fold's held-out logs scored with that fold's weights (``bench.relevance_folds``)
     and the ``min_linear`` chosen with them."""
@@ -203,7 +214,9 @@ def score_folds(
         model = load_model_from(weights)
         # The recent messages always in, as the fold chose them with its threshold.
         fold_settings = settings.model_copy(update={"min_linear": min_linear})
-        scored = score_logs(data_dir, fold_settings, held_out, model, warm=warm)
+        scored = score_logs(
+            data_dir, fold_settings, held_out, model, warm=warm, labelled_only=labelled_only
+        )
         results.append(asyncio.run(scored))
     return results
 
@@ -325,7 +338,16 @@ def main() -> None:
         help="each build starts from the cache a bot watching the channel holds (the log up to "
         "the trigger), not an empty one",
     )
+    parser.add_argument(
+        "--labelled-only",
+        action="store_true",
+        help="with --folds: score only from each log's first annotated message on (before it, "
+        "a message of the trigger's conversation is labelled only when a label links it; a "
+        "diagnostic, not the data README's figure)",
+    )
     args = parser.parse_args()
+    if args.labelled_only and args.folds is None:
+        parser.exit(2, "error: --labelled-only: only with --folds\n")
     if not any(Path(args.data).glob("*.gold.json")):
         parser.exit(
             2,
@@ -337,7 +359,14 @@ def main() -> None:
     if args.folds is not None:
         try:
             print_folds(
-                score_folds(args.data, args.folds, settings, warm=args.warm), warm=args.warm
+                score_folds(
+                    args.data,
+                    args.folds,
+                    settings,
+                    warm=args.warm,
+                    labelled_only=args.labelled_only,
+                ),
+                warm=args.warm,
             )
         except (FoldError, WeightsError) as error:
             parser.exit(2, f"error: {error}\n")

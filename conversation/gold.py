@@ -25,6 +25,14 @@ class GoldTrigger:
     context: frozenset[int]
     parents: frozenset[int]
 
+    def from_message(self, first: int) -> GoldTrigger:
+        """The labels from message ``first`` on (ids grow along a log), for scoring only the
+        part of a log where every message is labelled (``labelled_from``)."""
+        return GoldTrigger(
+            frozenset(m for m in self.context if m >= first),
+            frozenset(m for m in self.parents if m >= first),
+        )
+
 
 def gold_path_for(log_path: Path) -> Path:
     """``channel.json`` -> ``channel.gold.json``, where the labels of a log live."""
@@ -56,6 +64,21 @@ def load_gold(gold_path: Path) -> dict[int, GoldTrigger]:
             f"{type(error).__name__}: {error}"
         ) from error
     return triggers
+
+
+def labelled_from(gold_path: Path) -> int:
+    """The first annotated message of a log: from it on every message carries its conversation;
+    before it, only those a label links to one do. An earlier message of a trigger's
+    conversation that no label links is missing from its gold context, so a context reaching
+    before this message is counted wrong for what may be right (about 0.04 to 0.08 of such
+    picks count as right on irc-train, against 0.55 to 0.69 after it)."""
+    try:
+        labels = json.loads(gold_path.read_text(encoding="utf-8"))["messages"]
+        return min(int(message_id) for message_id, label in labels.items() if label["annotated"])
+    except OSError as error:
+        raise GoldError(f"{gold_path}: cannot read: {error.strerror}") from error
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise GoldError(f"{gold_path}: no annotated message: {type(error).__name__}") from error
 
 
 @dataclass

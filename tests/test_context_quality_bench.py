@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conversation.relevance import WEIGHTS_FILE as WEIGHTS
 from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,3 +105,55 @@ def test_a_broken_folds_manifest_is_one_line(tmp_path, module):
         f"error: {manifest}: not a folds manifest (run python -m bench.relevance_folds): "
         "KeyError: 'weights'"
     ]
+
+
+def _fold_rows(folder: Path, manifest: Path, *flags: str) -> dict[str, list[str]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.context_quality", str(folder), "--folds", str(manifest),
+         *flags],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = [line.strip("|").split("|") for line in result.stdout.splitlines()]
+    return {cells[0].strip(): [c.strip() for c in cells[2:]] for cells in rows if len(cells) > 6}
+
+
+def test_labelled_only_cuts_contexts_and_labels_at_the_first_annotated_message(tmp_path):
+    """A log labelled throughout scores the same; one whose first half no label reaches loses
+    the picks made there (counted wrong as they are), and only those."""
+    _labelled_log(tmp_path, "whole", 1)
+    export = busy_channel(seed=2, messages=40)
+    ids = [message["id"] for message in export["messages"]]
+    labels = {  # the first 20 unlabelled, as before the annotated part of an IRC log
+        message_id: {"annotated": True, "parents": [], "conversation": f"c{i % 2}"}
+        for i, message_id in enumerate(ids)
+        if i >= 20
+    }
+    (tmp_path / "half.json").write_text(json.dumps(export))
+    (tmp_path / "half.gold.json").write_text(json.dumps({"messages": labels}))
+    (tmp_path / "fold.json").write_text((ROOT / "conversation" / WEIGHTS).read_text())
+    manifest = tmp_path / "folds.json"
+    manifest.write_text(
+        # Ten recent messages always in: the first triggers reach back before the labels.
+        json.dumps(
+            {"folds": [{"weights": "fold.json", "min_linear": 10, "held_out": ["whole", "half"]}]}
+        )
+    )
+    plain = _fold_rows(tmp_path, manifest)
+    cut = _fold_rows(tmp_path, manifest, "--labelled-only")
+    assert cut["whole"] == plain["whole"]
+    # triggers, precision, recall, F1, parent recall, picked: same triggers and recall (every
+    # gold message is labelled), fewer picks, each a miss before.
+    assert cut["half"][0] == plain["half"][0] and cut["half"][2] == plain["half"][2]
+    assert float(cut["half"][5]) < float(plain["half"][5])
+    assert float(cut["half"][1]) > float(plain["half"][1])
+
+
+def test_labelled_only_needs_folds(tmp_path):
+    _labelled_log(tmp_path, "alpha", 1)
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--labelled-only"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == "error: --labelled-only: only with --folds"
