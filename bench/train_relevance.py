@@ -83,9 +83,11 @@ ANSWER_BEST_GRID = (0, 2, 4, 6, 8)
 ANSWER_FLOOR_GRID = (0.01, 0.02, 0.03, 0.05)
 F1_TOLERANCE = 0.005
 # Triggers sampled for the fit and for choosing the defaults: on the folds, twice the 4,000
-# the numpy fit could afford did better (LightGBM fits them in seconds).
+# the numpy fit could afford did better (LightGBM fits them in seconds). The defaults are
+# chosen on 8,000, each built twice (``build_modes``): on the folds, 4,000 gave 0.001 less F1
+# in both modes and parent recall 0.001 lower cold.
 FIT_TRIGGERS = 10_800
-THRESHOLD_TRIGGERS = 4_000
+THRESHOLD_TRIGGERS = 8_000
 # What the four folds of irc-train kept (python -m bench.relevance_folds; README.md).
 LOOKS = 2
 # With max_total 50, the best F1 keeps recall over 0.6 (it needed "recall" at 30).
@@ -204,6 +206,8 @@ def sample(logs: list[Log], count: int, rng: random.Random) -> list[tuple[Log, i
 
 # min_linear, best candidates always in, threshold, likeliest answered in, their floor
 Choice = tuple[int, int, float, int, float]
+# precision, recall, F1, parent recall
+Figures = tuple[float, float, float, float]
 
 
 def _answer_options() -> list[tuple[int, float]]:
@@ -238,11 +242,13 @@ def answer_chances(
     return [(chance, index[message_id]) for chance, message_id in ranking]
 
 
-def build_modes(settings: ContextSettings) -> tuple[ContextSettings, ...]:
+def build_modes(settings: ContextSettings) -> dict[str, ContextSettings]:
     """The candidate sets a build may have: the cached walk (a bot that saw the channel) and,
     when it is shorter, the one history page a cold build reads (after a restart)."""
     cold = settings.model_copy(update={"cached_candidate_window": settings.candidate_window})
-    return (settings, cold) if cold.walk_reach < settings.walk_reach else (settings,)
+    if cold.walk_reach < settings.walk_reach:
+        return {"cached walk": settings, "cold page": cold}
+    return {"cached walk": settings}
 
 
 @dataclass
@@ -255,7 +261,7 @@ class _Tally:
     gold_total: int = 0
     with_parent: int = 0
 
-    def figures(self, key: Choice) -> tuple[float, float, float, float]:
+    def figures(self, key: Choice) -> Figures:
         p = self.hits[key] / self.picked[key] if self.picked[key] else 0.0
         r = self.hits[key] / self.gold_total if self.gold_total else 0.0
         f = 2 * p * r / (p + r) if p + r else 0.0
@@ -268,7 +274,7 @@ def choose_defaults(
     settings: ContextSettings,
     prefer: str = "recent",
     min_linears: tuple[int, ...] = MIN_LINEAR_GRID,
-) -> tuple[Choice, dict[Choice, tuple[float, float, float, float]]]:
+) -> tuple[Choice, dict[Choice, Figures], dict[str, Figures]]:
     """The selection defaults with the best micro F1 of the whole selection.
 
     ``min_linears`` are the recent-message counts tried (the shipped one alone when the
@@ -276,19 +282,22 @@ def choose_defaults(
     of the likeliest answered messages enter, and from what chance, is chosen too. Every
     trigger is built both ways a bot builds it (``build_modes``): one choice serves both, so it
     must keep the parent-recall floor in each, and its F1 is theirs pooled. Returns the best
-    choice and, for every choice tried, precision, recall, F1, parent recall (pooled; the
-    parent recall the lower of the modes').
+    choice; for every choice tried, precision, recall, F1, parent recall (pooled; the parent
+    recall the lower of the modes'); and the best choice's figures in each mode.
     """
-    tallies = [_tally(model, chosen, mode, min_linears) for mode in build_modes(settings)]
+    tallies = {
+        label: _tally(model, chosen, mode, min_linears)
+        for label, mode in build_modes(settings).items()
+    }
     pooled = _Tally(Counter(), Counter(), Counter())
-    for tally in tallies:
+    for tally in tallies.values():
         pooled.hits.update(tally.hits)
         pooled.picked.update(tally.picked)
         pooled.gold_total += tally.gold_total
     table = {}
     for key in pooled.hits.keys() | pooled.picked.keys():
         p, r, f, _ = pooled.figures(key)
-        table[key] = (p, r, f, min(tally.figures(key)[3] for tally in tallies))
+        table[key] = (p, r, f, min(tally.figures(key)[3] for tally in tallies.values()))
     allowed = [key for key in table if table[key][3] >= PARENT_RECALL_FLOOR] or list(table)
     top = max(table[key][2] for key in allowed)
     # The optimum is flat: among choices within F1_TOLERANCE of it, keep the most recent
@@ -301,7 +310,7 @@ def choose_defaults(
     else:
         # On a tie, the fewest likely-answered messages, from the highest chance.
         best = max(near, key=lambda key: (key[0], table[key][2], key[2], -key[3], key[4]))
-    return best, table
+    return best, table, {label: tally.figures(best) for label, tally in tallies.items()}
 
 
 def _tally(
@@ -461,7 +470,7 @@ def fit_model(
         model = model.model_copy(
             update={"answers": fit_answers(model, examples, fitting, tree_args)}
         )
-    choice, table = choose_defaults(model, threshold_set, settings, prefer, min_linears)
+    choice, table, modes = choose_defaults(model, threshold_set, settings, prefer, min_linears)
     _, always_best, threshold, answer_best, answer_floor = choice
     if verbose:
         for key in sorted(table):
@@ -474,6 +483,10 @@ def fit_model(
                     f"{key[3]} from {key[4]:.2f}: P {p:.3f} R {r:.3f} F1 {f:.3f} parent recall "
                     f"{parent:.3f}{mark}"
                 )
+        for label, (p, r, f, parent) in modes.items():
+            print(
+                f"  the default, {label}: P {p:.3f} R {r:.3f} F1 {f:.3f} parent recall {parent:.3f}"
+            )
     model = model.model_copy(
         update={
             "threshold": threshold,
@@ -591,7 +604,7 @@ def main() -> None:
     )
     if held_out:
         measured = sample(held_out, args.threshold_triggers, random.Random(args.seed + 1))
-        _, held_table = choose_defaults(model, measured, settings)
+        _, held_table, _ = choose_defaults(model, measured, settings)
         p, r, f, parent = held_table[choice]
         print(
             f"held out ({len(held_out)} logs, {len(measured)} triggers): P {p:.3f} R {r:.3f} "
