@@ -238,6 +238,30 @@ def answer_chances(
     return [(chance, index[message_id]) for chance, message_id in ranking]
 
 
+def build_modes(settings: ContextSettings) -> tuple[ContextSettings, ...]:
+    """The candidate sets a build may have: the cached walk (a bot that saw the channel) and,
+    when it is shorter, the one history page a cold build reads (after a restart)."""
+    cold = settings.model_copy(update={"cached_candidate_window": settings.candidate_window})
+    return (settings, cold) if cold.walk_reach < settings.walk_reach else (settings,)
+
+
+@dataclass
+class _Tally:
+    """Counts of one build mode per choice, summed over the threshold triggers."""
+
+    hits: Counter
+    picked: Counter
+    parents_found: Counter
+    gold_total: int = 0
+    with_parent: int = 0
+
+    def figures(self, key: Choice) -> tuple[float, float, float, float]:
+        p = self.hits[key] / self.picked[key] if self.picked[key] else 0.0
+        r = self.hits[key] / self.gold_total if self.gold_total else 0.0
+        f = 2 * p * r / (p + r) if p + r else 0.0
+        return p, r, f, self.parents_found[key] / max(self.with_parent, 1)
+
+
 def choose_defaults(
     model: RelevanceModel,
     chosen: list[tuple[Log, int]],
@@ -249,15 +273,49 @@ def choose_defaults(
 
     ``min_linears`` are the recent-message counts tried (the shipped one alone when the
     threshold is chosen for the config as shipped). With the answer ranking fitted, how many
-    of the likeliest answered messages enter, and from what chance, is chosen too. Returns the
-    best choice and, for every choice tried, precision, recall, F1, parent recall.
+    of the likeliest answered messages enter, and from what chance, is chosen too. Every
+    trigger is built both ways a bot builds it (``build_modes``): one choice serves both, so it
+    must keep the parent-recall floor in each, and its F1 is theirs pooled. Returns the best
+    choice and, for every choice tried, precision, recall, F1, parent recall (pooled; the
+    parent recall the lower of the modes').
     """
+    tallies = [_tally(model, chosen, mode, min_linears) for mode in build_modes(settings)]
+    pooled = _Tally(Counter(), Counter(), Counter())
+    for tally in tallies:
+        pooled.hits.update(tally.hits)
+        pooled.picked.update(tally.picked)
+        pooled.gold_total += tally.gold_total
+    table = {}
+    for key in pooled.hits.keys() | pooled.picked.keys():
+        p, r, f, _ = pooled.figures(key)
+        table[key] = (p, r, f, min(tally.figures(key)[3] for tally in tallies))
+    allowed = [key for key in table if table[key][3] >= PARENT_RECALL_FLOOR] or list(table)
+    top = max(table[key][2] for key in allowed)
+    # The optimum is flat: among choices within F1_TOLERANCE of it, keep the most recent
+    # messages (a context that always shows what was just said is the safer default on other
+    # servers).
+    near = [key for key in allowed if table[key][2] >= top - F1_TOLERANCE]
+    # With ``prefer="recall"``, the fullest of those contexts (the most of the conversation).
+    if prefer == "recall":
+        best = max(near, key=lambda key: (key[0], table[key][1], -key[3], key[4]))
+    else:
+        # On a tie, the fewest likely-answered messages, from the highest chance.
+        best = max(near, key=lambda key: (key[0], table[key][2], key[2], -key[3], key[4]))
+    return best, table
+
+
+def _tally(
+    model: RelevanceModel,
+    chosen: list[tuple[Log, int]],
+    settings: ContextSettings,
+    min_linears: tuple[int, ...],
+) -> _Tally:
+    """Every choice's counts over ``chosen``, each built with the candidates ``settings``
+    propose."""
     grid = np.array([round(0.05 + 0.0125 * i, 4) for i in range(40)])
     options = _answer_options()
-    hits: Counter[Choice] = Counter()
-    picked: Counter[Choice] = Counter()
-    parents_found: Counter[Choice] = Counter()
-    gold_total = with_parent = 0
+    tally = _Tally(Counter(), Counter(), Counter())
+    hits, picked, parents_found = tally.hits, tally.picked, tally.parents_found
     for log, trigger_id in chosen:
         gold, parents = log.triggers[trigger_id]
         index = log.index[trigger_id]
@@ -267,8 +325,8 @@ def choose_defaults(
         chances = answer_chances(model, walk, scored)
         in_gold = np.array([clue.id in gold for clue in walk], dtype=int)
         is_parent = np.array([clue.id in parents for clue in walk], dtype=int)
-        gold_total += len(gold)
-        with_parent += bool(parents)
+        tally.gold_total += len(gold)
+        tally.with_parent += bool(parents)
         parent = log.clues[index].reference
         # Best first, on a tie the newest (the builder's order; the walk is not all by age).
         order = np.lexsort((-np.array([clue.id for clue in walk], dtype=np.int64), -scores))
@@ -308,25 +366,7 @@ def choose_defaults(
                         hits[key] += base_hits + gold_sums[extra]
                         picked[key] += len(linear) + count + extra
                         parents_found[key] += bool(base_parents + parent_sums[extra])
-    table = {}
-    for key in hits.keys() | picked.keys():
-        p = hits[key] / picked[key] if picked[key] else 0.0
-        r = hits[key] / gold_total if gold_total else 0.0
-        f = 2 * p * r / (p + r) if p + r else 0.0
-        table[key] = (p, r, f, parents_found[key] / max(with_parent, 1))
-    allowed = [key for key in table if table[key][3] >= PARENT_RECALL_FLOOR] or list(table)
-    top = max(table[key][2] for key in allowed)
-    # The optimum is flat: among choices within F1_TOLERANCE of it, keep the most recent
-    # messages (a context that always shows what was just said is the safer default on other
-    # servers).
-    near = [key for key in allowed if table[key][2] >= top - F1_TOLERANCE]
-    # With ``prefer="recall"``, the fullest of those contexts (the most of the conversation).
-    if prefer == "recall":
-        best = max(near, key=lambda key: (key[0], table[key][1], -key[3], key[4]))
-    else:
-        # On a tie, the fewest likely-answered messages, from the highest chance.
-        best = max(near, key=lambda key: (key[0], table[key][2], key[2], -key[3], key[4]))
-    return best, table
+    return tally
 
 
 @dataclass
