@@ -3,21 +3,21 @@
     python -m bench.train_relevance [TRAIN_DIR] [--triggers N] [--seed S] [--dry-run] [--out PATH]
         [--fitter lightgbm|numpy] [--looks 2|3] [--prefer recall|recent]
 
-Candidates are proposed as the builder proposes them (the temporal walk before the trigger under
-sealing, at most one history page, plus the trigger's reply chain); a candidate is positive when
-the gold annotation puts it in the trigger's conversation. A seeded sample of triggers keeps the
-fit to a few minutes (scikit-learn and LightGBM, training-only dependencies: ``pip install -e
-'.[train]'``; ``--fitter numpy`` is the project's own ``bench.boosting``, kept to compare): the
-first look is a logistic model, the second boosted trees over its features, the relative ones
-and the reach ones (``conversation.reach``); ``--looks 3`` adds a third. Trees ranking which
-candidate the trigger answers (its gold parent) are fitted on the same triggers. The default
-threshold, ``min_linear``, how many best-scored candidates are always in and how many of the
-likeliest answered ones enter (from what chance) are then chosen on another seeded sample of
-training triggers: the best micro F1 of the whole selection (``max_total`` cap) that keeps
-parent recall at least 0.985 (0.98 on logs never seen, with a margin); among choices within 0.005
-of it, the most recent messages and then the best F1 (``--prefer recall``: the highest recall).
-No figure on irc-dev is ever used; ``python -m bench.relevance_folds`` measures a change on
-irc-train's logs.
+Candidates are proposed as the builder proposes them (``propose``: the temporal walk before the
+trigger up to a silence, the recent messages, the trigger's reply chain, what they reply to); a
+candidate is positive when the gold annotation puts it in the trigger's conversation. A seeded
+sample of triggers keeps the fit to a few minutes (scikit-learn and LightGBM, training-only
+dependencies: ``pip install -e '.[train]'``; ``--fitter numpy`` is the project's own
+``bench.boosting``, kept to compare): the first look is a logistic model, the second boosted trees
+over its features, the relative ones and the reach ones (``conversation.reach``); ``--looks 3``
+adds a third. Trees ranking which candidate the trigger answers (its gold parent) are fitted on the
+same triggers. The default threshold, ``min_linear``, how many best-scored candidates are always in
+and how many of the likeliest answered ones enter (from what chance) are then chosen on another
+seeded sample of training triggers: the best micro F1 of the whole selection (``max_total`` cap)
+that keeps parent recall at least 0.985 (0.98 on logs never seen, with a margin); among choices
+within 0.005 of it, the most recent messages and then the best F1 (``--prefer recall``: the highest
+recall). No figure on irc-dev is ever used; ``python -m bench.relevance_folds`` measures a change
+on irc-train's logs.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 
 from bench.context_quality import gold_triggers
 from conversation.addressing import name_keys, opening_of
+from conversation.builder import PARENT_NEIGHBOURS
 from conversation.relevance import (
     ANSWER_SCORE,
     FEATURES,
@@ -53,6 +54,7 @@ from conversation.relevance import (
     words_of,
 )
 from conversation.settings import ContextSettings
+from conversation.source import PAGE_LIMIT
 
 DEFAULT_TRAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc-train"
 OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / WEIGHTS_FILE
@@ -150,12 +152,15 @@ def load_log(path: Path) -> Log:
 
 
 def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[list[Clue], set[int]]:
-    """The builder's candidates for a trigger: the walk back, then the reply chain's remainder.
+    """The builder's candidates for a trigger, in its order (``ContextBuilder._build_scored``,
+    steps 1 to 4): the walk back to the first silence, the recent messages past it, the reply
+    chain's remainder, the replied-to message's neighbourhood when the walk did not reach it,
+    then what those reply to.
 
-    The walk reaches as far as a warm build's (``cached_candidate_window``: the cache holds the
-    channel, as it does for a bot that saw the messages arrive); a cold build stops at the
-    history page it fetched, and the score fitted on the longer walk does as well there as one
-    fitted on the page alone.
+    The walk reaches ``settings.walk_reach`` messages (``build_modes``: as far as a warm
+    build's, or a cold build's history page). The order matters: a candidate's rank is one of
+    its features. ``tests/conversation/test_choice_matches_builder.py`` holds the two to the
+    same candidates.
     """
     trigger = log.clues[trigger_index]
     threshold_ms = settings.time_threshold_minutes * 60_000
@@ -163,12 +168,22 @@ def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[li
     newer = trigger
     for j in range(trigger_index - 1, max(-1, trigger_index - 1 - settings.walk_reach), -1):
         clue = log.clues[j]
-        sealing = len(walk) >= settings.min_linear  # the recent messages are in whatever age
-        if sealing and newer.at_ms - clue.at_ms > threshold_ms:
+        if newer.at_ms - clue.at_ms > threshold_ms:  # a silence seals, right before it too
             break
         walk.append(clue)
         newer = clue
-    seen = {clue.id for clue in walk}
+    walked = {clue.id for clue in walk}
+    seen = set(walked)
+    # The recent messages are in whatever their age; those past a silence explore nothing.
+    sealed_off: set[int] = set()
+    newer = trigger
+    for clue in log.clues[max(0, trigger_index - settings.min_linear) : trigger_index][::-1]:
+        if sealed_off or newer.at_ms - clue.at_ms > threshold_ms:
+            sealed_off.add(clue.id)
+        newer = clue
+        if clue.id not in seen:
+            walk.append(clue)
+            seen.add(clue.id)
     chain: set[int] = set()
     current = trigger
     while current.reference is not None and len(chain) < settings.max_total:
@@ -180,7 +195,25 @@ def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[li
         if current.id not in seen:
             walk.append(current)
             seen.add(current.id)
-    for clue in list(walk):  # what the walk replies to (free in the builder when cached)
+    parent = trigger.reference
+    if parent in chain and parent not in walked:  # a reply across a silence: its neighbours
+        for step in (-1, 1):
+            j = log.index[parent]
+            current = log.clues[j]
+            for _ in range(PARENT_NEIGHBOURS):
+                j += step
+                if not 0 <= j < len(log.clues) or log.clues[j].id >= trigger.id:
+                    break
+                found = log.clues[j]
+                if abs(found.at_ms - current.at_ms) > threshold_ms:
+                    break
+                current = found
+                if found.id not in seen:
+                    walk.append(found)
+                    seen.add(found.id)
+    for clue in list(walk):  # what the candidates reply to (free in the builder: the payload)
+        if clue.id in sealed_off and clue.id not in chain:
+            continue  # what an old conversation answered is that conversation
         j = log.index.get(clue.reference) if clue.reference is not None else None
         if j is not None and clue.reference not in seen and clue.reference < trigger.id:
             walk.append(log.clues[j])
@@ -208,6 +241,8 @@ def sample(logs: list[Log], count: int, rng: random.Random) -> list[tuple[Log, i
 Choice = tuple[int, int, float, int, float]
 # precision, recall, F1, parent recall
 Figures = tuple[float, float, float, float]
+# What ``build_modes`` proposes, in its order.
+MODE_NAMES = ("cached walk", "cold page")
 
 
 def _answer_options() -> list[tuple[int, float]]:
@@ -242,17 +277,23 @@ def answer_chances(
     return [(chance, index[message_id]) for chance, message_id in ranking]
 
 
-def build_modes(settings: ContextSettings) -> dict[str, ContextSettings]:
+def build_modes(settings: ContextSettings) -> tuple[ContextSettings, ...]:
     """The candidate sets a build may have: the cached walk (a bot that saw the channel) and,
-    when it is shorter, the one history page a cold build reads (after a restart)."""
-    cold = settings.model_copy(update={"cached_candidate_window": settings.candidate_window})
-    if cold.walk_reach < settings.walk_reach:
-        return {"cached walk": settings, "cold page": cold}
-    return {"cached walk": settings}
+    when it is shorter, what a cold build reads (after a restart).
+
+    A cold build's walk goes as far as the history pages it fetched hold (the cache has them
+    then, and ``cached_candidate_window`` lets the walk through what the cache holds): whole
+    pages, as many as ``candidate_window`` and the recent messages asked for; with the
+    defaults, the one page of 100 the recent messages cost.
+    """
+    pages = -(-max(settings.candidate_window, settings.min_linear) // PAGE_LIMIT)
+    cold_reach = min(settings.walk_reach, pages * PAGE_LIMIT)
+    cold = settings.model_copy(update={"cached_candidate_window": cold_reach})
+    return (settings, cold) if cold.walk_reach < settings.walk_reach else (settings,)
 
 
 @dataclass
-class _Tally:
+class Tally:
     """Counts of one build mode per choice, summed over the threshold triggers."""
 
     hits: Counter
@@ -283,21 +324,20 @@ def choose_defaults(
     trigger is built both ways a bot builds it (``build_modes``): one choice serves both, so it
     must keep the parent-recall floor in each, and its F1 is theirs pooled. Returns the best
     choice; for every choice tried, precision, recall, F1, parent recall (pooled; the parent
-    recall the lower of the modes'); and the best choice's figures in each mode.
+    recall the lower of the modes'); and the best choice's figures in each mode. The simulated
+    builds count what the real builder picks, in each mode (``bench.choice_agreement`` compares
+    them).
     """
-    tallies = {
-        label: _tally(model, chosen, mode, min_linears)
-        for label, mode in build_modes(settings).items()
-    }
-    pooled = _Tally(Counter(), Counter(), Counter())
-    for tally in tallies.values():
+    tallies = mode_tallies(model, chosen, settings, min_linears)
+    pooled = Tally(Counter(), Counter(), Counter())
+    for tally in tallies:
         pooled.hits.update(tally.hits)
         pooled.picked.update(tally.picked)
         pooled.gold_total += tally.gold_total
     table = {}
     for key in pooled.hits.keys() | pooled.picked.keys():
         p, r, f, _ = pooled.figures(key)
-        table[key] = (p, r, f, min(tally.figures(key)[3] for tally in tallies.values()))
+        table[key] = (p, r, f, min(tally.figures(key)[3] for tally in tallies))
     allowed = [key for key in table if table[key][3] >= PARENT_RECALL_FLOOR] or list(table)
     top = max(table[key][2] for key in allowed)
     # The optimum is flat: among choices within F1_TOLERANCE of it, keep the most recent
@@ -310,7 +350,19 @@ def choose_defaults(
     else:
         # On a tie, the fewest likely-answered messages, from the highest chance.
         best = max(near, key=lambda key: (key[0], table[key][2], key[2], -key[3], key[4]))
-    return best, table, {label: tally.figures(best) for label, tally in tallies.items()}
+    named = zip(MODE_NAMES, tallies, strict=False)  # the cold page only when it is shorter
+    return best, table, {name: tally.figures(best) for name, tally in named}
+
+
+def mode_tallies(
+    model: RelevanceModel,
+    chosen: list[tuple[Log, int]],
+    settings: ContextSettings,
+    min_linears: tuple[int, ...],
+) -> list[Tally]:
+    """Every choice's counts over ``chosen`` in each build mode (``build_modes``: the cached
+    walk first, then the cold page when it is shorter)."""
+    return [_tally(model, chosen, mode, min_linears) for mode in build_modes(settings)]
 
 
 def _tally(
@@ -318,12 +370,12 @@ def _tally(
     chosen: list[tuple[Log, int]],
     settings: ContextSettings,
     min_linears: tuple[int, ...],
-) -> _Tally:
+) -> Tally:
     """Every choice's counts over ``chosen``, each built with the candidates ``settings``
     propose."""
     grid = np.array([round(0.05 + 0.0125 * i, 4) for i in range(40)])
     options = _answer_options()
-    tally = _Tally(Counter(), Counter(), Counter())
+    tally = Tally(Counter(), Counter(), Counter())
     hits, picked, parents_found = tally.hits, tally.picked, tally.parents_found
     for log, trigger_id in chosen:
         gold, parents = log.triggers[trigger_id]
