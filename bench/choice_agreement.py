@@ -9,7 +9,7 @@ each of the four thousand grid choices would take hours. The choice is only as g
 simulation: this replays the same triggers through the real builder
 (``bench.context_quality.score_logs``; warm, the cache holding the channel, and cold, an empty
 cache reading history pages) and prints both sides' counts for the model's own choice, per
-build mode. They must be equal (``tests/conversation/test_choice_matches_builder.py``).
+build mode. They must be equal (``tests/test_choice_matches_builder.py``).
 """
 
 from __future__ import annotations

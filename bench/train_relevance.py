@@ -159,7 +159,7 @@ def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[li
 
     The walk reaches ``settings.walk_reach`` messages (``build_modes``: as far as a warm
     build's, or a cold build's history page). The order matters: a candidate's rank is one of
-    its features. ``tests/conversation/test_choice_matches_builder.py`` holds the two to the
+    its features. ``tests/test_choice_matches_builder.py`` holds the two to the
     same candidates.
     """
     trigger = log.clues[trigger_index]
