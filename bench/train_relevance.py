@@ -3,21 +3,21 @@
     python -m bench.train_relevance [TRAIN_DIR] [--triggers N] [--seed S] [--dry-run] [--out PATH]
         [--fitter lightgbm|numpy] [--looks 2|3] [--prefer recall|recent]
 
-Candidates are proposed as the builder proposes them (the temporal walk before the trigger under
-sealing, at most one history page, plus the trigger's reply chain); a candidate is positive when
-the gold annotation puts it in the trigger's conversation. A seeded sample of triggers keeps the
-fit to a few minutes (scikit-learn and LightGBM, training-only dependencies: ``pip install -e
-'.[train]'``; ``--fitter numpy`` is the project's own ``bench.boosting``, kept to compare): the
-first look is a logistic model, the second boosted trees over its features, the relative ones
-and the reach ones (``conversation.reach``); ``--looks 3`` adds a third. Trees ranking which
-candidate the trigger answers (its gold parent) are fitted on the same triggers. The default
-threshold, ``min_linear``, how many best-scored candidates are always in and how many of the
-likeliest answered ones enter (from what chance) are then chosen on another seeded sample of
-training triggers: the best micro F1 of the whole selection (``max_total`` cap) that keeps
-parent recall at least 0.985 (0.98 on logs never seen, with a margin); among choices within 0.005
-of it, the most recent messages and then the best F1 (``--prefer recall``: the highest recall).
-No figure on irc-dev is ever used; ``python -m bench.relevance_folds`` measures a change on
-irc-train's logs.
+Candidates are proposed as the builder proposes them (``propose``: the temporal walk before the
+trigger up to a silence, the recent messages, the trigger's reply chain, what they reply to); a
+candidate is positive when the gold annotation puts it in the trigger's conversation. A seeded
+sample of triggers keeps the fit to a few minutes (scikit-learn and LightGBM, training-only
+dependencies: ``pip install -e '.[train]'``; ``--fitter numpy`` is the project's own
+``bench.boosting``, kept to compare): the first look is a logistic model, the second boosted trees
+over its features, the relative ones and the reach ones (``conversation.reach``); ``--looks 3``
+adds a third. Trees ranking which candidate the trigger answers (its gold parent) are fitted on the
+same triggers. The default threshold, ``min_linear``, how many best-scored candidates are always in
+and how many of the likeliest answered ones enter (from what chance) are then chosen on another
+seeded sample of training triggers: the best micro F1 of the whole selection (``max_total`` cap)
+that keeps parent recall at least 0.985 (0.98 on logs never seen, with a margin); among choices
+within 0.005 of it, the most recent messages and then the best F1 (``--prefer recall``: the highest
+recall). No figure on irc-dev is ever used; ``python -m bench.relevance_folds`` measures a change
+on irc-train's logs.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 
 from bench.context_quality import gold_triggers
 from conversation.addressing import name_keys, opening_of
+from conversation.builder import PARENT_NEIGHBOURS
 from conversation.relevance import (
     ANSWER_SCORE,
     FEATURES,
@@ -53,6 +54,7 @@ from conversation.relevance import (
     words_of,
 )
 from conversation.settings import ContextSettings
+from conversation.source import PAGE_LIMIT
 
 DEFAULT_TRAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc-train"
 OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / WEIGHTS_FILE
@@ -83,9 +85,11 @@ ANSWER_BEST_GRID = (0, 2, 4, 6, 8)
 ANSWER_FLOOR_GRID = (0.01, 0.02, 0.03, 0.05)
 F1_TOLERANCE = 0.005
 # Triggers sampled for the fit and for choosing the defaults: on the folds, twice the 4,000
-# the numpy fit could afford did better (LightGBM fits them in seconds).
+# the numpy fit could afford did better (LightGBM fits them in seconds). The defaults are
+# chosen on 8,000, each built twice (``build_modes``): on the folds, 4,000 gave 0.001 less F1
+# in both modes and parent recall 0.001 lower cold.
 FIT_TRIGGERS = 10_800
-THRESHOLD_TRIGGERS = 4_000
+THRESHOLD_TRIGGERS = 8_000
 # What the four folds of irc-train kept (python -m bench.relevance_folds; README.md).
 LOOKS = 2
 # With max_total 50, the best F1 keeps recall over 0.6 (it needed "recall" at 30).
@@ -148,12 +152,15 @@ def load_log(path: Path) -> Log:
 
 
 def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[list[Clue], set[int]]:
-    """The builder's candidates for a trigger: the walk back, then the reply chain's remainder.
+    """The builder's candidates for a trigger, in its order (``ContextBuilder._build_scored``,
+    steps 1 to 4): the walk back to the first silence, the recent messages past it, the reply
+    chain's remainder, the replied-to message's neighbourhood when the walk did not reach it,
+    then what those reply to.
 
-    The walk reaches as far as a warm build's (``cached_candidate_window``: the cache holds the
-    channel, as it does for a bot that saw the messages arrive); a cold build stops at the
-    history page it fetched, and the score fitted on the longer walk does as well there as one
-    fitted on the page alone.
+    The walk reaches ``settings.walk_reach`` messages (``build_modes``: as far as a warm
+    build's, or a cold build's history page). The order matters: a candidate's rank is one of
+    its features. ``tests/test_choice_matches_builder.py`` holds the two to the
+    same candidates.
     """
     trigger = log.clues[trigger_index]
     threshold_ms = settings.time_threshold_minutes * 60_000
@@ -161,12 +168,22 @@ def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[li
     newer = trigger
     for j in range(trigger_index - 1, max(-1, trigger_index - 1 - settings.walk_reach), -1):
         clue = log.clues[j]
-        sealing = len(walk) >= settings.min_linear  # the recent messages are in whatever age
-        if sealing and newer.at_ms - clue.at_ms > threshold_ms:
+        if newer.at_ms - clue.at_ms > threshold_ms:  # a silence seals, right before it too
             break
         walk.append(clue)
         newer = clue
-    seen = {clue.id for clue in walk}
+    walked = {clue.id for clue in walk}
+    seen = set(walked)
+    # The recent messages are in whatever their age; those past a silence explore nothing.
+    sealed_off: set[int] = set()
+    newer = trigger
+    for clue in log.clues[max(0, trigger_index - settings.min_linear) : trigger_index][::-1]:
+        if sealed_off or newer.at_ms - clue.at_ms > threshold_ms:
+            sealed_off.add(clue.id)
+        newer = clue
+        if clue.id not in seen:
+            walk.append(clue)
+            seen.add(clue.id)
     chain: set[int] = set()
     current = trigger
     while current.reference is not None and len(chain) < settings.max_total:
@@ -178,7 +195,25 @@ def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[li
         if current.id not in seen:
             walk.append(current)
             seen.add(current.id)
-    for clue in list(walk):  # what the walk replies to (free in the builder when cached)
+    parent = trigger.reference
+    if parent in chain and parent not in walked:  # a reply across a silence: its neighbours
+        for step in (-1, 1):
+            j = log.index[parent]
+            current = log.clues[j]
+            for _ in range(PARENT_NEIGHBOURS):
+                j += step
+                if not 0 <= j < len(log.clues) or log.clues[j].id >= trigger.id:
+                    break
+                found = log.clues[j]
+                if abs(found.at_ms - current.at_ms) > threshold_ms:
+                    break
+                current = found
+                if found.id not in seen:
+                    walk.append(found)
+                    seen.add(found.id)
+    for clue in list(walk):  # what the candidates reply to (free in the builder: the payload)
+        if clue.id in sealed_off and clue.id not in chain:
+            continue  # what an old conversation answered is that conversation
         j = log.index.get(clue.reference) if clue.reference is not None else None
         if j is not None and clue.reference not in seen and clue.reference < trigger.id:
             walk.append(log.clues[j])
@@ -204,6 +239,10 @@ def sample(logs: list[Log], count: int, rng: random.Random) -> list[tuple[Log, i
 
 # min_linear, best candidates always in, threshold, likeliest answered in, their floor
 Choice = tuple[int, int, float, int, float]
+# precision, recall, F1, parent recall
+Figures = tuple[float, float, float, float]
+# What ``build_modes`` proposes, in its order.
+MODE_NAMES = ("cached walk", "cold page")
 
 
 def _answer_options() -> list[tuple[int, float]]:
@@ -238,26 +277,106 @@ def answer_chances(
     return [(chance, index[message_id]) for chance, message_id in ranking]
 
 
+def build_modes(settings: ContextSettings) -> tuple[ContextSettings, ...]:
+    """The candidate sets a build may have: the cached walk (a bot that saw the channel) and,
+    when it is shorter, what a cold build reads (after a restart).
+
+    A cold build's walk goes as far as the history pages it fetched hold (the cache has them
+    then, and ``cached_candidate_window`` lets the walk through what the cache holds): whole
+    pages, as many as ``candidate_window`` and the recent messages asked for; with the
+    defaults, the one page of 100 the recent messages cost.
+    """
+    pages = -(-max(settings.candidate_window, settings.min_linear) // PAGE_LIMIT)
+    cold_reach = min(settings.walk_reach, pages * PAGE_LIMIT)
+    cold = settings.model_copy(update={"cached_candidate_window": cold_reach})
+    return (settings, cold) if cold.walk_reach < settings.walk_reach else (settings,)
+
+
+@dataclass
+class Tally:
+    """Counts of one build mode per choice, summed over the threshold triggers."""
+
+    hits: Counter
+    picked: Counter
+    parents_found: Counter
+    gold_total: int = 0
+    with_parent: int = 0
+
+    def figures(self, key: Choice) -> Figures:
+        p = self.hits[key] / self.picked[key] if self.picked[key] else 0.0
+        r = self.hits[key] / self.gold_total if self.gold_total else 0.0
+        f = 2 * p * r / (p + r) if p + r else 0.0
+        return p, r, f, self.parents_found[key] / max(self.with_parent, 1)
+
+
 def choose_defaults(
     model: RelevanceModel,
     chosen: list[tuple[Log, int]],
     settings: ContextSettings,
     prefer: str = "recent",
     min_linears: tuple[int, ...] = MIN_LINEAR_GRID,
-) -> tuple[Choice, dict[Choice, tuple[float, float, float, float]]]:
+) -> tuple[Choice, dict[Choice, Figures], dict[str, Figures]]:
     """The selection defaults with the best micro F1 of the whole selection.
 
     ``min_linears`` are the recent-message counts tried (the shipped one alone when the
     threshold is chosen for the config as shipped). With the answer ranking fitted, how many
-    of the likeliest answered messages enter, and from what chance, is chosen too. Returns the
-    best choice and, for every choice tried, precision, recall, F1, parent recall.
+    of the likeliest answered messages enter, and from what chance, is chosen too. Every
+    trigger is built both ways a bot builds it (``build_modes``): one choice serves both, so it
+    must keep the parent-recall floor in each, and its F1 is theirs pooled. Returns the best
+    choice; for every choice tried, precision, recall, F1, parent recall (pooled; the parent
+    recall the lower of the modes'); and the best choice's figures in each mode. The simulated
+    builds count what the real builder picks, in each mode (``bench.choice_agreement`` compares
+    them).
     """
+    tallies = mode_tallies(model, chosen, settings, min_linears)
+    pooled = Tally(Counter(), Counter(), Counter())
+    for tally in tallies:
+        pooled.hits.update(tally.hits)
+        pooled.picked.update(tally.picked)
+        pooled.gold_total += tally.gold_total
+    table = {}
+    for key in pooled.hits.keys() | pooled.picked.keys():
+        p, r, f, _ = pooled.figures(key)
+        table[key] = (p, r, f, min(tally.figures(key)[3] for tally in tallies))
+    allowed = [key for key in table if table[key][3] >= PARENT_RECALL_FLOOR] or list(table)
+    top = max(table[key][2] for key in allowed)
+    # The optimum is flat: among choices within F1_TOLERANCE of it, keep the most recent
+    # messages (a context that always shows what was just said is the safer default on other
+    # servers).
+    near = [key for key in allowed if table[key][2] >= top - F1_TOLERANCE]
+    # With ``prefer="recall"``, the fullest of those contexts (the most of the conversation).
+    if prefer == "recall":
+        best = max(near, key=lambda key: (key[0], table[key][1], -key[3], key[4]))
+    else:
+        # On a tie, the fewest likely-answered messages, from the highest chance.
+        best = max(near, key=lambda key: (key[0], table[key][2], key[2], -key[3], key[4]))
+    named = zip(MODE_NAMES, tallies, strict=False)  # the cold page only when it is shorter
+    return best, table, {name: tally.figures(best) for name, tally in named}
+
+
+def mode_tallies(
+    model: RelevanceModel,
+    chosen: list[tuple[Log, int]],
+    settings: ContextSettings,
+    min_linears: tuple[int, ...],
+) -> list[Tally]:
+    """Every choice's counts over ``chosen`` in each build mode (``build_modes``: the cached
+    walk first, then the cold page when it is shorter)."""
+    return [_tally(model, chosen, mode, min_linears) for mode in build_modes(settings)]
+
+
+def _tally(
+    model: RelevanceModel,
+    chosen: list[tuple[Log, int]],
+    settings: ContextSettings,
+    min_linears: tuple[int, ...],
+) -> Tally:
+    """Every choice's counts over ``chosen``, each built with the candidates ``settings``
+    propose."""
     grid = np.array([round(0.05 + 0.0125 * i, 4) for i in range(40)])
     options = _answer_options()
-    hits: Counter[Choice] = Counter()
-    picked: Counter[Choice] = Counter()
-    parents_found: Counter[Choice] = Counter()
-    gold_total = with_parent = 0
+    tally = Tally(Counter(), Counter(), Counter())
+    hits, picked, parents_found = tally.hits, tally.picked, tally.parents_found
     for log, trigger_id in chosen:
         gold, parents = log.triggers[trigger_id]
         index = log.index[trigger_id]
@@ -267,8 +386,8 @@ def choose_defaults(
         chances = answer_chances(model, walk, scored)
         in_gold = np.array([clue.id in gold for clue in walk], dtype=int)
         is_parent = np.array([clue.id in parents for clue in walk], dtype=int)
-        gold_total += len(gold)
-        with_parent += bool(parents)
+        tally.gold_total += len(gold)
+        tally.with_parent += bool(parents)
         parent = log.clues[index].reference
         # Best first, on a tie the newest (the builder's order; the walk is not all by age).
         order = np.lexsort((-np.array([clue.id for clue in walk], dtype=np.int64), -scores))
@@ -308,25 +427,7 @@ def choose_defaults(
                         hits[key] += base_hits + gold_sums[extra]
                         picked[key] += len(linear) + count + extra
                         parents_found[key] += bool(base_parents + parent_sums[extra])
-    table = {}
-    for key in hits.keys() | picked.keys():
-        p = hits[key] / picked[key] if picked[key] else 0.0
-        r = hits[key] / gold_total if gold_total else 0.0
-        f = 2 * p * r / (p + r) if p + r else 0.0
-        table[key] = (p, r, f, parents_found[key] / max(with_parent, 1))
-    allowed = [key for key in table if table[key][3] >= PARENT_RECALL_FLOOR] or list(table)
-    top = max(table[key][2] for key in allowed)
-    # The optimum is flat: among choices within F1_TOLERANCE of it, keep the most recent
-    # messages (a context that always shows what was just said is the safer default on other
-    # servers).
-    near = [key for key in allowed if table[key][2] >= top - F1_TOLERANCE]
-    # With ``prefer="recall"``, the fullest of those contexts (the most of the conversation).
-    if prefer == "recall":
-        best = max(near, key=lambda key: (key[0], table[key][1], -key[3], key[4]))
-    else:
-        # On a tie, the fewest likely-answered messages, from the highest chance.
-        best = max(near, key=lambda key: (key[0], table[key][2], key[2], -key[3], key[4]))
-    return best, table
+    return tally
 
 
 @dataclass
@@ -421,7 +522,7 @@ def fit_model(
         model = model.model_copy(
             update={"answers": fit_answers(model, examples, fitting, tree_args)}
         )
-    choice, table = choose_defaults(model, threshold_set, settings, prefer, min_linears)
+    choice, table, modes = choose_defaults(model, threshold_set, settings, prefer, min_linears)
     _, always_best, threshold, answer_best, answer_floor = choice
     if verbose:
         for key in sorted(table):
@@ -434,6 +535,10 @@ def fit_model(
                     f"{key[3]} from {key[4]:.2f}: P {p:.3f} R {r:.3f} F1 {f:.3f} parent recall "
                     f"{parent:.3f}{mark}"
                 )
+        for label, (p, r, f, parent) in modes.items():
+            print(
+                f"  the default, {label}: P {p:.3f} R {r:.3f} F1 {f:.3f} parent recall {parent:.3f}"
+            )
     model = model.model_copy(
         update={
             "threshold": threshold,
@@ -551,7 +656,7 @@ def main() -> None:
     )
     if held_out:
         measured = sample(held_out, args.threshold_triggers, random.Random(args.seed + 1))
-        _, held_table = choose_defaults(model, measured, settings)
+        _, held_table, _ = choose_defaults(model, measured, settings)
         p, r, f, parent = held_table[choice]
         print(
             f"held out ({len(held_out)} logs, {len(measured)} triggers): P {p:.3f} R {r:.3f} "

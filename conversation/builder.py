@@ -54,7 +54,7 @@ from conversation.source import MessageLike, created_ms, is_conversational, refe
 
 _CLUE_CACHE_SIZE = 4096
 # Neighbours read on each side of a replied-to message the walk did not reach.
-_PARENT_NEIGHBOURS = 10
+PARENT_NEIGHBOURS = 10
 
 # Lower sorts first when a step has more candidates than room left.
 _PRIORITY: dict[ReasonKind, int] = {
@@ -360,7 +360,7 @@ class ContextBuilder:
             return
         for step in (reader.previous, reader.next):
             current = candidates.by_id[parent_id]
-            for _ in range(_PARENT_NEIGHBOURS):
+            for _ in range(PARENT_NEIGHBOURS):
                 found = await step(current)
                 if found is None or found.id >= trigger.id:
                     break

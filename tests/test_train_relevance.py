@@ -85,3 +85,35 @@ def test_the_answer_ranking_learns_which_message_a_trigger_answers(tmp_path):
         first += max(range(len(chances)), key=chances.__getitem__) == 2  # three before
         total += 1
     assert first >= 0.8 * total
+
+
+def test_the_defaults_keep_the_parent_floor_in_both_build_modes(tmp_path):
+    """One choice serves a bot that saw the channel (its cache reaches 199 messages back) and one
+    just restarted (one history page): its parent recall is the lower of the two."""
+    for name, seed in (("alpha", 1), ("beta", 2)):
+        # No silence seals the walk, and every fifth message answers one 150 back: past the
+        # history page, in the cache.
+        export = busy_channel(seed=seed, messages=260, silence_rate=0.0)
+        ids = [message["id"] for message in export["messages"]]
+        labels = {
+            message_id: {
+                "annotated": True,
+                "parents": [ids[i - 150] if i % 5 == 0 and i >= 150 else ids[i - 3]],
+                "conversation": f"c{i % 3}",
+            }
+            for i, message_id in enumerate(ids)
+            if i >= 3
+        }
+        (tmp_path / f"{name}.json").write_text(json.dumps(export))
+        (tmp_path / f"{name}.gold.json").write_text(json.dumps({"messages": labels}))
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.train_relevance", str(tmp_path), "--dry-run",
+         "--triggers", "200", "--threshold-triggers", "200"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    default = re.search(r"parent recall (\d\.\d+) <- default", result.stdout)
+    modes = dict(re.findall(r"the default, (.+?): P .* parent recall (\d\.\d+)", result.stdout))
+    assert default is not None and set(modes) == {"cached walk", "cold page"}
+    assert modes["cold page"] < modes["cached walk"]
+    assert default.group(1) == modes["cold page"]
