@@ -678,9 +678,7 @@ class _Candidates:
     def add_walked(self, messages: list[MessageLike]) -> None:
         """Messages reached walking back from the trigger (a run of the cache at once)."""
         for message in messages:
-            if message.id not in self.by_id:
-                self.messages.append(message)
-                self.by_id[message.id] = message
+            self.add(message)
             self.walked.add(message.id)
 
     def add_recent(self, recent: list[MessageLike], *, sealed_off: set[int]) -> None:
