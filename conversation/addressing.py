@@ -14,6 +14,9 @@ the score reads mentions.
 A whole name elsewhere in a message ("what about mireille's idea?") is read too, by
 ``named_people``: the relevance score takes the people the trigger names that way as people it
 talks with.
+
+A Discord display name of several words ("John Smith") is known by each of its words as well
+(``name_keys``): nobody writes "johnsmith".
 """
 
 from __future__ import annotations
@@ -60,9 +63,41 @@ def name_key(name: str) -> str:
     return _NOT_LETTERS.sub("", name.casefold())
 
 
+# Words of a display name that say what a person is, not who: "The Doctor" is not called
+# "the", "Dr Grey" not "dr".
+_NOT_NAME_PART_TEXT = """the mr mrs ms miss mister dr doc sir madam lord lady king queen prince
+    princess saint van von der den del della des les las los real official"""
+_NOT_NAME_PARTS = frozenset(_NOT_NAME_PART_TEXT.split())
+
+
 def name_keys(names: Iterable[object]) -> frozenset[str]:
-    """The keys of a person's names (username, nickname, display name: whichever are set)."""
-    return frozenset(key for name in names if isinstance(name, str) and (key := name_key(name)))
+    """The keys of a person's names (username, nickname, display name: whichever are set).
+
+    A name of several words ("John Smith", a Discord display name) is also known by each word
+    that can stand for it alone: people write "john, ..." or "what did smith say", not the
+    whole name run together. A word too short to be read as a name (``MIN_KEY``), one that
+    opens sentences or only says what a person is ("the", "dr") is not a key of its own.
+    """
+    keys: set[str] = set()
+    for name in names:
+        if not isinstance(name, str):
+            continue
+        if key := name_key(name):
+            keys.add(key)
+        words = name.split()
+        if len(words) > 1:
+            keys.update(part for word in words if _stands_alone(part := name_key(word)))
+    return frozenset(keys)
+
+
+def _stands_alone(part: str) -> bool:
+    """Whether one word of a name can be written for the whole name."""
+    return (
+        len(part) >= _min_key(part)
+        and part not in _OPENERS
+        and part not in _NOT_NAME_PARTS
+        and not part.isdigit()
+    )
 
 
 def opening_of(content: str) -> str | None:

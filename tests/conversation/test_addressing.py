@@ -7,7 +7,13 @@ from typing import NamedTuple
 
 import pytest
 
-from conversation.addressing import named_people, names_match, opening_of, with_written_addresses
+from conversation.addressing import (
+    name_keys,
+    named_people,
+    names_match,
+    opening_of,
+    with_written_addresses,
+)
 from conversation.builder import ContextBuilder
 from conversation.cache import ChannelCache
 from conversation.dce import parse_export
@@ -132,12 +138,43 @@ def test_a_written_address_becomes_a_mention_of_the_one_person_it_names():
     assert with_written_addresses(asked, [*candidates, xiaoming])[0].mentions == {7}
 
 
-def fryguy_channel(trigger_text: str) -> tuple[LogSource, int]:
+def test_each_word_of_a_name_of_several_words_is_a_key_of_its_own():
+    """A Discord display name with a space ("John Smith") is written "john" or "smith"; a word
+    that only says what a person is, or is too short to read as a name, is not one."""
+    assert name_keys(["john_smith", "John Smith"]) == {"johnsmith", "john", "smith"}
+    assert name_keys(["The Doctor", None]) == {"thedoctor", "doctor"}
+    assert name_keys(["Dr Jo Grey"]) == {"drjogrey", "grey"}  # "jo" is too short alone
+    assert name_keys(["Fryguy--", "Kristan_uk2"]) == {"fryguy", "kristanuk2"}  # one word each
+    assert name_keys(["Maybe Later 42"]) == {"maybelater42", "later"}  # an opener, a number
+
+
+def test_one_word_of_a_spaced_name_names_that_person_anywhere_in_the_trigger():
+    john_smith = name_keys(["jsmith", "John Smith"])
+    candidates = [
+        clue(3, 2, john_smith, "the cache is stale"),
+        clue(2, 3, name_keys(["Johnny"]), "try the terminal"),
+        clue(1, 4, name_keys(["The Doctor"]), "restart it"),
+    ]
+    for text in ("what did john say about it?", "smith's fix works", "john: and you?"):
+        assert with_addresses(clue(4, 1, {"asker"}, text), candidates)[0].mentions == {2}
+    # "smith:" is his exact name now; a written part that starts another name still names him
+    # alone ("john" is John Smith's, though "johnny" starts with it).
+    assert with_written_addresses(clue(5, 1, {"asker"}, "smith: yes"), candidates)[0].mentions == {
+        2
+    }
+    # "the" is never the Doctor, whatever the trigger says.
+    assert with_addresses(clue(6, 1, {"asker"}, "the doctor said so"), candidates)[0].mentions == {
+        4
+    }
+    assert with_addresses(clue(7, 1, {"asker"}, "read the manual"), candidates)[0].mentions == set()
+
+
+def fryguy_channel(trigger_text: str, name: str = "Fryguy--") -> tuple[LogSource, int]:
     """A replayed busy channel whose last message, by someone else, says ``trigger_text``; one
-    of the people in it is named "Fryguy--" (the id returned)."""
+    of the people in it is named ``name`` (the id returned)."""
     export = busy_channel(seed=7, messages=120, reply_rate=0.0, old_reply_rate=0.0)
     messages = export["messages"]
-    fryguy = dict(messages[100]["author"], name="Fryguy--", nickname="Fryguy--")
+    fryguy = dict(messages[100]["author"], name="fryguy", nickname=name)
     for message in messages:
         if message["author"]["id"] == fryguy["id"]:
             message["author"] = dict(fryguy)
@@ -157,9 +194,9 @@ class FryguyRead(NamedTuple):
     selection: ContextSelection
 
 
-async def read_in_fryguy_channel(text: str) -> FryguyRead:
+async def read_in_fryguy_channel(text: str, name: str = "Fryguy--") -> FryguyRead:
     model = load_model()
-    source, fryguy = fryguy_channel(text)
+    source, fryguy = fryguy_channel(text, name)
     trigger = clue_of(source.messages[-1])
     history = [clue_of(m) for m in reversed(source.messages[:-1])][:99]
     rows = model.rows(trigger, history, set())
@@ -217,3 +254,14 @@ async def test_the_builder_reads_a_whole_name_in_the_middle_of_a_replayed_trigge
     assert unnamed.addressed == set()
     assert unnamed.latest not in unnamed.selection.ids
     assert named.score > unnamed.score
+
+
+async def test_the_builder_reads_one_word_of_a_spaced_display_name_in_a_replayed_trigger():
+    """A member shown as "Matt Fryer" (a server nickname with a space, as Discord exports
+    keep it) is named by "matt" in the middle of the trigger: the builder takes his latest
+    message, as for a one-word nick."""
+    named = await read_in_fryguy_channel("so what did matt's patch change?", "Matt Fryer")
+    assert named.addressed == {named.fryguy}
+    assert named.latest in named.selection.ids
+    unnamed = await read_in_fryguy_channel("so what did that patch change?", "Matt Fryer")
+    assert named.latest not in unnamed.selection.ids

@@ -8,11 +8,12 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from conversation.addressing import opening_of
+from conversation.addressing import name_keys, opening_of
 from conversation.follow import (
     FOLLOW_WEIGHTS_FILE,
     decide,
@@ -77,6 +78,16 @@ CHAT = [
 def test_the_rules_decide_without_a_score(candidate, answer, why):
     decision = decide(load_follow_model(), BOT, CHAT, candidate)
     assert (decision.answer, decision.score, decision.why) == (answer, None, why)
+
+
+def test_one_word_of_a_spaced_display_name_is_someone_else_named():
+    """Ana shows as "Ana Lima": "lima, ..." names her, so the bot does not take the message
+    for itself (before, only the whole name run together, "analima", was hers)."""
+    ana_lima = name_keys(["ana_l", "Ana Lima"])
+    chat = [replace(CHAT[0], author_keys=ana_lima), CHAT[1]]
+    candidate = clue(12, BEN, "lima, did the upgrade work?", minute=2)
+    decision = decide(load_follow_model(), BOT, chat, candidate)
+    assert (decision.answer, decision.why) == (False, "names someone else")
 
 
 def test_nothing_is_followed_before_the_bot_speaks():
