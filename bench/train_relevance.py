@@ -241,8 +241,8 @@ def sample(logs: list[Log], count: int, rng: random.Random) -> list[tuple[Log, i
 Choice = tuple[int, int, float, int, float]
 # precision, recall, F1, parent recall
 Figures = tuple[float, float, float, float]
-# What ``build_modes`` proposes, in its order.
-MODE_NAMES = ("cached walk", "cold page")
+# What ``build_modes`` proposes, in its order: the cached walk, the cold page.
+MODE_NAMES = ("warm", "cold")  # as `--warm` and bench.choice_agreement name them
 
 
 def _answer_options() -> list[tuple[int, float]]:

@@ -114,6 +114,6 @@ def test_the_defaults_keep_the_parent_floor_in_both_build_modes(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     default = re.search(r"parent recall (\d\.\d+) <- default", result.stdout)
     modes = dict(re.findall(r"the default, (.+?): P .* parent recall (\d\.\d+)", result.stdout))
-    assert default is not None and set(modes) == {"cached walk", "cold page"}
-    assert modes["cold page"] < modes["cached walk"]
-    assert default.group(1) == modes["cold page"]
+    assert default is not None and set(modes) == {"warm", "cold"}
+    assert modes["cold"] < modes["warm"]
+    assert default.group(1) == modes["cold"]
