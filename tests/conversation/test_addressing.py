@@ -155,18 +155,21 @@ def test_one_word_of_a_spaced_name_names_that_person_anywhere_in_the_trigger():
         clue(2, 3, name_keys(["Johnny"]), "try the terminal"),
         clue(1, 4, name_keys(["The Doctor"]), "restart it"),
     ]
-    for text in ("what did john say about it?", "smith's fix works", "john: and you?"):
-        assert with_addresses(clue(4, 1, {"asker"}, text), candidates)[0].mentions == {2}
-    # "smith:" is his exact name now; a written part that starts another name still names him
-    # alone ("john" is John Smith's, though "johnny" starts with it).
-    assert with_written_addresses(clue(5, 1, {"asker"}, "smith: yes"), candidates)[0].mentions == {
-        2
-    }
-    # "the" is never the Doctor, whatever the trigger says.
-    assert with_addresses(clue(6, 1, {"asker"}, "the doctor said so"), candidates)[0].mentions == {
-        4
-    }
-    assert with_addresses(clue(7, 1, {"asker"}, "read the manual"), candidates)[0].mentions == set()
+
+    def named_by(text: str) -> frozenset[int]:
+        return with_addresses(clue(9, 1, {"asker"}, text), candidates)[0].mentions
+
+    # "john" is John Smith's exact key, so it names him alone though "johnny" starts with it;
+    # "smith" was no start of "johnsmith" and named nobody.
+    for text in (
+        "what did john say about it?",
+        "smith's fix works",
+        "john: and you?",
+        "smith: yes",
+    ):
+        assert named_by(text) == {2}
+    assert named_by("the doctor said so") == {4}
+    assert named_by("read the manual") == set()  # "the" is never the Doctor
 
 
 def fryguy_channel(trigger_text: str, name: str = "Fryguy--") -> tuple[LogSource, int]:
