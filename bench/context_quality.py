@@ -241,6 +241,44 @@ def print_per_log(scores: dict[str, Score], fold: int | None = None) -> None:
         )
 
 
+def logged_f1(text: str) -> dict[str, float]:
+    """Each log's F1 in an earlier output of this command (its ``--folds`` or ``--per-log``
+    rows), by log name: what ``--against`` compares with."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        # A log row: its name, then (with --folds) the fold, then the triggers, all whole
+        # numbers but the name; the selector and fold tables' rows are not.
+        counts = 2 if len(cells) == 8 else 1 if len(cells) == 7 else 0
+        if counts and not cells[0].isdigit() and all(c.isdigit() for c in cells[1 : 1 + counts]):
+            found[cells[0]] = float(cells[counts + 3])
+    return found
+
+
+def print_against(
+    scores: dict[str, Score], earlier: dict[str, float], source: str, tolerance: float
+) -> None:
+    """Which logs gained and which lost F1 against ``earlier``, naming those that lost more
+    than ``tolerance``: a change that helps one channel and hurts another shows."""
+    both = sorted(set(scores) & set(earlier))
+    change = {name: round(scores[name].f1, 3) - earlier[name] for name in both}
+    worse = sorted((c, name) for name, c in change.items() if c < -tolerance - 1e-9)
+    better = sum(c > tolerance + 1e-9 for c in change.values())
+    print(
+        f"against {source} ({len(both)} logs in both): {sum(c > 0 for c in change.values())} "
+        f"gain, {sum(c < 0 for c in change.values())} lose; {better} gain and {len(worse)} lose "
+        f"more than {tolerance:g}"
+    )
+    for c, name in worse:
+        print(
+            f"  {name} ({scores[name].triggers} triggers): {earlier[name]:.3f} -> "
+            f"{scores[name].f1:.3f} ({c:+.3f})"
+        )
+    missing = sorted(set(earlier) - set(scores))
+    if missing:
+        print(f"  not scored here: {', '.join(missing)}")
+
+
 def print_folds(folds: list[dict[str, Score]], *, warm: bool = False) -> None:
     """Per-log figures, each fold's micro figures, and the folds' mean and spread."""
     print("| log | fold | triggers | precision | recall | F1 | parent recall | picked |")
@@ -345,9 +383,27 @@ def main() -> None:
         "a message of the trigger's conversation is labelled only when a label links it; a "
         "diagnostic, not the data README's figure)",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="OUTPUT",
+        help="with --folds or --per-log: compare each log's F1 with an earlier output of this "
+        "command and name the logs that lost more than --tolerance",
+    )
+    parser.add_argument("--tolerance", type=float, default=0.02, help="for --against")
     args = parser.parse_args()
     if args.labelled_only and args.folds is None:
         parser.exit(2, "error: --labelled-only: only with --folds\n")
+    earlier: dict[str, float] = {}
+    if args.against is not None:
+        if args.folds is None and not args.per_log:
+            parser.exit(2, "error: --against: only with --folds or --per-log\n")
+        try:
+            earlier = logged_f1(args.against.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            parser.exit(2, f"error: --against: {args.against}: {error}\n")
+        if not earlier:
+            parser.exit(2, f"error: --against: {args.against}: no log rows in it\n")
     if not any(Path(args.data).glob("*.gold.json")):
         parser.exit(
             2,
@@ -358,18 +414,20 @@ def main() -> None:
     settings = ContextSettings.model_validate(overrides)
     if args.folds is not None:
         try:
-            print_folds(
-                score_folds(
-                    args.data,
-                    args.folds,
-                    settings,
-                    warm=args.warm,
-                    labelled_only=args.labelled_only,
-                ),
-                warm=args.warm,
+            folds = score_folds(
+                args.data, args.folds, settings, warm=args.warm, labelled_only=args.labelled_only
             )
         except (FoldError, WeightsError) as error:
             parser.exit(2, f"error: {error}\n")
+        print_folds(folds, warm=args.warm)
+        if earlier:
+            print()
+            print_against(
+                {name: s for fold in folds for name, s in fold.items()},
+                earlier,
+                str(args.against),
+                args.tolerance,
+            )
         return
     scores = asyncio.run(
         score_all(
@@ -386,7 +444,11 @@ def main() -> None:
         print()
         print("| log | triggers | precision | recall | F1 | parent recall | picked |")
         print("|---|---|---|---|---|---|---|")
-        print_per_log(asyncio.run(score_logs(args.data, settings, warm=args.warm)))
+        per_log = asyncio.run(score_logs(args.data, settings, warm=args.warm))
+        print_per_log(per_log)
+        if earlier:
+            print()
+            print_against(per_log, earlier, str(args.against), args.tolerance)
 
 
 if __name__ == "__main__":

@@ -88,6 +88,21 @@ def test_folds_print_each_held_out_log_and_the_folds_mean_and_spread(tmp_path):
         line.startswith("F1: mean ") and " to " in line for line in result.stdout.splitlines()
     )
     assert "all held-out triggers: P " in result.stdout
+    # The folds' log rows read back: the same weights lose nowhere; a log that once scored
+    # more is named.
+    gamma = next(row for row in rows if row.startswith("| gamma"))
+    cells = gamma.split("|")
+    cells[6] = f" {float(cells[6]) + 0.05:.3f} "  # | log | fold | triggers | P | R | F1 |
+    earlier = tmp_path / "earlier.txt"
+    earlier.write_text(result.stdout.replace(gamma, "|".join(cells)))
+    compared = subprocess.run(
+        [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--folds", str(manifest),
+         "--against", str(earlier)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert compared.returncode == 0, compared.stderr
+    assert "(3 logs in both): 0 gain, 1 lose; 0 gain and 1 lose more than 0.02" in compared.stdout
+    assert "\n  gamma (" in compared.stdout and "(-0.050)" in compared.stdout
 
 
 @pytest.mark.parametrize("module", ["bench.context_quality", "bench.context_ceiling"])
@@ -157,3 +172,67 @@ def test_labelled_only_needs_folds(tmp_path):
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == "error: --labelled-only: only with --folds"
+
+
+def _quality(folder: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bench.context_quality", str(folder), "--only",
+         "threadwise builder", "--per-log", *flags],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+
+
+def test_against_names_the_logs_that_lost_more_than_the_tolerance(tmp_path):
+    """An earlier output read back: the same run changes nothing; a log that scored higher
+    before is named with both figures, one within the tolerance is only counted."""
+    data = tmp_path / "logs"
+    data.mkdir()
+    for name, seed in (("alpha", 1), ("beta", 2), ("gamma", 3)):
+        _labelled_log(data, name, seed)
+    first = _quality(data)
+    assert first.returncode == 0, first.stderr
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in first.stdout.splitlines()
+        if line.startswith(("| alpha", "| beta", "| gamma"))
+    }
+    assert set(rows) == {"alpha", "beta", "gamma"}
+    same = tmp_path / "same.txt"
+    same.write_text(first.stdout)
+    again = _quality(data, "--against", str(same))
+    assert again.returncode == 0, again.stderr
+    assert "(3 logs in both): 0 gain, 0 lose; 0 gain and 0 lose more than 0.02" in again.stdout
+
+    def with_f1(row: str, change: float) -> str:
+        cells = row.split("|")
+        cells[5] = f" {float(cells[5]) + change:.3f} "  # | log | triggers | P | R | F1 |
+        return "|".join(cells)
+
+    better_before = first.stdout.replace(rows["alpha"], with_f1(rows["alpha"], 0.1))
+    better_before = better_before.replace(rows["beta"], with_f1(rows["beta"], 0.01))
+    earlier = tmp_path / "earlier.txt"
+    earlier.write_text(better_before + "| delta | 40 | 0.5 | 0.5 | 0.5 | 1.0 | 3.0 |\n")
+    compared = _quality(data, "--against", str(earlier))
+    assert compared.returncode == 0, compared.stderr
+    report = compared.stdout[compared.stdout.index("against ") :].splitlines()
+    assert "(3 logs in both): 0 gain, 2 lose; 0 gain and 1 lose more than 0.02" in report[0]
+    f1 = float(rows["alpha"].split("|")[5])
+    assert report[1].strip().startswith("alpha (")
+    assert report[1].strip().endswith(f"{f1 + 0.1:.3f} -> {f1:.3f} (-0.100)")
+    assert report[2] == "  not scored here: delta"
+
+
+def test_against_needs_per_log_figures(tmp_path):
+    _labelled_log(tmp_path, "alpha", 1)
+    earlier = tmp_path / "earlier.txt"
+    earlier.write_text("| selector | precision |\n")
+    for flags, says in (
+        ((), "error: --against: only with --folds or --per-log"),
+        (("--per-log",), f"error: --against: {earlier}: no log rows in it"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--only",
+             "threadwise builder", *flags, "--against", str(earlier)],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 2 and result.stderr == says + "\n"
