@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from bench.context_quality import score_logs
-from bench.train_relevance import Choice, Tally, load_log, mode_tallies
+from bench.train_relevance import MODE_NAMES, Choice, Tally, load_log, mode_tallies
 from conversation.gold import Score
 from conversation.relevance import RelevanceModel, load_model
 from conversation.settings import ContextSettings
@@ -69,7 +69,7 @@ def agreement(
     key = model_choice(model, settings)
     tallies = mode_tallies(model, chosen, settings, (settings.min_linear,))
     result = {}
-    for name, tally in zip(("warm", "cold"), tallies, strict=False):
+    for name, tally in zip(MODE_NAMES, tallies, strict=False):
         scores = [
             score
             for path in paths
