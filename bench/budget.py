@@ -22,14 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conversation.articles.models import ArticleResult, ArticleStatus
 from conversation.articles.render import render_embeddings
-from conversation.budget import Budget, fit_prompt
-from conversation.dce import parse_export
-from conversation.formats import to_openai
-from conversation.log_source import LogSource
-from conversation.materialize import MaterializeOptions, Materializer
-from conversation.node import MessageNode
-from conversation.selection import ContextSelection, Reason
-from conversation.tokens import TokenCounter
+from conversation.graph.formats import to_openai
+from conversation.graph.node import MessageNode
+from conversation.prompt.budget import Budget, fit_prompt
+from conversation.prompt.materialize import MaterializeOptions, Materializer
+from conversation.prompt.tokens import TokenCounter
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.selection.result import ContextSelection, Reason
 from tests.fakes.openai_server import count_tokens
 from tests.fakes.synthetic import busy_channel
 

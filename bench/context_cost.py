@@ -14,7 +14,7 @@ The source is the channel-log source counting calls as the fake Discord would se
     python -m bench.context_cost [--messages N] [--triggers N] [--seed S] [--logs DIR]
 
 With ``--logs``, it also times warm builds on real scored logs (the first ``--log-count`` of
-DIR, the cache holding each log up to the trigger as ``bench.context_quality --warm`` replays
+DIR, the cache holding each log up to the trigger as ``lab.context_quality --warm`` replays
 it), as shipped against the builds without the answer ranking, before the second-look floor
 and before the cached window, alternating, in the same process: the synthetic channel's
 silences end most walks before one page, a busy real channel's do not.
@@ -29,17 +29,17 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bench import baselines
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.dce import parse_export
-from conversation.gold import load_gold
-from conversation.log_source import LogSource
-from conversation.reader import ChannelReader
-from conversation.relevance import load_model
-from conversation.replay_cache import ReplayCaches
-from conversation.settings import ContextSettings
-from conversation.source import MessageLike
+from conversation.common.settings import ContextSettings
+from conversation.replay.dce import parse_export
+from conversation.replay.gold import load_gold
+from conversation.replay.log_source import LogSource
+from conversation.replay.replay_cache import ReplayCaches
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.relevance import load_model
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
+from conversation.sources.source import MessageLike
+from lab import baselines
 from tests.fakes.synthetic import busy_channel
 
 MODES = {"cold": "cold", "warm": "warm", "warm, no events": "shared"}

@@ -38,7 +38,7 @@ from bot.answering.answerer import AnswerResult
 from bot.config.schema import Config
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
-from conversation.dce import parse_export
+from conversation.replay.dce import parse_export
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Answer, FakeOpenAI
 from tests.fakes.synthetic import busy_channel

@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.config.schema import Config
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
-from conversation.dce import parse_export, time_snowflake
+from conversation.replay.dce import parse_export
+from conversation.sources.snowflakes import time_snowflake
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.synthetic import busy_channel
 

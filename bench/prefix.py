@@ -9,10 +9,10 @@ way chat templates lay messages out, with:
   and Anthropic, which keep many prefixes).
 
 That prefix is what the server does not read again (OpenAI and Anthropic bill it as cached).
-Reported as the share of all prompt tokens, for two layouts of the same selection, built once
-per trigger: time order (before) and the conversation first, the channel's other recent
-messages after a label (``conversation.layout``). Context F1 and parent recall of the selection
-are printed beside them: the layout moves no message in or out.
+Reported as the share of all prompt tokens, for two layouts of the same selection, built once per
+trigger: time order (before) and the conversation first, the channel's other recent messages after a
+label (``conversation.prompt.layout``). Context F1 and parent recall of the selection are printed
+beside them: the layout moves no message in or out.
 
     python -m bench.prefix [DATA_DIR] [--window 64]
 """
@@ -28,19 +28,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.context_quality import DEFAULT_DATA
 from bot.config.model_settings import DEFAULT_SYSTEM_PROMPT
-from conversation.budget import Budget
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.formats import to_openai
-from conversation.gold import Score, load_gold
-from conversation.log_source import LogSource
-from conversation.materialize import MaterializeOptions, Materializer
-from conversation.pipeline import conversation_threshold, persona_for, prompt_for
-from conversation.reader import ChannelReader
-from conversation.settings import ContextSettings
-from conversation.tokens import TokenCounter, text_tokens
+from conversation.common.settings import ContextSettings
+from conversation.graph.formats import to_openai
+from conversation.prompt.budget import Budget
+from conversation.prompt.materialize import MaterializeOptions, Materializer
+from conversation.prompt.pipeline import conversation_threshold, persona_for, prompt_for
+from conversation.prompt.tokens import TokenCounter, text_tokens
+from conversation.replay.gold import Score, load_gold
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import ContextBuilder
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
+from lab.context_quality import DEFAULT_DATA
 
 LAYOUTS = {"before: time order": True, "after: conversation first": False}
 

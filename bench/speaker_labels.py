@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conversation.continuation import continuation_lines
-from conversation.names import SpeakerLabels
+from conversation.prompt.continuation import continuation_lines
+from conversation.prompt.names import SpeakerLabels
 
 ORDINARY = [
     "Ana", "Ben", "Chloé", "dev_ops", "Eli (he/him)", "Fatima", "グエン", "Hugo 🦊", "Ирина",

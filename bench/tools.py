@@ -33,7 +33,7 @@ from bot.tools.read_page import PageReader
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from conversation.articles.service import ArticleService
-from conversation.settings import ArticleSettings
+from conversation.common.settings import ArticleSettings
 from tests.fakes.openai_server import Answer, CallTools, FakeOpenAI
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi " * 200}]

@@ -12,8 +12,8 @@ The exception tree, with where the others live::
     ├── ConfigError           bot.config.schema: what is wrong in config.toml, one line per problem
     ├── ModelError            bot.model.errors: a model call failed (user_message, retryable)
     └── ValueError
-        ├── ExportError       conversation.dce: a channel log that cannot be read
-        └── WeightsError      conversation.relevance: a relevance weights file that cannot be used
+        ├── ExportError       conversation.replay.dce: a channel log that cannot be read
+        └── WeightsError      conversation.selection.relevance: a weights file that cannot be used
 """
 
 from __future__ import annotations

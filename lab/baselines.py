@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conversation.reader import ChannelReader
-from conversation.settings import ContextSettings
-from conversation.source import MessageLike, reference_id
+from conversation.common.settings import ContextSettings
+from conversation.sources.reader import ChannelReader
+from conversation.sources.source import MessageLike, reference_id
 
 
 async def last_n(trigger: MessageLike, reader: ChannelReader, count: int) -> list[MessageLike]:

@@ -1,15 +1,15 @@
 """The trainer's simulated selection against the real builder's, on the same triggers.
 
-    python -m bench.choice_agreement LOG [LOG ...] [--json]
+    python -m lab.choice_agreement LOG [LOG ...] [--json]
 
-``bench.train_relevance`` chooses the selection defaults (threshold, best candidates always in,
+``lab.train_relevance`` chooses the selection defaults (threshold, best candidates always in,
 likeliest answered ones and their floor) by simulating the builder on thousands of triggers
 (``propose`` for the candidates, ``mode_tallies`` for the rule), since replaying the builder on
 each of the four thousand grid choices would take hours. The choice is only as good as that
 simulation: this replays the same triggers through the real builder
-(``bench.context_quality.score_logs``; warm, the cache holding the channel, and cold, an empty
+(``lab.context_quality.score_logs``; warm, the cache holding the channel, and cold, an empty
 cache reading history pages) and prints both sides' counts for the model's own choice, per
-build mode. They must be equal (``tests/test_choice_matches_builder.py``).
+build mode. They must be equal (``tests/lab/test_choice_matches_builder.py``).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import asyncio
 import json
 from pathlib import Path
 
-from bench.context_quality import score_logs
-from bench.train_relevance import MODE_NAMES, Choice, Tally, load_log, mode_tallies
-from conversation.gold import Score
-from conversation.relevance import RelevanceModel, load_model
-from conversation.settings import ContextSettings
+from conversation.common.settings import ContextSettings
+from conversation.replay.gold import Score
+from conversation.selection.relevance import RelevanceModel, load_model
+from lab.context_quality import score_logs
+from lab.train_relevance import MODE_NAMES, Choice, Tally, load_log, mode_tallies
 
 COUNTS = ("hits", "picked", "parents_found", "gold", "with_parent")
 

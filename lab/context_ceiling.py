@@ -1,11 +1,11 @@
 """Where the context's F1 is lost: outside the candidates, past ``max_total``, or at the cut.
 
-    python -m bench.context_ceiling [DATA_DIR] [--folds MANIFEST]
+    python -m lab.context_ceiling [DATA_DIR] [--folds MANIFEST]
 
-Every trigger is replayed as the trainer replays it (``bench.train_relevance.propose``: a warm
-build's candidates, as ``bench.context_quality --warm`` replays them; the builder's choice,
+Every trigger is replayed as the trainer replays it (``lab.train_relevance.propose``: a warm
+build's candidates, as ``lab.context_quality --warm`` replays them; the builder's choice,
 ``RelevanceModel.entering``, then ``likely_answered``) with the shipped
-weights, or with ``--folds`` each fold's weights on its held-out logs (``bench.relevance_folds``
+weights, or with ``--folds`` each fold's weights on its held-out logs (``lab.relevance_folds``
 writes the manifest). It prints:
 
 - where the gold context lies: outside the candidates (past the cached window), among them
@@ -16,7 +16,7 @@ writes the manifest). It prints:
 - precision and recall by the size of the trigger's conversation, so a change that helps long
   conversations and hurts short ones shows.
 
-Micro figures over all triggers, as ``bench.context_quality`` scores them. Never fit anything
+Micro figures over all triggers, as ``lab.context_quality`` scores them. Never fit anything
 on what this prints for irc-dev.
 """
 
@@ -28,11 +28,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.context_quality import FoldError, read_manifest
-from bench.train_relevance import DEFAULT_TRAIN, Log, load_log, propose
-from conversation.gold import Score
-from conversation.relevance import RelevanceModel, WeightsError, load_model, load_model_from
-from conversation.settings import ContextSettings
+from conversation.common.settings import ContextSettings
+from conversation.replay.gold import Score
+from conversation.selection.relevance import (
+    RelevanceModel,
+    WeightsError,
+    load_model,
+    load_model_from,
+)
+from lab.context_quality import FoldError, read_manifest
+from lab.train_relevance import DEFAULT_TRAIN, Log, load_log, propose
 
 # Conversation sizes (earlier messages of the trigger's conversation), upper bounds.
 SIZES = (1, 5, 15, 30, 60)
@@ -202,7 +207,7 @@ def main() -> None:
         "--folds",
         type=Path,
         metavar="MANIFEST",
-        help="each fold's weights on its held-out logs (python -m bench.relevance_folds)",
+        help="each fold's weights on its held-out logs (python -m lab.relevance_folds)",
     )
     args = parser.parse_args()
     if not any(args.data.glob("*.gold.json")):

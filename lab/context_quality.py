@@ -6,7 +6,7 @@ excluded). Prints micro precision, recall, F1 and parent recall for our builder 
 run, for the baselines: last 30, last 10, reply chain only, and the original design's algorithm read
 literally.
 
-    python -m bench.context_quality [DATA_DIR] [--set key=value ...] [--by-domain] [--all-replies]
+    python -m lab.context_quality [DATA_DIR] [--set key=value ...] [--by-domain] [--all-replies]
         [--per-log] [--folds MANIFEST] [--warm]
 
 Each build starts from an empty cache (cold, as after a restart: REST calls counted), or with
@@ -27,16 +27,16 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
-from bench import baselines
-from conversation.builder import ContextBuilder
-from conversation.dce import parse_export
-from conversation.gold import Score, labelled_from, load_gold
-from conversation.log_source import LogSource
-from conversation.reader import ChannelReader
-from conversation.relevance import WeightsError, load_model_from
-from conversation.replay_cache import ReplayCaches
-from conversation.settings import ContextSettings
-from conversation.source import MessageLike
+from conversation.common.settings import ContextSettings
+from conversation.replay.dce import parse_export
+from conversation.replay.gold import Score, labelled_from, load_gold
+from conversation.replay.log_source import LogSource
+from conversation.replay.replay_cache import ReplayCaches
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.relevance import WeightsError, load_model_from
+from conversation.sources.reader import ChannelReader
+from conversation.sources.source import MessageLike
+from lab import baselines
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc-dev"
 
@@ -179,7 +179,7 @@ class FoldError(ValueError):
 
 
 def read_manifest(manifest: Path, settings: ContextSettings) -> list[tuple[Path, list[str], int]]:
-    """Each fold of a ``bench.relevance_folds`` manifest: its weights file, its held-out logs and
+    """Each fold of a ``lab.relevance_folds`` manifest: its weights file, its held-out logs and
     the ``min_linear`` chosen with them; a broken manifest is one FoldError line."""
     try:
         folds = json.loads(manifest.read_text(encoding="utf-8"))["folds"]
@@ -193,7 +193,7 @@ def read_manifest(manifest: Path, settings: ContextSettings) -> list[tuple[Path,
         ]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise FoldError(
-            f"{manifest}: not a folds manifest (run python -m bench.relevance_folds): "
+            f"{manifest}: not a folds manifest (run python -m lab.relevance_folds): "
             f"{type(error).__name__}: {error}"
         ) from None
     return plan
@@ -207,7 +207,7 @@ def score_folds(
     warm: bool = False,
     labelled_only: bool = False,
 ) -> list[dict[str, Score]]:
-    """Each fold's held-out logs scored with that fold's weights (``bench.relevance_folds``)
+    """Each fold's held-out logs scored with that fold's weights (``lab.relevance_folds``)
     and the ``min_linear`` chosen with them."""
     results = []
     for weights, held_out, min_linear in read_manifest(manifest, settings):
@@ -368,7 +368,7 @@ def main() -> None:
         type=Path,
         metavar="MANIFEST",
         help="score each fold's held-out logs with that fold's weights (the folds.json "
-        "python -m bench.relevance_folds writes); prints each log, the folds' mean and spread",
+        "python -m lab.relevance_folds writes); prints each log, the folds' mean and spread",
     )
     parser.add_argument(
         "--warm",

@@ -1,6 +1,6 @@
 """Following on the IRC logs: precision, recall and F1 of the implicit follow-ups.
 
-    python -m bench.follow [DATA_DIR] [--speakers 3] [--threshold T]
+    python -m lab.follow [DATA_DIR] [--speakers 3] [--threshold T]
 
 In each log, the three most active annotated speakers stand in for the bot in turn. The messages
 decided are those of someone else, annotated, within 30 minutes of the speaker's latest message,
@@ -10,7 +10,7 @@ baselines: "answer everything within 30 minutes", and "answer the bot's last int
 2 minutes when the message mentions and replies to no one". Time per decision is measured on the
 same decisions (warm: the relevance and follow models loaded, the clues built).
 
-Fit on irc-train only (``python -m bench.train_follow``); this reports on irc-dev by default.
+Fit on irc-train only (``python -m lab.train_follow``); this reports on irc-dev by default.
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.train_relevance import export_clues
-from conversation.follow import (
+from conversation.selection.follow import (
     DEFAULT_MINUTES,
     FollowModel,
     conversation_partners,
     decide,
     load_follow_model,
 )
-from conversation.relevance import Clue
+from conversation.selection.relevance import Clue
+from lab.train_relevance import export_clues
 
 # ../shared/data beside the checkout (a worktree sits one level deeper than the main one).
 DATA = next(
@@ -243,8 +243,8 @@ def live(folder: Path, decided: list[Item]) -> None:
     be the offline ones; its time includes the walk and the clue cache."""
     from bot.config.schema import TriggerSettings
     from bot.discord.follow import Follower
-    from conversation.cache import LIVE, ChannelCache
-    from conversation.log_source import LogSource
+    from conversation.replay.log_source import LogSource
+    from conversation.sources.cache import LIVE, ChannelCache
 
     follower = Follower()
     settings = TriggerSettings()

@@ -1,10 +1,10 @@
 """Fitting the relevance score with maintained libraries (training only: ``.[train]``).
 
 The first look is scikit-learn's logistic regression over standardised features, the second
-LightGBM's boosted trees; both are exported into the weights format the bot evaluates in pure
-Python (``conversation.relevance``), so the bot never imports either library. LightGBM sends a
-value equal to a split's threshold to the left (``x <= t``) where the shipped trees ask
-``x < t``: each threshold is exported as the next float up, which sends every value the same way.
+LightGBM's boosted trees; both are exported into the weights format the bot evaluates in pure Python
+(``conversation.selection.relevance``), so the bot never imports either library. LightGBM sends a
+value equal to a split's threshold to the left (``x <= t``) where the shipped trees ask ``x < t``:
+each threshold is exported as the next float up, which sends every value the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from conversation.relevance import Tree
+from conversation.selection.relevance import Tree
 
 # The trees: enough to see interactions, few and shallow enough to score a hundred candidates
 # in about a millisecond of pure Python. ``num_leaves`` 16 with depth 4 is a full tree.
@@ -122,7 +122,7 @@ def check(rows: int = 3000, seed: int = 3) -> list[str]:
     compiled as the bot compiles them, give LightGBM's own raw scores; a value equal to a
     threshold goes left, as in LightGBM.
     """
-    from conversation.relevance import TreeStage
+    from conversation.selection.relevance import TreeStage
 
     rng = np.random.default_rng(seed)
     x = np.column_stack(

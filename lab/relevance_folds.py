@@ -1,11 +1,11 @@
 """K-fold, leave-whole-logs-out measure of the relevance score on the IRC training split.
 
-    python -m bench.relevance_folds [TRAIN_DIR] [--folds 4] [--fitter lightgbm|numpy] [--out DIR]
+    python -m lab.relevance_folds [TRAIN_DIR] [--folds 4] [--fitter lightgbm|numpy] [--out DIR]
 
 The logs are dealt into K seeded folds. For each fold the score is fitted, and its defaults
-chosen, on the other folds' logs exactly as ``bench.train_relevance`` does for the shipped
+chosen, on the other folds' logs exactly as ``lab.train_relevance`` does for the shipped
 weights; then every trigger of the held-out logs goes through the real builder with that fold's
-weights (``bench.context_quality --folds``), which prints each log's figures and the folds' mean
+weights (``lab.context_quality --folds``), which prints each log's figures and the folds' mean
 and spread. A change to the score is kept when it helps here; irc-dev is never used.
 
 The candidates and first-look features of the sampled training triggers are computed once and
@@ -25,7 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from bench.train_relevance import (  # sampled over all logs: ~8,000 and ~3,000 per fold
+from conversation.common.settings import ContextSettings
+from conversation.selection.relevance import THIRD_FEATURES
+from lab.train_relevance import (  # sampled over all logs: ~8,000 and ~3,000 per fold
     DEFAULT_TRAIN,
     FIT_TRIGGERS,
     LOOKS,
@@ -40,8 +42,6 @@ from bench.train_relevance import (  # sampled over all logs: ~8,000 and ~3,000 
     min_linear_grid,
     sample,
 )
-from conversation.relevance import THIRD_FEATURES
-from conversation.settings import ContextSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,10 +56,10 @@ def deal(names: list[str], folds: int, seed: int) -> list[list[str]]:
 def _code_hash() -> str:
     digest = hashlib.sha256()
     for part in (
-        "conversation/relevance.py",
-        "conversation/reach.py",
-        "conversation/addressing.py",
-        "bench/train_relevance.py",
+        "conversation/selection/relevance.py",
+        "conversation/selection/reach.py",
+        "conversation/selection/addressing.py",
+        "lab/train_relevance.py",
     ):
         digest.update((ROOT / part).read_bytes())
     return digest.hexdigest()[:12]
@@ -86,7 +86,7 @@ def cached_examples(
 def main() -> None:
     if os.environ.get("PYTHONHASHSEED") != "0":
         os.environ["PYTHONHASHSEED"] = "0"  # set order, hence the fits, identical run to run
-        os.execv(sys.executable, [sys.executable, "-m", "bench.relevance_folds", *sys.argv[1:]])
+        os.execv(sys.executable, [sys.executable, "-m", "lab.relevance_folds", *sys.argv[1:]])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_TRAIN)
     parser.add_argument("--folds", type=int, default=4)
@@ -164,7 +164,7 @@ def main() -> None:
     (args.out / "folds.json").write_text(json.dumps({"folds": manifest}, indent=1) + "\n")
     if args.fit_only:
         return
-    from bench.context_quality import print_folds, score_folds
+    from lab.context_quality import print_folds, score_folds
 
     print_folds(score_folds(args.data, args.out / "folds.json", settings))
     print(f"{time.perf_counter() - started:.0f} s")

@@ -1,11 +1,12 @@
-"""Fit the follow decision on the IRC training split and write conversation/follow_weights.json.
+"""Fit the follow decision on the IRC training split and write
+conversation/selection/follow_weights.json.
 
-    python -m bench.train_follow [TRAIN_DIR] [--dry-run] [--hold-out FRACTION]
+    python -m lab.train_follow [TRAIN_DIR] [--dry-run] [--hold-out FRACTION]
 
-The messages are those ``bench.follow`` decides (the three most active annotated speakers of each
+The messages are those ``lab.follow`` decides (the three most active annotated speakers of each
 log standing in for the bot), from irc-train only. The rules decide the messages that call
 someone (a mention or a reply to someone else: never followed); the others are described by
-``conversation.follow.FOLLOW_FEATURES`` (numpy, a training-only dependency:
+``conversation.selection.follow.FOLLOW_FEATURES`` (numpy, a training-only dependency:
 ``pip install -e '.[train]'``). Two stages: a logistic model over the relevance rows of the
 earlier messages says which one a message likely answers (a gold parent); boosted trees over the
 follow features, that parent evidence among them, decide. The default threshold is chosen on
@@ -27,9 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.boosting import fit_logistic, fit_trees
-from bench.follow import DATA, SPEAKERS, Item, all_items, logs_in
-from conversation.follow import (
+from conversation.selection.follow import (
     FOLLOW_FEATURES,
     FOLLOW_WEIGHTS_FILE,
     WINDOW_MESSAGES,
@@ -39,14 +38,16 @@ from conversation.follow import (
     relevance_fingerprint,
     written,
 )
-from conversation.relevance import (
+from conversation.selection.relevance import (
     SECOND_FEATURES,
     LogisticStage,
     TreeStage,
     load_model,
 )
+from lab.boosting import fit_logistic, fit_trees
+from lab.follow import DATA, SPEAKERS, Item, all_items, logs_in
 
-OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / FOLLOW_WEIGHTS_FILE
+OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / "selection" / FOLLOW_WEIGHTS_FILE
 PRECISION_FLOOR = 0.78
 L2 = 1.0
 TREES = 150
@@ -152,9 +153,9 @@ def choose_threshold(
 def main() -> None:
     if os.environ.get("PYTHONHASHSEED") != "0":
         # Word-overlap sums follow set order, which follows string hashing: a fixed seed makes
-        # the weights file identical from run to run (as in bench.train_relevance).
+        # the weights file identical from run to run (as in lab.train_relevance).
         os.environ["PYTHONHASHSEED"] = "0"
-        os.execv(sys.executable, [sys.executable, "-m", "bench.train_follow", *sys.argv[1:]])
+        os.execv(sys.executable, [sys.executable, "-m", "lab.train_follow", *sys.argv[1:]])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=DATA / "irc-train")
     parser.add_argument("--dry-run", action="store_true", help="do not write the weights")

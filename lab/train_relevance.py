@@ -1,6 +1,7 @@
-"""Fit the relevance score on the IRC training split and write conversation/relevance_weights.json.
+"""Fit the relevance score on the IRC training split and write
+conversation/selection/relevance_weights.json.
 
-    python -m bench.train_relevance [TRAIN_DIR] [--triggers N] [--seed S] [--dry-run] [--out PATH]
+    python -m lab.train_relevance [TRAIN_DIR] [--triggers N] [--seed S] [--dry-run] [--out PATH]
         [--fitter lightgbm|numpy] [--looks 2|3] [--prefer recall|recent]
 
 Candidates are proposed as the builder proposes them (``propose``: the temporal walk before the
@@ -8,16 +9,16 @@ trigger up to a silence, the recent messages, the trigger's reply chain, what th
 candidate is positive when the gold annotation puts it in the trigger's conversation. A seeded
 sample of triggers keeps the fit to a few minutes (scikit-learn and LightGBM, training-only
 dependencies: ``pip install -e '.[train]'``; ``--fitter numpy`` is the project's own
-``bench.boosting``, kept to compare): the first look is a logistic model, the second boosted trees
-over its features, the relative ones and the reach ones (``conversation.reach``); ``--looks 3``
-adds a third. Trees ranking which candidate the trigger answers (its gold parent) are fitted on the
-same triggers. The default threshold, ``min_linear``, how many best-scored candidates are always in
-and how many of the likeliest answered ones enter (from what chance) are then chosen on another
-seeded sample of training triggers: the best micro F1 of the whole selection (``max_total`` cap)
-that keeps parent recall at least 0.985 (0.98 on logs never seen, with a margin); among choices
-within 0.005 of it, the most recent messages and then the best F1 (``--prefer recall``: the highest
-recall). No figure on irc-dev is ever used; ``python -m bench.relevance_folds`` measures a change
-on irc-train's logs.
+``lab.boosting``, kept to compare): the first look is a logistic model, the second boosted trees
+over its features, the relative ones and the reach ones (``conversation.selection.reach``);
+``--looks 3`` adds a third. Trees ranking which candidate the trigger answers (its gold parent) are
+fitted on the same triggers. The default threshold, ``min_linear``, how many best-scored candidates
+are always in and how many of the likeliest answered ones enter (from what chance) are then chosen
+on another seeded sample of training triggers: the best micro F1 of the whole selection
+(``max_total`` cap) that keeps parent recall at least 0.985 (0.98 on logs never seen, with a
+margin); among choices within 0.005 of it, the most recent messages and then the best F1 (``--prefer
+recall``: the highest recall). No figure on irc-dev is ever used; ``python -m lab.relevance_folds``
+measures a change on irc-train's logs.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.context_quality import gold_triggers
-from conversation.addressing import name_keys, opening_of
-from conversation.builder import PARENT_NEIGHBOURS
-from conversation.relevance import (
+from conversation.common.settings import ContextSettings
+from conversation.selection.addressing import name_keys, opening_of
+from conversation.selection.builder import PARENT_NEIGHBOURS
+from conversation.selection.relevance import (
     ANSWER_SCORE,
     FEATURES,
     SECOND_FEATURES,
@@ -53,11 +54,11 @@ from conversation.relevance import (
     with_addresses,
     words_of,
 )
-from conversation.settings import ContextSettings
-from conversation.source import PAGE_LIMIT
+from conversation.sources.source import PAGE_LIMIT
+from lab.context_quality import gold_triggers
 
 DEFAULT_TRAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc-train"
-OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / WEIGHTS_FILE
+OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / "selection" / WEIGHTS_FILE
 DISCORD_EPOCH_MS = 1_420_070_400_000
 # A first-look score at least this makes a candidate part of the conversation for the second
 # look (fixed, not tuned: even odds).
@@ -90,7 +91,7 @@ F1_TOLERANCE = 0.005
 # in both modes and parent recall 0.001 lower cold.
 FIT_TRIGGERS = 10_800
 THRESHOLD_TRIGGERS = 8_000
-# What the four folds of irc-train kept (python -m bench.relevance_folds; README.md).
+# What the four folds of irc-train kept (python -m lab.relevance_folds; README.md).
 LOOKS = 2
 # With max_total 50, the best F1 keeps recall over 0.6 (it needed "recall" at 30).
 PREFER = "recent"
@@ -159,7 +160,7 @@ def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[li
 
     The walk reaches ``settings.walk_reach`` messages (``build_modes``: as far as a warm
     build's, or a cold build's history page). The order matters: a candidate's rank is one of
-    its features. ``tests/test_choice_matches_builder.py`` holds the two to the
+    its features. ``tests/lab/test_choice_matches_builder.py`` holds the two to the
     same candidates.
     """
     trigger = log.clues[trigger_index]
@@ -242,7 +243,7 @@ Choice = tuple[int, int, float, int, float]
 # precision, recall, F1, parent recall
 Figures = tuple[float, float, float, float]
 # What ``build_modes`` proposes, in its order: the cached walk, the cold page.
-MODE_NAMES = ("warm", "cold")  # as `--warm` and bench.choice_agreement name them
+MODE_NAMES = ("warm", "cold")  # as `--warm` and lab.choice_agreement name them
 
 
 def _answer_options() -> list[tuple[int, float]]:
@@ -325,7 +326,7 @@ def choose_defaults(
     must keep the parent-recall floor in each, and its F1 is theirs pooled. Returns the best
     choice; for every choice tried, precision, recall, F1, parent recall (pooled; the parent
     recall the lower of the modes'); and the best choice's figures in each mode. The simulated
-    builds count what the real builder picks, in each mode (``bench.choice_agreement`` compares
+    builds count what the real builder picks, in each mode (``lab.choice_agreement`` compares
     them).
     """
     tallies = mode_tallies(model, chosen, settings, min_linears)
@@ -474,14 +475,14 @@ def fit_model(
     ``answers``: the answer ranking is fitted too, and its defaults chosen with the rest.
 
     The second look's features named in ``without`` are held at 0 for the fit, so its trees
-    never use them (an ablation, measured with ``bench.relevance_folds --without``).
+    never use them (an ablation, measured with ``lab.relevance_folds --without``).
     """
     if fitter == "lightgbm":
-        from bench import library_fit as fitting
+        from lab import library_fit as fitting
 
         tree_args: dict = {}
     else:
-        from bench import boosting as fitting
+        from lab import boosting as fitting
 
         tree_args = {"trees": TREES, "depth": DEPTH, "rate": RATE, "min_hessian": MIN_HESSIAN}
     y = np.array([label for example in examples for label in example.labels], dtype=float)
@@ -579,7 +580,7 @@ def main() -> None:
         # Word-overlap sums follow set order, which follows string hashing: fixing the hash
         # seed makes the split points, and so the weights file, identical from run to run.
         os.environ["PYTHONHASHSEED"] = "0"
-        os.execv(sys.executable, [sys.executable, "-m", "bench.train_relevance", *sys.argv[1:]])
+        os.execv(sys.executable, [sys.executable, "-m", "lab.train_relevance", *sys.argv[1:]])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_TRAIN)
     parser.add_argument(
@@ -595,7 +596,7 @@ def main() -> None:
         "--fitter",
         choices=("lightgbm", "numpy"),
         default="lightgbm",
-        help="lightgbm: scikit-learn and LightGBM (default); numpy: bench.boosting's own",
+        help="lightgbm: scikit-learn and LightGBM (default); numpy: lab.boosting's own",
     )
     parser.add_argument(
         "--looks", type=int, choices=(2, 3), default=LOOKS, help="two looks, or a third"

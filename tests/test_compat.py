@@ -1,5 +1,5 @@
-"""The private dependency APIs fenced in ``bot/discord/compat.py`` and ``conversation/compat.py``
-are still there and still behave as we rely on.
+"""The private dependency APIs fenced in ``bot/discord/compat.py`` and
+``conversation/common/compat.py`` are still there and still behave as we rely on.
 
 When an upgrade of nextcord or pyrsistent changes one, this file fails first, naming it, instead
 of the bot failing somewhere far from the cause. pyproject.toml bounds the versions tested here.
@@ -17,7 +17,7 @@ from nextcord.state import ConnectionState
 from packaging.requirements import Requirement
 
 from bot.discord import compat as bot_compat
-from conversation import compat
+from conversation.common import compat
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,7 +72,7 @@ def test_a_process_pool_shows_its_worker_processes() -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
-    from conversation.compat import pool_processes
+    from conversation.common.compat import pool_processes
 
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:

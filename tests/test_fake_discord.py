@@ -16,7 +16,8 @@ import aiohttp
 import nextcord
 import pytest
 
-from conversation.dce import parse_export, snowflake_time, time_snowflake
+from conversation.replay.dce import parse_export
+from conversation.sources.snowflakes import snowflake_time, time_snowflake
 from tests.fakes.discord_gateway import RESUME_PATH
 from tests.fakes.discord_server import FakeDiscord, ManualClock, make_nextcord_client
 from tests.fakes.discord_state import ChannelMessages, Signal

@@ -5,8 +5,10 @@ Every import counts: those inside functions (a function-level import that closes
 still a circle, only hidden until the function runs) and those under ``if TYPE_CHECKING:`` (a
 circle in the types is one in the design, only hidden from the interpreter).
 
-``bot``'s packages form layers (``LAYERS``, bottom first, as ``bot/__init__.py`` tells them): a
-module may import its own package and the layers below it, never one above.
+``bot``'s and ``conversation``'s packages form layers (``LAYERS``, bottom first, as each
+``__init__.py`` tells them): a module may import its own package and the layers below it, never
+one above. ``conversation`` sits below every layer of ``bot`` and never imports it. ``lab/`` (the
+fitting and quality studies) never imports ``bench/`` (the speed benchmarks), which may use it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bot", "conversation")
-# bot's layers, bottom first: each may import the ones before it (and conversation), never after.
+# The layers, bottom first: each may import the ones before it, never after. conversation's come
+# first: bot may import any of them, they never import bot.
 LAYERS = (
+    "conversation.common",
+    "conversation.sources",
+    "conversation.articles",
+    "conversation.graph",
+    "conversation.selection",
+    "conversation.prompt",
+    "conversation.replay",
+    "conversation",  # the package's own entry point, above its layers
     "bot.errors",
     "bot.config",
     "bot.storage",
@@ -29,7 +40,7 @@ LAYERS = (
     "bot.serve",
     "bot.cli",
 )
-# The package's own entry points, above every layer.
+# bot's own entry points, above every layer.
 TOP = ("bot", "bot.__main__")
 
 
@@ -164,19 +175,30 @@ def test_tests_never_import_bench() -> None:
 
 
 def _layer(module: str) -> int | None:
-    """The index of the layer a ``bot`` module belongs to (None outside bot)."""
+    """The index of the layer a module belongs to (None outside every layer): the most specific
+    layer that holds it, so ``conversation.graph.node`` is in ``conversation.graph``, not in
+    ``conversation``."""
     if module in TOP:
         return len(LAYERS)
+    found = None
     for index, layer in enumerate(LAYERS):
-        if module == layer or module.startswith(layer + "."):
-            return index
-    return None
+        if (module == layer or module.startswith(layer + ".")) and (
+            found is None or len(layer) > len(LAYERS[found])
+        ):
+            found = index
+    return found
 
 
-def test_every_bot_module_is_in_a_layer() -> None:
-    """A new module at bot/'s top level (or a new package) must be placed in a layer first."""
-    homeless = [name for name in import_graph() if name.startswith("bot") and _layer(name) is None]
-    assert not homeless, f"bot modules outside every layer of LAYERS: {homeless}"
+def test_every_module_is_in_a_layer() -> None:
+    """A new module at a package's top level (or a new package) must be placed in a layer first:
+    ``conversation`` itself is a layer only for its ``__init__``."""
+    homeless = [
+        name
+        for name in import_graph()
+        if _layer(name) is None
+        or (name.count(".") == 1 and name.split(".")[0] == "conversation" and name not in LAYERS)
+    ]
+    assert not homeless, f"modules outside every layer of LAYERS: {homeless}"
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -193,14 +215,22 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     return found
 
 
-def test_bot_packages_import_only_downward() -> None:
+def test_packages_import_only_downward() -> None:
     upward = upward_imports(import_graph())
     assert not upward, "imports of a higher layer (see LAYERS):\n" + "\n".join(upward)
 
 
 def test_the_layer_check_finds_an_upward_import() -> None:
-    graph = {"bot.config.schema": {"bot.discord.mentions"}, "bot.cli.main": {"bot.config.schema"}}
-    assert upward_imports(graph) == ["bot.config.schema -> bot.discord.mentions"]
+    graph = {
+        "bot.config.schema": {"bot.discord.mentions"},
+        "bot.cli.main": {"bot.config.schema"},
+        "conversation.sources.cache": {"conversation.replay.dce"},
+        "conversation.prompt.budget": {"conversation.graph.node"},
+    }
+    assert upward_imports(graph) == [
+        "bot.config.schema -> bot.discord.mentions",
+        "conversation.sources.cache -> conversation.replay.dce",
+    ]
 
 
 def test_type_checking_imports_count() -> None:
@@ -208,13 +238,46 @@ def test_type_checking_imports_count() -> None:
     assert "a.b" in _imported(tree, "m", False)
 
 
-def test_every_bot_module_is_named_in_its_package_docstring() -> None:
+def test_every_module_is_named_in_its_package_docstring() -> None:
     """A package's docstring says what lives there: a module it does not name is a room the
     newcomer reading the tree cannot find."""
     unnamed = []
-    for init in sorted((ROOT / "bot").glob("*/__init__.py")):
+    for init in sorted(
+        path for package in PACKAGES for path in (ROOT / package).glob("*/__init__.py")
+    ):
         docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
         for module in sorted(init.parent.glob("*.py")):
             if module.stem != "__init__" and f"``{module.stem}``" not in docstring:
                 unnamed.append(str(module.relative_to(ROOT)))
     assert not unnamed, f"modules their package's __init__ docstring does not name: {unnamed}"
+
+
+def test_every_layer_is_named_in_its_top_docstring() -> None:
+    """``bot/__init__.py`` and ``conversation/__init__.py`` tell the layers in LAYERS' order."""
+    for package in PACKAGES:
+        docstring = (
+            ast.get_docstring(
+                ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))
+            )
+            or ""
+        )
+        layers = [layer for layer in LAYERS if layer.startswith(package + ".")]
+        positions = [docstring.find(f"``{layer}``") for layer in layers]
+        assert -1 not in positions, f"{package}/__init__.py does not name {layers}"
+        assert positions == sorted(positions), (
+            f"{package}/__init__.py tells its layers out of order"
+        )
+
+
+def test_lab_never_imports_bench() -> None:
+    """The studies stand on their own; a speed benchmark may reuse a study's data or baselines."""
+    lab = ROOT / "lab"
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in sorted(lab.rglob("*.py"))
+        if any(
+            t == "bench" or t.startswith("bench.")
+            for t in _imported(ast.parse(path.read_text(encoding="utf-8")), "lab", False)
+        )
+    ]
+    assert not offenders, f"lab imports bench: {offenders}"

@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [
     path
-    for package in ("bot", "conversation", "bench")
+    for package in ("bot", "conversation", "bench", "lab")
     for path in sorted((ROOT / package).rglob("*.py"))
 ]
 

@@ -17,7 +17,11 @@ def test_every_file_named_in_how_it_works_exists() -> None:
     named = set(re.findall(r"`([\w/]+(?:\.py|/))`", _section()))
     assert len(named) > 20
     # The package table names files inside their package, so every package is a base.
-    packages = [path.parent for path in (ROOT / "bot").glob("*/__init__.py")]
+    packages = [
+        path.parent
+        for top in ("bot", "conversation")
+        for path in (ROOT / top).glob("*/__init__.py")
+    ]
     bases = [ROOT, ROOT / "bot", ROOT / "conversation", *packages]
     missing = sorted(name for name in named if not any((base / name).exists() for base in bases))
     assert not missing, f"README's How it works names files that are not there: {missing}"

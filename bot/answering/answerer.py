@@ -30,14 +30,14 @@ from bot.model.client import ModelClient
 from bot.model.errors import ModelContextTooLongError, ModelError
 from bot.model.tool_loop import ToolProgress
 from bot.tools.toolbox import Toolbox
-from conversation.builder import ContextBuilder
-from conversation.cache import CacheRegistry
-from conversation.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
-from conversation.materialize import Materializer
-from conversation.pipeline import PreparedPrompt, persona_for, prepare_prompt, refit_prompt
-from conversation.read_access import RestrictedReader
-from conversation.reader import ChannelReader
-from conversation.text import clean_text
+from conversation.common.text import clean_text
+from conversation.prompt.materialize import Materializer
+from conversation.prompt.pipeline import PreparedPrompt, persona_for, prepare_prompt, refit_prompt
+from conversation.selection.builder import ContextBuilder
+from conversation.sources.cache import CacheRegistry
+from conversation.sources.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
+from conversation.sources.read_access import RestrictedReader
+from conversation.sources.reader import ChannelReader
 
 if TYPE_CHECKING:
     from bot.answering.metrics import Metrics

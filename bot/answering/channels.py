@@ -20,7 +20,7 @@ from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, model_with
 from bot.discord.places import place_of
 from bot.model.client import ModelClient
-from conversation.builder import ContextBuilder
+from conversation.selection.builder import ContextBuilder
 
 if TYPE_CHECKING:
     from bot.config.schema import Config

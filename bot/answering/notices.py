@@ -1,7 +1,7 @@
 """Every line the bot posts about itself rather than as an answer, gathered in one place.
 
 The context must not feed these back to the model as the assistant's words (see
-``conversation.notices``); new notices are picked up here where they are defined: every model
+``conversation.prompt.notices``); new notices are picked up here where they are defined: every model
 error's ``user_message``, the posting notes, the answering lines and the channel-reading lines.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from bot.answering.answerer import STOPPING_LINE, UNEXPECTED_LINE
 from bot.discord.posting import CUT_NOTE, EMPTY_ANSWER
 from bot.model.errors import OVERLOADED_MESSAGE, ModelError
-from conversation.discord_source import DISCORD_TROUBLE, HISTORY_UNREADABLE
+from conversation.sources.discord_source import DISCORD_TROUBLE, HISTORY_UNREADABLE
 
 
 def bot_notices() -> tuple[str, ...]:

@@ -13,8 +13,8 @@ from bot.config.schema import Config
 from bot.model.tool_loop import ToolProgress
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
-from conversation.budget import SHORTENED
-from conversation.selection import ContextSelection
+from conversation.prompt.budget import SHORTENED
+from conversation.selection.result import ContextSelection
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from bot.model.tool_loop import LoopResult, complete_with_tools
 from bot.tools.call_memory import CallMemory
 from bot.tools.spec import ToolSpec
 from bot.tools.toolbox import Toolbox
-from conversation.budget import Budget
-from conversation.tokens import text_tokens
+from conversation.prompt.budget import Budget
+from conversation.prompt.tokens import text_tokens
 
 CHARS_PER_TOKEN = 3
 """Characters of a tool result per token of the budget: on the low side (escaped markup, URLs

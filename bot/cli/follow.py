@@ -1,13 +1,13 @@
 """``python -m bot follow LOG --bot-id USER_ID``: which messages of a log the bot would answer.
 
-The log is replayed as if USER_ID were the bot: for every message written by anyone else after
-its first message, one JSON line ``{"message", "answer", "score", "why"}``. Explicit triggers
-(a mention of USER_ID, a reply to its message) are answered without a score; a message that
-calls no one is scored by the follow decision (``conversation.follow``) with the ``[triggers]``
-follow settings of the config. Each decision reads only the messages before it, as the live bot
-does: cutting the log anywhere leaves the decisions before the cut as they were. Operators use
-it to see where the bot would step in and to tune ``follow_threshold``; tests, to check the
-decision on bundled logs.
+The log is replayed as if USER_ID were the bot: for every message written by anyone else after its
+first message, one JSON line ``{"message", "answer", "score", "why"}``. Explicit triggers (a mention
+of USER_ID, a reply to its message) are answered without a score; a message that calls no one is
+scored by the follow decision (``conversation.selection.follow``) with the ``[triggers]`` follow
+settings of the config. Each decision reads only the messages before it, as the live bot does:
+cutting the log anywhere leaves the decisions before the cut as they were. Operators use it to see
+where the bot would step in and to tune ``follow_threshold``; tests, to check the decision on
+bundled logs.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from bot.config.schema import Config
 from bot.config.validators import snowflake
 from bot.discord.follow import Follower, replay_decisions
 from bot.errors import CommandError
-from conversation.log_source import LogSource
+from conversation.replay.log_source import LogSource
 
 
 def add_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -19,8 +19,8 @@ from bot.cli import follow
 from bot.config.schema import Config, ConfigError, load_config, locate_config
 from bot.config.validators import snowflake
 from bot.errors import CommandError, StoreError
-from conversation.dce import ExportError
-from conversation.relevance import WeightsError
+from conversation.replay.dce import ExportError
+from conversation.selection.relevance import WeightsError
 
 EXIT_USAGE = 2
 EXIT_CODES = """exit codes:
@@ -212,8 +212,8 @@ def _check_config(args: argparse.Namespace, config: Config) -> int:
 
 
 def _contexts(args: argparse.Namespace, config: Config) -> int:
-    from conversation.log_contexts import select_contexts
-    from conversation.log_source import LogSource
+    from conversation.replay.log_contexts import select_contexts
+    from conversation.replay.log_source import LogSource
 
     source = LogSource.from_file(args.log)
     triggers = _read_ids(args.triggers) if args.triggers else None

@@ -26,13 +26,18 @@ from bot.errors import CommandError
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError
 from conversation.articles.service import ArticleService
-from conversation.budget import SHORTENED
-from conversation.builder import ContextBuilder
-from conversation.log_source import LogSource
-from conversation.materialize import MaterializeOptions, Materializer
-from conversation.pipeline import PreparedPrompt, is_others_label, persona_for, prepare_prompt
-from conversation.reader import ChannelReader
-from conversation.replay_cache import ReplayCaches
+from conversation.prompt.budget import SHORTENED
+from conversation.prompt.materialize import MaterializeOptions, Materializer
+from conversation.prompt.pipeline import (
+    PreparedPrompt,
+    is_others_label,
+    persona_for,
+    prepare_prompt,
+)
+from conversation.replay.log_source import LogSource
+from conversation.replay.replay_cache import ReplayCaches
+from conversation.selection.builder import ContextBuilder
+from conversation.sources.reader import ChannelReader
 
 
 def replay(args: argparse.Namespace, config: Config) -> int:

@@ -8,7 +8,7 @@ share (``validators``), the one-line error texts (``errors``), ``check-config``'
 store URL masking (``store_url``). A new setting goes into the section model that reads it.
 
 May import: ``bot.errors`` and ``conversation`` (whose own sections live in
-``conversation.settings``). Nothing here talks to Discord, the model or the store: the layers
+``conversation.common.settings``). Nothing here talks to Discord, the model or the store: the layers
 above read the settings.
 """
 

@@ -27,7 +27,7 @@ from bot.config.errors import explain
 from bot.config.model_settings import CONNECTION_KEYS, ModelSettings
 from bot.config.named_models import MAX_NAMED_MODELS, MODEL_NAME, NamedModel, model_with
 from bot.config.validators import Snowflake
-from conversation.settings import StrictSection
+from conversation.common.settings import StrictSection
 
 Config = Any
 """``bot.config.schema.Config``, which validates itself with this module (so cannot be imported

@@ -13,14 +13,14 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
 
     [discord]      DiscordSettings     bot/config/schema.py
     [model]        ModelSettings       bot/config/model_settings.py
-    [context]      ContextSettings     conversation/settings.py
-    [articles]     ArticleSettings     conversation/settings.py
+    [context]      ContextSettings     conversation/common/settings.py
+    [articles]     ArticleSettings     conversation/common/settings.py
     [triggers]     TriggerSettings     bot/config/schema.py
     [permissions]  PermissionSettings  bot/config/schema.py
     [replies]      ReplySettings       bot/config/schema.py
     [mentions]     MentionSettings     bot/config/schema.py
     [attachments]  AttachmentSettings  bot/config/schema.py
-    [cache]        CacheSettings       conversation/settings.py
+    [cache]        CacheSettings       conversation/common/settings.py
     [storage]      StorageSettings     bot/config/schema.py
     [logging]      LoggingSettings     bot/config/schema.py
     [tools]        ToolSettings        bot/config/tool_settings.py
@@ -48,7 +48,12 @@ from bot.config.named_models import NamedModel, keys_from_env
 from bot.config.store_url import redact_url, userinfo_problem
 from bot.config.tool_settings import ToolSettings, masked_tools
 from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
-from conversation.settings import ArticleSettings, CacheSettings, ContextSettings, StrictSection
+from conversation.common.settings import (
+    ArticleSettings,
+    CacheSettings,
+    ContextSettings,
+    StrictSection,
+)
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
 CONFIG_PATH_VARIABLE = "THREADWISE_CONFIG"
@@ -160,7 +165,7 @@ class TriggerSettings(StrictSection):
     follow: bool = Field(
         True,
         description="After answering in a channel, answer follow-ups there without a mention "
-        "when they continue the bot's conversation (see conversation.follow).",
+        "when they continue the bot's conversation (see conversation.selection.follow).",
     )
     follow_minutes: float = Field(
         30.0, gt=0, le=1440, description="How long after its last answer the bot follows."

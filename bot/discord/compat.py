@@ -2,7 +2,7 @@
 
 Each is a name nextcord does not promise to keep; ``tests/test_compat.py`` fails loudly, naming
 the one that changed, when an upgrade moves it (pyproject.toml bounds the versions tested).
-``conversation/compat.py`` holds those of ``conversation/`` (pyrsistent's vector, a detached
+``conversation/common/compat.py`` holds those of ``conversation/`` (pyrsistent's vector, a detached
 connection state).
 
 - ``nextcord.http.Route.BASE``: the REST base URL, a class attribute and so process-wide.

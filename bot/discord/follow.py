@@ -1,11 +1,10 @@
 """Following in a live channel: whether a message that calls no one is meant for the bot.
 
-The decision itself is ``conversation.follow`` (fitted on IRC logs, pure Python); this module
-feeds it from the channel cache the gateway keeps, so a decision costs no REST call: the walk
-back stops where the cache stops knowing the channel. It applies the ``[triggers]`` follow
-settings (on or off, per channel, how long after the bot's last answer, the threshold) and
-keeps each message's clue once (a busy channel decides every message against the same recent
-ones).
+The decision itself is ``conversation.selection.follow`` (fitted on IRC logs, pure Python); this
+module feeds it from the channel cache the gateway keeps, so a decision costs no REST call: the walk
+back stops where the cache stops knowing the channel. It applies the ``[triggers]`` follow settings
+(on or off, per channel, how long after the bot's last answer, the threshold) and keeps each
+message's clue once (a busy channel decides every message against the same recent ones).
 """
 
 from __future__ import annotations
@@ -16,11 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config.schema import TriggerSettings
-from conversation.cache import ChannelCache, Unknown
-from conversation.follow import FollowDecision, FollowModel, decide, explicit, load_follow_model
-from conversation.names import shown_name
-from conversation.relevance import Clue, RelevanceModel, clue_of, load_model
-from conversation.source import MessageLike, created_ms
+from conversation.prompt.names import shown_name
+from conversation.selection.follow import (
+    FollowDecision,
+    FollowModel,
+    decide,
+    explicit,
+    load_follow_model,
+)
+from conversation.selection.relevance import Clue, RelevanceModel, clue_of, load_model
+from conversation.sources.cache import ChannelCache, Unknown
+from conversation.sources.source import MessageLike, created_ms
 
 # Messages walked back at most per decision: the bot's latest answer further back than this is
 # not a conversation it is still in.

@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.config.channels import ChannelSettings, Place
 from bot.config.schema import Config
-from conversation.dce import ChannelExport
+from conversation.replay.dce import ChannelExport
 
 
 def place_of(channel: Any) -> Place:

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from typing import Any, Literal, Protocol
 
 from bot.config.schema import PermissionSettings, TriggerSettings
-from conversation.source import MessageLike
+from conversation.sources.source import MessageLike
 
 
 class TriggerMessage(MessageLike, Protocol):

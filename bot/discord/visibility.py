@@ -14,7 +14,7 @@ thread). When in doubt (no parent channel, a failed request) the answer is no.
 
 The context of an answer follows the same rule: an asker without Read Message History in the
 channel gets a context of only what they may read (``history_restriction``; what it lets in is
-``conversation.read_access``), so the bot is no window into the history either.
+``conversation.sources.read_access``), so the bot is no window into the history either.
 
 For ``/context``, an answer in a DM is shown only to the person the bot talked with there, and
 anyone refused is told the answer does not exist, in the same words as for an id that was never
@@ -30,7 +30,7 @@ import aiohttp
 import nextcord
 
 from bot.discord.compat import is_thread_member
-from conversation.read_access import HistoryRestriction
+from conversation.sources.read_access import HistoryRestriction
 
 log = logging.getLogger(__name__)
 # Every way a request to Discord can fail: its answers, and a connection that drops
@@ -80,7 +80,7 @@ def history_restriction(trigger: Any, bot_id: int) -> HistoryRestriction | None:
     The one rule for everything that reads a channel on a member's behalf (the context builder,
     following a conversation, tools that read Discord): call it with the message that asked,
     and keep to ``HistoryRestriction.allows`` (or read through
-    ``conversation.read_access.RestrictedReader``) whenever it is not None.
+    ``conversation.sources.read_access.RestrictedReader``) whenever it is not None.
     """
     if may_read_history(trigger.channel, trigger.author):
         return None

@@ -28,7 +28,7 @@ from bot.model.tool_wire import (
     read_anthropic_block,
     read_anthropic_delta,
 )
-from conversation import formats
+from conversation.graph import formats
 
 _BREAKPOINT = {"type": "ephemeral"}
 # The API wants the conversation to open with a user turn; a context that starts with one of

@@ -36,11 +36,11 @@ from bot.serve.metrics_server import MetricsServer
 from bot.storage import Store
 from bot.tools.toolbox import Toolbox
 from conversation.articles.service import ArticleService
-from conversation.cache import CacheRegistry
-from conversation.materialize import MaterializeOptions, Materializer
-from conversation.names import bot_name_in, shown_name
-from conversation.slim import Slimmer
-from conversation.text import clean_text
+from conversation.common.text import clean_text
+from conversation.prompt.materialize import MaterializeOptions, Materializer
+from conversation.prompt.names import bot_name_in, shown_name
+from conversation.sources.cache import CacheRegistry
+from conversation.sources.slim import Slimmer
 
 log = logging.getLogger(__name__)
 

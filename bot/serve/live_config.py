@@ -16,7 +16,7 @@ from bot.answering.recording import InteractionRecorder
 from bot.config.reload import ConfigWatcher
 from bot.config.schema import Config
 from bot.discord.mentions import allowed_mentions
-from conversation.builder import ContextBuilder
+from conversation.selection.builder import ContextBuilder
 
 if TYPE_CHECKING:
     from bot.serve.client import ThreadwiseClient

@@ -24,8 +24,8 @@ from bot.serve.client import INTENT_HELP
 from bot.serve.sharding import client_class
 from bot.storage import Store
 from conversation.articles.service import ArticleService
-from conversation.follow import load_follow_model
-from conversation.relevance import load_model
+from conversation.selection.follow import load_follow_model
+from conversation.selection.relevance import load_model
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.storage.models import REMOVED
-from conversation.names import label_name, neutral_name, without_structure
+from conversation.prompt.names import label_name, neutral_name, without_structure
 
 FREE_TEXT_MIN_LENGTH = 3
 
@@ -32,7 +32,7 @@ def name_spellings(names: Iterable[str], *, free_text: bool) -> list[str]:
     """The spellings to look for, longest first (so "Chloé B" wins over "Chloé")."""
     spellings: set[str] = set()
     # A header spells a name with look-alike parentheses, brackets and colons, and a name
-    # everywhere loses its invisible characters (see conversation.names): those spellings are
+    # everywhere loses its invisible characters (see conversation.prompt.names): those spellings are
     # theirs too.
     names = [
         variant

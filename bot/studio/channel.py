@@ -22,17 +22,17 @@ from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, TriggerSettings
 from bot.discord.follow import Follower, replay_decisions
 from bot.studio.applied import AppliedSettings, ChannelTable, settings_for_studio
-from conversation.builder import ContextBuilder
-from conversation.gold import GoldTrigger, Score, gold_path_for, load_gold
-from conversation.log_contexts import select_contexts
-from conversation.log_source import LogSource
-from conversation.materialize import MaterializeOptions, Materializer
-from conversation.names import shown_name
-from conversation.pipeline import is_others_label, persona_for, prepare_prompt
-from conversation.reader import ChannelReader
-from conversation.replay_cache import ReplayCaches
-from conversation.settings import ContextSettings
-from conversation.source import created_ms, reference_id
+from conversation.common.settings import ContextSettings
+from conversation.prompt.materialize import MaterializeOptions, Materializer
+from conversation.prompt.names import shown_name
+from conversation.prompt.pipeline import is_others_label, persona_for, prepare_prompt
+from conversation.replay.gold import GoldTrigger, Score, gold_path_for, load_gold
+from conversation.replay.log_contexts import select_contexts
+from conversation.replay.log_source import LogSource
+from conversation.replay.replay_cache import ReplayCaches
+from conversation.selection.builder import ContextBuilder
+from conversation.sources.reader import ChannelReader
+from conversation.sources.source import created_ms, reference_id
 
 KINDS: dict[object, str] = {bool: "bool", int: "int", float: "float"}
 SCORE_CACHE_SIZE = 256  # whole-log scores kept, one per settings tried

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from conversation.articles.render import clip_text, xml_attr, xml_text
-from conversation.text import ZERO_WIDTH_SPACE, defuse_mass_mentions
+from conversation.common.text import ZERO_WIDTH_SPACE, defuse_mass_mentions
 
 _MENTION_SYNTAX = re.compile(r"<(?=[@#]|/)")  # <@id>, <@!id>, <@&role>, <#channel>, </cmd:id>
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from conversation.articles.charset import decode_html
 from conversation.articles.models import ArticleFailure, ArticleStatus
 from conversation.articles.trim import trim_for_goose
-from conversation.compat import pool_processes
+from conversation.common.compat import pool_processes
 
 log = logging.getLogger(__name__)
 

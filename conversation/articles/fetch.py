@@ -17,7 +17,7 @@ from yarl import URL
 
 from conversation.articles.guard import AddressPolicy, GuardedResolver, check_url
 from conversation.articles.models import ArticleFailure, ArticleStatus
-from conversation.settings import ArticleSettings
+from conversation.common.settings import ArticleSettings
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})

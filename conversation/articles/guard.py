@@ -21,7 +21,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from conversation.articles.models import ArticleFailure, ArticleStatus
-from conversation.settings import ArticleSettings
+from conversation.common.settings import ArticleSettings
 
 # IANA special-purpose registries, written out rather than trusting ``ipaddress``'s flags alone:
 # those flags changed between patch releases (3.11.10, 3.12.4), and CGNAT is not "private".

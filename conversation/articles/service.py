@@ -32,7 +32,7 @@ from conversation.articles.fetch import Page, PageFetcher, create_session
 from conversation.articles.models import ArticleFailure, ArticleResult, ArticleStatus
 from conversation.articles.render import clip_text, normalize_text
 from conversation.articles.urls import message_links, url_key
-from conversation.settings import ArticleSettings
+from conversation.common.settings import ArticleSettings
 
 log = logging.getLogger(__name__)
 

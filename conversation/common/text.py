@@ -1,11 +1,11 @@
 """Text from outside made encodable: lone surrogates and NUL become the replacement character.
 
-JSON may carry ``"\\ud83d"`` on its own (half of an emoji, cut by a client or typed on
-purpose); Python decodes it into a ``str`` that no UTF-8 encoder accepts. One such message in a
-channel would make every request body, every store write and every printed line that holds it
-fail, so text is cleaned where it enters (a gateway or REST message, a channel log) and nodes
-refuse to hold anything else (``conversation.node``). NUL is valid Unicode, but PostgreSQL's text
-cannot hold it, so a message or an answer carrying one would not be recorded there.
+JSON may carry ``"\\ud83d"`` on its own (half of an emoji, cut by a client or typed on purpose);
+Python decodes it into a ``str`` that no UTF-8 encoder accepts. One such message in a channel would
+make every request body, every store write and every printed line that holds it fail, so text is
+cleaned where it enters (a gateway or REST message, a channel log) and nodes refuse to hold anything
+else (``conversation.graph.node``). NUL is valid Unicode, but PostgreSQL's text cannot hold it, so a
+message or an answer carrying one would not be recorded there.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def clean_message(message: Any) -> None:
     Only attributes that hold a lone surrogate or NUL are reassigned, so a clean message (nearly
     every one) costs a scan of its content and nothing else. Names of people, roles and channels are
     shared objects of the library's cache; they are cleaned when rendered (see
-    ``conversation.node``), not here.
+    ``conversation.graph.node``), not here.
     """
     content = getattr(message, "content", None)
     if isinstance(content, str) and _UNCLEAN.search(content):

@@ -33,7 +33,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from conversation.node import MessageFormatError, MessageNode, ToolCall
+from conversation.graph.node import MessageFormatError, MessageNode, ToolCall
 
 OPENAI_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # used with fullmatch: "$" allows a "\n"
 OPENAI_FIELDS: tuple[str, ...] = ("role", "content", "name", "images", "tool_call_id", "tool_calls")

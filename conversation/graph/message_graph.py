@@ -38,9 +38,9 @@ from typing import Any
 
 from pyrsistent import PVector
 
-from conversation import formats
-from conversation.compat import pvector  # the pure-Python vector, on purpose (see there)
-from conversation.node import FIELDS, MessageFormatError, MessageNode
+from conversation.common.compat import pvector  # the pure-Python vector, on purpose (see there)
+from conversation.graph import formats
+from conversation.graph.node import FIELDS, MessageFormatError, MessageNode
 
 MessageInput = MessageNode | Mapping[str, Any]
 
@@ -691,7 +691,7 @@ class MessageGraph(MutableSequence[MessageView]):
         return self.snapshot().to_dicts()
 
     def to_openai(self) -> list[dict[str, Any]]:
-        """The current head as OpenAI chat messages (see ``conversation.formats``)."""
+        """The current head as OpenAI chat messages (see ``conversation.graph.formats``)."""
         return self.snapshot().to_openai()
 
     def to_anthropic(self) -> tuple[str, list[dict[str, Any]]]:

@@ -1,10 +1,10 @@
 """One message of a conversation, frozen the moment it is created.
 
-A ``MessageNode`` is what the model saw. The graph (``conversation.graph``) keeps every node it was
-ever given and only ever *adds* nodes, so a node must never change after creation, not even deep
-inside: ``images`` and ``tool_calls`` are tuples and ``metadata`` is JSON frozen into a
-``FrozenMap`` (objects) and tuples (arrays). Whoever holds a node can rely on
-it staying what it was when it was recorded, which is the whole point of on-policy training data.
+A ``MessageNode`` is what the model saw. The graph (``conversation.graph.message_graph``) keeps
+every node it was ever given and only ever *adds* nodes, so a node must never change after creation,
+not even deep inside: ``images`` and ``tool_calls`` are tuples and ``metadata`` is JSON frozen into
+a ``FrozenMap`` (objects) and tuples (arrays). Whoever holds a node can rely on it staying what it
+was when it was recorded, which is the whole point of on-policy training data.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from conversation.text import clean_text
+from conversation.common.text import clean_text
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")

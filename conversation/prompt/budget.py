@@ -31,9 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from conversation.articles.models import ArticleResult
 from conversation.articles.render import ARTICLE_REF_TAG, clip_text, render_embedding, xml_attr
 from conversation.articles.urls import url_key
-from conversation.continuation import indent_continuations, without_indent
-from conversation.node import FrozenMap, MessageNode
-from conversation.tokens import REPLY_PRIMING, TokenCounter, node_tokens, text_tokens
+from conversation.graph.node import FrozenMap, MessageNode
+from conversation.prompt.continuation import indent_continuations, without_indent
+from conversation.prompt.tokens import REPLY_PRIMING, TokenCounter, node_tokens, text_tokens
 
 ARTICLE_FLOOR_TOKENS = 150  # below this an article stops being worth reading
 ATTACHMENT_FLOOR_TOKENS = 100

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from conversation.selection import ContextSelection, Reason
-from conversation.source import MessageLike, reference_id
+from conversation.selection.result import ContextSelection, Reason
+from conversation.sources.source import MessageLike, reference_id
 
 # A user turn of its own, written by the bot (a member's message always starts with its
 # speaker's name, so none can spell it). Providers may look for it to find where the stable

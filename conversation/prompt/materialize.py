@@ -21,13 +21,19 @@ from conversation.articles.models import ArticleResult
 from conversation.articles.render import render_embeddings
 from conversation.articles.service import ArticleService
 from conversation.articles.urls import url_key
-from conversation.continuation import continuation_lines
-from conversation.log_source import AttachmentNotInLog
-from conversation.names import People, SpeakerLabels, neutral_name, shown_name, speaker_labels
-from conversation.node import MessageNode
-from conversation.notices import notices_of
-from conversation.selection import ContextSelection, Reason
-from conversation.text import clean_text
+from conversation.common.text import clean_text
+from conversation.graph.node import MessageNode
+from conversation.prompt.continuation import continuation_lines
+from conversation.prompt.names import (
+    People,
+    SpeakerLabels,
+    neutral_name,
+    shown_name,
+    speaker_labels,
+)
+from conversation.prompt.notices import notices_of
+from conversation.selection.result import ContextSelection, Reason
+from conversation.sources.source import AttachmentUnreadable
 
 USER_MENTION = re.compile(r"<@!?(\d+)>")
 ROLE_MENTION = re.compile(r"<@&(\d+)>")
@@ -256,7 +262,7 @@ class Materializer:
             data: bytes = await attachment.read()
         except Exception as error:  # nextcord raises HTTPException, NotFound, or fails offline
             # A replayed log says why in words; live, the error's type is enough.
-            why = str(error) if isinstance(error, AttachmentNotInLog) else type(error).__name__
+            why = str(error) if isinstance(error, AttachmentUnreadable) else type(error).__name__
             return f"[text attachment: {filename}, not readable: {why}]"
         text = clean_text(data.decode("utf-8", errors="replace"))  # as the node will hold it
         cut = "" if len(text) <= limit else f"\n[... cut at {limit} of {len(text)} characters]"

@@ -16,7 +16,7 @@ square brackets and colons become their full-width look-alikes (``Ben （replyin
 ``Ben： I approve``): the ASCII ones are the bot's alone, and no nickname can spell another
 speaker's header, a reply that was not made, or the stamp. Two people whose labels would read the
 same (equal, or equal but for case, width or spacing, or spelled with look-alike letters: Cyrillic
-"Аna" for "Ana"; ``bench/make_lookalikes.py`` says which) get the tail of their user id as a
+"Аna" for "Ana"; ``lab/make_lookalikes.py`` says which) get the tail of their user id as a
 suffix, ``Ben (user …0102)``, deterministic and the same in every prompt they are in.
 """
 
@@ -27,7 +27,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from conversation.lookalike_table import INVISIBLE_RANGES, LOOKALIKES
+from conversation.prompt.lookalike_table import INVISIBLE_RANGES, LOOKALIKES
 
 MAX_NAME_CHARS = 100
 # C0/C1 controls (line breaks included) and Unicode line/paragraph separators: they part words.
@@ -130,7 +130,7 @@ def without_structure(text: str) -> str:
 def _likeness(label: str) -> tuple[str, str]:
     """What two labels a reader would take for the same name share: the same letters but for
     case, width or spacing; or the same look, letter for letter (Cyrillic "А" for Latin "A",
-    Greek "Ν" for "N", "I" for "l"; ``conversation.lookalike_table``). Two keys, not one look
+    Greek "Ν" for "N", "I" for "l"; ``conversation.prompt.lookalike_table``). Two keys, not one look
     folded by case: "Ian" is "ian" and looks like "lan", but "ian" does not look like "lan"."""
     wide = unicodedata.normalize("NFKC", label)
     looks = unicodedata.normalize("NFD", wide).translate(LOOKALIKES)

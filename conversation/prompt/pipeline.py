@@ -1,11 +1,11 @@
 """From a trigger to the exact messages the model is sent: build, materialize, fit, assemble.
 
-The order of the prompt is chosen for servers' prompt caches (llama.cpp, vLLM and Ollama reuse
-the longest prefix they already read; OpenAI and Anthropic bill it cheaper): nothing that
-changes per request comes early. The system prompt, then the trigger's conversation, then the
-channel's other recent messages after a label, then the trigger (``conversation.layout``). The
-current time, when the persona does not place ``{now}`` itself, is the trigger's own time to the
-minute, written after the trigger's text.
+The order of the prompt is chosen for servers' prompt caches (llama.cpp, vLLM and Ollama reuse the
+longest prefix they already read; OpenAI and Anthropic bill it cheaper): nothing that changes per
+request comes early. The system prompt, then the trigger's conversation, then the channel's other
+recent messages after a label, then the trigger (``conversation.prompt.layout``). The current time,
+when the persona does not place ``{now}`` itself, is the trigger's own time to the minute, written
+after the trigger's text.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from conversation.budget import Budget, FittedPrompt, fit_prompt
-from conversation.builder import ContextBuilder
-from conversation.graph import MessageGraph
-from conversation.layout import OTHERS_LABEL, Layout, lay_out
-from conversation.materialize import MaterializedContext, Materializer, render_system_prompt
-from conversation.names import neutral_name
-from conversation.node import FrozenMap, MessageNode
-from conversation.reader import ChannelReader
-from conversation.selection import ContextSelection
-from conversation.source import MessageLike
-from conversation.tokens import TokenCounter, node_tokens
+from conversation.graph.message_graph import MessageGraph
+from conversation.graph.node import FrozenMap, MessageNode
+from conversation.prompt.budget import Budget, FittedPrompt, fit_prompt
+from conversation.prompt.layout import OTHERS_LABEL, Layout, lay_out
+from conversation.prompt.materialize import MaterializedContext, Materializer, render_system_prompt
+from conversation.prompt.names import neutral_name
+from conversation.prompt.tokens import TokenCounter, node_tokens
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.result import ContextSelection
+from conversation.sources.reader import ChannelReader
+from conversation.sources.source import MessageLike
 
 NOW_PLACEHOLDER = "{now}"
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conversation.node import MessageNode
+from conversation.graph.node import MessageNode
 
 BYTES_PER_TOKEN = 3.0
 MESSAGE_OVERHEAD = 8  # role markers and separators of one chat message, generously

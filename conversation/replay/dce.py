@@ -24,9 +24,7 @@ from pydantic import (
     field_validator,
 )
 
-from conversation.text import clean_json
-
-DISCORD_EPOCH_MS = 1_420_070_400_000
+from conversation.common.text import clean_json
 
 # DCE writes message types by name; unknown ones appear as the numeric value, as a string.
 MESSAGE_TYPES: dict[str, int] = {
@@ -218,17 +216,6 @@ class ChannelExport(BaseModel):
                 if user.id not in seen:
                     seen.add(user.id)
                     yield user
-
-
-def snowflake_time(snowflake: int | str) -> datetime:
-    """The creation time Discord encodes in every snowflake."""
-    return datetime.fromtimestamp(((int(snowflake) >> 22) + DISCORD_EPOCH_MS) / 1000, tz=UTC)
-
-
-def time_snowflake(moment: datetime, *, sequence: int = 0) -> int:
-    """The smallest snowflake of a moment (plus ``sequence``), as Discord would mint it."""
-    millis = int(moment.timestamp() * 1000) - DISCORD_EPOCH_MS
-    return (millis << 22) + sequence
 
 
 def load_export(path: str | Path) -> ChannelExport:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 
-from conversation.builder import ContextBuilder
-from conversation.log_source import LogSource
-from conversation.reader import ChannelReader
-from conversation.replay_cache import ReplayCaches
-from conversation.selection import ContextSelection
-from conversation.settings import ContextSettings
+from conversation.common.settings import ContextSettings
+from conversation.replay.log_source import LogSource
+from conversation.replay.replay_cache import ReplayCaches
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.result import ContextSelection
+from conversation.sources.reader import ChannelReader
 
 
 async def select_contexts(

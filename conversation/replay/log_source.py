@@ -1,7 +1,7 @@
 """A channel source that replays a DiscordChatExporter log as real nextcord ``Message`` objects.
 
 Every message is built by nextcord itself from the Discord API payload the export maps to
-(``conversation.dce``), inside a detached connection state that holds the export's guild,
+(``conversation.replay.dce``), inside a detached connection state that holds the export's guild,
 channel and members. Replayed messages therefore behave exactly like live ones: same classes,
 same ``reference.resolved`` rules, same display names. Paging follows Discord's semantics so
 that REST costs counted against a log are the costs the bot would pay.
@@ -17,16 +17,12 @@ from typing import Any
 
 import nextcord
 
-from conversation.compat import add_guild, detached_state
-from conversation.dce import ChannelExport, DceMessage, PayloadBuilder, load_export
-from conversation.names import bot_name_in
-from conversation.source import PAGE_LIMIT, MessageLike
+from conversation.common.compat import add_guild, detached_state
+from conversation.prompt.names import bot_name_in
+from conversation.replay.dce import ChannelExport, DceMessage, PayloadBuilder, load_export
+from conversation.sources.source import PAGE_LIMIT, AttachmentUnreadable, MessageLike
 
 REPLAY_BOT_ID = 1  # Our own user when the log has no bot in it.
-
-
-class AttachmentNotInLog(Exception):
-    """An attachment replay cannot read: only files saved beside the export are there."""
 
 
 class ExportedFiles:
@@ -42,14 +38,14 @@ class ExportedFiles:
 
     async def get_from_cdn(self, url: str) -> bytes:
         if "://" in url:
-            raise AttachmentNotInLog("not in the log (export with --media to keep the files)")
+            raise AttachmentUnreadable("not in the log (export with --media to keep the files)")
         path = (self.folder / url).resolve()
         if not path.is_relative_to(self.folder):
-            raise AttachmentNotInLog("outside the export's folder, not read")
+            raise AttachmentUnreadable("outside the export's folder, not read")
         try:
             return await asyncio.to_thread(path.read_bytes)
         except OSError as error:
-            raise AttachmentNotInLog(
+            raise AttachmentUnreadable(
                 f"exported file {url} not readable: {error.strerror}"
             ) from error
 

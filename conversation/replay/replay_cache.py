@@ -7,8 +7,8 @@ nothing and reads one history page. A replay says which of the two it shows.
 
 from __future__ import annotations
 
-from conversation.cache import ChannelCache
-from conversation.log_source import LogSource
+from conversation.replay.log_source import LogSource
+from conversation.sources.cache import ChannelCache
 
 
 class ReplayCaches:

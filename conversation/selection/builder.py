@@ -21,13 +21,13 @@ added). In a busy channel several conversations interleave, and the message righ
 is as likely to belong to a different conversation as to the same one; the people speaking are
 the signal that tells them apart. In a quiet channel everyone nearby takes part, so nothing is
 lost there. On the IRC disentanglement logs this lifts F1 well above the original design read
-literally (see ``bench/context_quality.py`` and README.md for the figures).
+literally (see ``lab/context_quality.py`` and README.md for the figures).
 
 ``max_total`` is a hard cap. Within a step, candidates are taken in a fixed order (reason
 priority, then the newest first), so the same input always gives the same context.
 
 With ``learned_relevance`` (the default) those participation rules no longer decide: the walk
-proposes candidates and a score learned from public IRC logs (``conversation.relevance``)
+proposes candidates and a score learned from public IRC logs (``conversation.selection.relevance``)
 decides which enter and in what order, so every candidate no longer counts the same. Links to
 Discord messages in the trigger come in first, like references, in both modes.
 """
@@ -37,20 +37,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from conversation.addressing import written_addressee
-from conversation.cache import UNKNOWN
-from conversation.message_links import (
+from conversation.common.settings import ContextSettings
+from conversation.selection.addressing import written_addressee
+from conversation.selection.message_links import (
     LinkOutcome,
     LinkResolver,
     MessageLink,
     guild_id_of,
     message_links,
 )
-from conversation.reader import ChannelReader, WorkEntry
-from conversation.relevance import Clue, RelevanceModel, Scored, clue_of, load_model
-from conversation.selection import ContextSelection, Reason, ReasonKind
-from conversation.settings import ContextSettings
-from conversation.source import MessageLike, created_ms, is_conversational, reference_id
+from conversation.selection.relevance import Clue, RelevanceModel, Scored, clue_of, load_model
+from conversation.selection.result import ContextSelection, Reason, ReasonKind
+from conversation.sources.cache import UNKNOWN
+from conversation.sources.reader import ChannelReader, WorkEntry
+from conversation.sources.source import MessageLike, created_ms, is_conversational, reference_id
 
 _CLUE_CACHE_SIZE = 4096
 # Neighbours read on each side of a replied-to message the walk did not reach.

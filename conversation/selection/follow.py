@@ -12,13 +12,13 @@ decided (so a replayed log gives the same decisions as the live bot, cut anywher
   interlocutor or talked with it, other people speaking in between, a question, words shared with
   the bot's answer.
 
-A message that mentions or replies to someone else is never followed; one that mentions or
-replies to the bot is an explicit trigger (answered, no score). A name written as an address
-(``conversation.addressing``: "ben: try this") counts the same way where the bot follows: the
-bot's own name is followed without a score, someone else's is not. The weights are a logistic
-model fitted on the IRC training split with active speakers standing in for the bot
-(``python -m bench.train_follow``), shipped as ``follow_weights.json`` and validated at load.
-Pure Python over ``relevance.Clue`` views, like the relevance score.
+A message that mentions or replies to someone else is never followed; one that mentions or replies
+to the bot is an explicit trigger (answered, no score). A name written as an address
+(``conversation.selection.addressing``: "ben: try this") counts the same way where the bot follows:
+the bot's own name is followed without a score, someone else's is not. The weights are a logistic
+model fitted on the IRC training split with active speakers standing in for the bot (``python -m
+lab.train_follow``), shipped as ``follow_weights.json`` and validated at load. Pure Python over
+``relevance.Clue`` views, like the relevance score.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conversation.addressing import with_written_addresses, written_addressee
-from conversation.relevance import (
+from conversation.selection.addressing import with_written_addresses, written_addressee
+from conversation.selection.relevance import (
     SECOND_FEATURES,
     WEIGHTS_FILE,
     Clue,
@@ -381,17 +381,17 @@ FOLLOW_WEIGHTS_FILE = "follow_weights.json"
 
 def relevance_fingerprint() -> str:
     """SHA-256 of the shipped relevance weights file (``FollowModel.relevance_sha256``)."""
-    data = resources.files("conversation").joinpath(WEIGHTS_FILE).read_bytes()
+    data = resources.files("conversation.selection").joinpath(WEIGHTS_FILE).read_bytes()
     return hashlib.sha256(data).hexdigest()
 
 
-_REFIT = "restore it or run python -m bench.train_follow"
+_REFIT = "restore it or run python -m lab.train_follow"
 
 
 @functools.cache
 def load_follow_model() -> FollowModel:
     """The model shipped with the package (fitted on the IRC training split)."""
-    path = Path(str(resources.files("conversation").joinpath(FOLLOW_WEIGHTS_FILE)))
+    path = Path(str(resources.files("conversation.selection").joinpath(FOLLOW_WEIGHTS_FILE)))
     return load_follow_model_from(path)
 
 

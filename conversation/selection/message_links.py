@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from conversation.source import MessageLike
+from conversation.sources.source import MessageLike
 
 _LINK = re.compile(
     r"https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/channels/(@me|\d+)/(\d+)/(\d+)",

@@ -20,7 +20,7 @@ from typing import Protocol
 
 
 class Clue(Protocol):
-    """What these measures read of a message (``conversation.relevance.Clue`` has it)."""
+    """What these measures read of a message (``conversation.selection.relevance.Clue`` has it)."""
 
     @property
     def id(self) -> int: ...

@@ -3,7 +3,7 @@
 The tik/tok walk proposes candidates (the temporal neighbourhood under sealing, the trigger's
 reply chain); this module describes each candidate by what a Discord bot can see and weighs the
 description with models fitted on the IRC disentanglement training split
-(``python -m bench.train_relevance``). The features are meant to hold in any community: time
+(``python -m lab.train_relevance``). The features are meant to hold in any community: time
 gaps and position, who speaks to whom (mentions, replies, participation), and lexical overlap
 whose word weights come from the candidates themselves (a word rare in this stretch of channel
 counts more), never from a fixed vocabulary of the training channel.
@@ -30,15 +30,15 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conversation.addressing import (
+from conversation.selection.addressing import (
     name_key,
     name_keys,
     named_people,
     opening_of,
     with_written_addresses,
 )
-from conversation.reach import REACH_FEATURES, reach_rows
-from conversation.source import MessageLike, created_ms, reference_id
+from conversation.selection.reach import REACH_FEATURES, reach_rows
+from conversation.sources.source import MessageLike, created_ms, reference_id
 
 # Words too common in any English chat to say anything about the topic.
 _STOPWORD_TEXT = """the and for you your that this with have has had are was were but not can
@@ -66,7 +66,7 @@ class Clue:
     question: bool
     size: int
     # A name the message opens with as an address ("ben: ..."), and its author's names, as
-    # ``conversation.addressing`` compares them: a written address counts as a mention.
+    # ``conversation.selection.addressing`` compares them: a written address counts as a mention.
     opening: str | None = None
     author_keys: frozenset[str] = frozenset()
 
@@ -149,7 +149,7 @@ RELATIVE_FEATURES: tuple[str, ...] = (
 )
 
 # What the second look reads: the first look's features, the relative ones, and how far each
-# candidate reaches into the conversation by its links (``conversation.reach``).
+# candidate reaches into the conversation by its links (``conversation.selection.reach``).
 SECOND_FEATURES: tuple[str, ...] = FEATURES + RELATIVE_FEATURES + REACH_FEATURES
 # An optional third look reads the same again, the conversation now the one the second found.
 LATER = ", second look"
@@ -786,7 +786,7 @@ class RelevanceModel(BaseModel):
     def likely_answered(self, looked: Iterable[tuple[int, Scored]], room: int) -> list[int]:
         """Of ``looked`` (ids and scores of the candidates not in yet), those the trigger likely
         answers, likeliest first (``answer_ranking``): at most ``answer_best`` and ``room``,
-        none under ``answer_floor``. ``bench.train_relevance`` chooses the defaults by the same
+        none under ``answer_floor``. ``lab.train_relevance`` chooses the defaults by the same
         rule."""
         if self.answer_best <= 0 or room <= 0:
             return []
@@ -863,7 +863,9 @@ class WeightsError(ValueError):
 @functools.cache
 def load_model() -> RelevanceModel:
     """The model shipped with the package (fitted on the IRC training split)."""
-    return load_model_from(Path(str(resources.files("conversation").joinpath(WEIGHTS_FILE))))
+    return load_model_from(
+        Path(str(resources.files("conversation.selection").joinpath(WEIGHTS_FILE)))
+    )
 
 
 WeightsT = TypeVar("WeightsT", bound=BaseModel)
@@ -893,7 +895,7 @@ def read_weights(path: Path, model_type: type[WeightsT], refit: str) -> WeightsT
 
 def load_model_from(path: Path) -> RelevanceModel:
     """The model in ``path``; a missing, unreadable or malformed file is one WeightsError line."""
-    refit = "restore it or run python -m bench.train_relevance"
+    refit = "restore it or run python -m lab.train_relevance"
     model = read_weights(path, RelevanceModel, refit)
     third = model.third.features if model.third is not None else THIRD_FEATURES
     if (
@@ -901,15 +903,13 @@ def load_model_from(path: Path) -> RelevanceModel:
         or model.second.features != SECOND_FEATURES
         or third != THIRD_FEATURES
     ):
-        raise WeightsError(
-            f"{path}: fitted for other features; run python -m bench.train_relevance"
-        )
+        raise WeightsError(f"{path}: fitted for other features; run python -m lab.train_relevance")
     if model.answers is not None and model.answers.features != (
         *model.deciding.features,
         ANSWER_SCORE,
     ):
         raise WeightsError(
-            f"{path}: answers: fitted for other features; run python -m bench.train_relevance"
+            f"{path}: answers: fitted for other features; run python -m lab.train_relevance"
         )
     if model.answers is None and model.answer_best > 0:
         # The operator asked for the likeliest answered messages and would silently get none.

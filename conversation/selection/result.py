@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from conversation.reader import WorkEntry
-from conversation.source import MessageLike
+from conversation.sources.reader import WorkEntry
+from conversation.sources.source import MessageLike
 
 ReasonKind = Literal[
     "linear",  # one of the min_linear most recent messages

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from conversation.dce import time_snowflake
-from conversation.source import MessageLike
-from conversation.text import clean_message
+from conversation.common.text import clean_message
+from conversation.sources.snowflakes import time_snowflake
+from conversation.sources.source import MessageLike
 
 LIVE = 1 << 64  # Upper bound of the live interval: every future message arrives by gateway.
 
@@ -52,7 +52,7 @@ class ChannelCache:
         self.channel_id = channel_id
         self.max_messages = max_messages
         self._budget = budget
-        self._slim = slim  # what to keep of a message (see conversation.slim)
+        self._slim = slim  # what to keep of a message (see conversation.sources.slim)
         self._ids: list[int] = []
         self._messages: dict[int, MessageLike] = {}
         self._covered: list[list[int]] = []  # sorted, disjoint, non-adjacent [lo, hi] pairs

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import nextcord
 
-from conversation.source import PAGE_LIMIT, MessageLike, SourceError
+from conversation.sources.source import PAGE_LIMIT, MessageLike, SourceError
 
 HISTORY_UNREADABLE = "I can't read this channel's history, so I only saw your message."
 DISCORD_TROUBLE = "Discord did not let me read the conversation just now."

@@ -19,9 +19,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from conversation.cache import UNKNOWN, ChannelCache
-from conversation.reader import ChannelReader, WorkEntry
-from conversation.source import PAGE_LIMIT, ChannelSource, MessageLike, SourceError, reference_id
+from conversation.sources.cache import UNKNOWN, ChannelCache
+from conversation.sources.reader import ChannelReader, WorkEntry
+from conversation.sources.source import (
+    PAGE_LIMIT,
+    ChannelSource,
+    MessageLike,
+    SourceError,
+    reference_id,
+)
 
 RESTRICTED_NOTE = (
     "the asker cannot read this channel's history (no Read Message History here), so only "

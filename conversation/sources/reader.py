@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from conversation.cache import LIVE, UNKNOWN, ChannelCache
-from conversation.source import PAGE_LIMIT, ChannelSource, MessageLike, SourceError
+from conversation.sources.cache import LIVE, UNKNOWN, ChannelCache
+from conversation.sources.source import PAGE_LIMIT, ChannelSource, MessageLike, SourceError
 
 
 class WorkEntry(BaseModel):
@@ -40,7 +40,8 @@ class ChannelReader:
     """Answers the builder's questions about one channel, counting what they cost."""
 
     unreadable: str | None = None
-    """Why ``get`` may return None besides a deleted message (see ``conversation.read_access``)."""
+    """Why ``get`` may return None besides a deleted message (see
+    ``conversation.sources.read_access``)."""
     restriction_note: str | None = None
     """Why the context holds only part of the channel, when it does."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from conversation.dce import snowflake_time
+from conversation.sources.snowflakes import snowflake_time
 
 _EMPTY: tuple[Any, ...] = ()
 

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-PAGE_LIMIT = 100
-DISCORD_EPOCH_MS = 1_420_070_400_000  # Discord's maximum page size for channel history.
+from conversation.sources.snowflakes import DISCORD_EPOCH_MS
+
+PAGE_LIMIT = 100  # Discord's maximum page size for channel history.
 
 
 class AuthorLike(Protocol):
@@ -109,3 +110,8 @@ def created_ms(message: MessageLike) -> int:
 def reference_id(message: MessageLike) -> int | None:
     reference = message.reference
     return reference.message_id if reference is not None else None
+
+
+class AttachmentUnreadable(Exception):
+    """An attachment a source cannot read, with a reason a person can act on (a replayed log
+    holds only the files saved beside its export)."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conversation.gold import load_gold
-from conversation.relevance import load_model
-from tests.test_context_ceiling import ROOT, _labelled_channel
+from conversation.replay.gold import load_gold
+from conversation.selection.relevance import load_model
+from tests.lab.test_context_ceiling import ROOT, _labelled_channel
 
 
 def test_warm_builds_on_scored_logs_are_timed_as_shipped_and_as_before(tmp_path):

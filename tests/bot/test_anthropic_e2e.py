@@ -13,7 +13,7 @@ from bot.config.schema import Config
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
-from conversation.graph import MessageGraph
+from conversation.graph.message_graph import MessageGraph
 from tests.fakes.anthropic_server import Fail, FakeAnthropic, Overloaded
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, settled

@@ -10,7 +10,7 @@ import nextcord
 import pytest
 
 from bot.serve.run import run_bot
-from conversation.layout import OTHERS_LABEL
+from conversation.prompt.layout import OTHERS_LABEL
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import (
     ALICE,

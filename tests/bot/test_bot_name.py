@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conversation.log_source import LogSource
+from conversation.replay.log_source import LogSource
 from tests.fakes.harness import ALICE, BOT_ID, CHANNEL, DM_CHANNEL, EXAMPLE, ROOT, running_bot
 
 PERSONA = {"system_prompt": "You are {bot_name}."}

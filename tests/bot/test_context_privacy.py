@@ -12,7 +12,7 @@ from bot.answering.recording import InteractionRecorder
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
-from conversation.dce import load_export
+from conversation.replay.dce import load_export
 from tests.fakes.discord_gateway import INTENT_GUILDS
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.storage import Store, render_text
-from conversation.dce import DceUser
+from conversation.replay.dce import DceUser
 from tests.bot.test_read_history import deny_history
 from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, DEV, ELI, Harness, running_bot, settled
 from tests.fakes.openai_server import Answer

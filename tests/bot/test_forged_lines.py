@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conversation.continuation import without_indent
+from conversation.prompt.continuation import without_indent
 from tests.fakes.harness import BOT_ID, CHANNEL, DEV, ELI, running_bot, settled
 
 FORGED = (

@@ -14,12 +14,12 @@ from bot.answering.recording import InteractionRecorder
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.log_source import LogSource
-from conversation.message_links import MessageLink, message_links
-from conversation.reader import ChannelReader
-from conversation.settings import ContextSettings
+from conversation.common.settings import ContextSettings
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.message_links import MessageLink, message_links
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import make_config, sent_contents
 from tests.fakes.openai_server import FakeOpenAI

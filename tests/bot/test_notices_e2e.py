@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from conversation.dce import time_snowflake
+from conversation.sources.snowflakes import time_snowflake
 from tests.fakes.harness import (
     BEN,
     BOT_ID,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conversation.text import clean_text
+from conversation.common.text import clean_text
 from tests.fakes.harness import (
     BEN,
     BOT_ID,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conversation.relevance import (
+from conversation.selection.relevance import (
     MAX_TREE_DEPTH,
     WEIGHTS_FILE,
     WeightsError,
@@ -21,7 +21,7 @@ from conversation.relevance import (
 from tests.fakes.code_copy import code_copy_with
 from tests.fakes.harness import EXAMPLE, ROOT
 
-SHIPPED = ROOT / "conversation" / WEIGHTS_FILE
+SHIPPED = ROOT / "conversation" / "selection" / WEIGHTS_FILE
 
 
 def _weights(change: Callable[[dict], None]) -> str:
@@ -150,7 +150,7 @@ def test_the_deepest_tree_allowed_scores_and_explains(tmp_path):
 @pytest.fixture
 def broken_package(tmp_path: Path) -> Path:
     """A copy of the code whose weights file is cut short, imported ahead of the real one."""
-    return code_copy_with(tmp_path, f"conversation/{WEIGHTS_FILE}", '{"first": ')
+    return code_copy_with(tmp_path, f"conversation/selection/{WEIGHTS_FILE}", '{"first": ')
 
 
 @pytest.mark.parametrize(
@@ -172,9 +172,9 @@ def test_commands_stop_with_one_line_on_a_broken_weights_file(broken_package, co
         env=env | {"PYTHONPATH": str(broken_package)},
         timeout=60,
     )
-    weights = broken_package / "conversation" / WEIGHTS_FILE
+    weights = broken_package / "conversation" / "selection" / WEIGHTS_FILE
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"error: {weights}: not valid JSON (Expecting value, line 1); "
-        "restore it or run python -m bench.train_relevance"
+        "restore it or run python -m lab.train_relevance"
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from conversation.names import SpeakerLabels, label_name
+from conversation.prompt.names import SpeakerLabels, label_name
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, running_bot, settled
 
 # Ben's nickname in the example log is "Ben"; these members chose theirs to pass for him.

@@ -30,7 +30,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from pydantic import BaseModel, ConfigDict
 
-from conversation.dce import user_payload
+from conversation.replay.dce import user_payload
 from tests.fakes.discord_state import DiscordState, Payload, Signal, hide_content
 
 GATEWAY_PATH = "/gateway-ws"

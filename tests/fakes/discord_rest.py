@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
-from conversation.dce import DceUser, user_payload
+from conversation.replay.dce import DceUser, user_payload
 from tests.fakes.discord_gateway import INTENT_MESSAGE_CONTENT, Gateway
 from tests.fakes.discord_state import (
     EVERYONE_MENTION,

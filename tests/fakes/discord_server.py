@@ -1,7 +1,7 @@
 """A local fake Discord that the real nextcord client connects to.
 
 One aiohttp server on 127.0.0.1 (random free port) serves the REST API under ``/api/v10`` and the
-gateway websocket. It is loaded with DiscordChatExporter logs (``conversation.dce``), records
+gateway websocket. It is loaded with DiscordChatExporter logs (``conversation.replay.dce``), records
 every REST request and gateway frame, echoes the bot's posts and edits as gateway dispatches, lets
 tests speak as users (``user_says`` …), and scripts faults: latency and errors per route, gateway
 RECONNECT / INVALID_SESSION / close codes, and refused privileged intents (close 4014).
@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from conversation.dce import ChannelExport, DceUser, load_export, user_payload
+from conversation.replay.dce import ChannelExport, DceUser, load_export, user_payload
 from tests.fakes.discord_gateway import (
     GATEWAY_PATH,
     INTENT_GUILDS,

@@ -16,16 +16,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from conversation.dce import (
+from conversation.replay.dce import (
     PRIVATE_CHANNEL_TYPES,
     ChannelExport,
     DceUser,
     PayloadBuilder,
     member_payload,
-    snowflake_time,
-    time_snowflake,
     user_payload,
 )
+from conversation.sources.snowflakes import snowflake_time, time_snowflake
 
 Clock = Callable[[], datetime]
 Payload = dict[str, Any]

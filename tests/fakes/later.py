@@ -6,7 +6,7 @@ import copy
 import json
 from datetime import datetime, timedelta
 
-from conversation.dce import time_snowflake
+from conversation.sources.snowflakes import time_snowflake
 from tests.fakes.harness import EXAMPLE
 
 

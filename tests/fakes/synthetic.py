@@ -12,7 +12,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from conversation.dce import time_snowflake
+from conversation.sources.snowflakes import time_snowflake
 
 WORDS = (
     "build", "deploy", "kernel", "proxy", "cache", "token", "release", "branch", "merge",

@@ -1,13 +1,13 @@
 """The trainer's simulated selection is the builder's, count for count, warm and cold.
 
-``bench.train_relevance`` chooses the selection defaults (threshold, best candidates always in,
+``lab.train_relevance`` chooses the selection defaults (threshold, best candidates always in,
 likeliest answered ones and their floor) on a simulation of the builder: ``propose`` gathers a
 trigger's candidates, ``mode_tallies`` applies the builder's rule for every grid choice at once,
 in both build modes (the cached walk, the cold page). Replaying the real builder for each of
 the thousands of choices would take hours, so the simulation stays; but a simulation that
-drifts from ``conversation/builder.py`` chooses defaults for a builder nobody runs.
-``bench.choice_agreement`` (run as the command: tests never import bench) replays the same
-triggers through the real builder (``bench.context_quality.score_logs``, warm and cold) and
+drifts from ``conversation/selection/builder.py`` chooses defaults for a builder nobody runs.
+``lab.choice_agreement`` (run as the command: tests never import bench) replays the same
+triggers through the real builder (``lab.context_quality.score_logs``, warm and cold) and
 prints both sides' counts for the shipped model's own choice.
 
 The counts must be equal, not close. The simulation reproduces the builder's candidates in the
@@ -34,7 +34,7 @@ import pytest
 
 from tests.fakes.synthetic import busy_channel
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The sample data beside the checkout (a worktree sits one level deeper than the main one).
 DATA = next(
     (
@@ -52,7 +52,7 @@ SILENCE = timedelta(minutes=30)  # time_threshold_minutes, as the command's sett
 
 def _agreement(*logs: Path) -> dict[str, dict[str, dict[str, int]]]:
     result = subprocess.run(
-        [sys.executable, "-m", "bench.choice_agreement", *map(str, logs), "--json"],
+        [sys.executable, "-m", "lab.choice_agreement", *map(str, logs), "--json"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,4 +1,4 @@
-"""Where the context's F1 is lost (bench.context_ceiling), on labelled synthetic channels."""
+"""Where the context's F1 is lost (lab.context_ceiling), on labelled synthetic channels."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.fakes.synthetic import busy_channel
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _labelled_channel(folder: Path, name: str, seed: int, *, one: bool = False) -> None:
@@ -48,8 +48,8 @@ def _row(output: str, start: str) -> list[str]:
 def test_the_replayed_choice_is_the_builders_and_the_ceilings_bound_it(tmp_path):
     _labelled_channel(tmp_path, "alpha", 3)
     _labelled_channel(tmp_path, "beta", 4, one=True)  # longer than a history page
-    ceiling = _run("bench.context_ceiling", str(tmp_path))
-    quality = _run("bench.context_quality", str(tmp_path), "--only", "threadwise builder", "--warm")
+    ceiling = _run("lab.context_ceiling", str(tmp_path))
+    quality = _run("lab.context_quality", str(tmp_path), "--only", "threadwise builder", "--warm")
     # The replay is the real builder's choice, warm (the walk reaches cached_candidate_window):
     # same precision, recall, F1 and parent recall.
     replayed = _row(ceiling, "the builder's")[1:5]

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from conversation.relevance import WEIGHTS_FILE as WEIGHTS
+from conversation.selection.relevance import WEIGHTS_FILE as WEIGHTS
 from tests.fakes.synthetic import busy_channel
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def reply_chain_row(folder: Path, *flags: str) -> list[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "bench.context_quality", str(folder), "--only", "reply chain only",
+        [sys.executable, "-m", "lab.context_quality", str(folder), "--only", "reply chain only",
          *flags],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
@@ -63,7 +63,7 @@ def _labelled_log(folder: Path, name: str, seed: int) -> None:
 def test_folds_print_each_held_out_log_and_the_folds_mean_and_spread(tmp_path):
     for name, seed in (("alpha", 1), ("beta", 2), ("gamma", 3)):
         _labelled_log(tmp_path, name, seed)
-    shipped = ROOT / "conversation" / "relevance_weights.json"
+    shipped = ROOT / "conversation" / "selection" / "relevance_weights.json"
     (tmp_path / "fold.json").write_text(shipped.read_text())
     manifest = tmp_path / "folds.json"
     manifest.write_text(
@@ -77,7 +77,7 @@ def test_folds_print_each_held_out_log_and_the_folds_mean_and_spread(tmp_path):
         )
     )
     result = subprocess.run(
-        [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--folds", str(manifest)],
+        [sys.executable, "-m", "lab.context_quality", str(tmp_path), "--folds", str(manifest)],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -96,7 +96,7 @@ def test_folds_print_each_held_out_log_and_the_folds_mean_and_spread(tmp_path):
     earlier = tmp_path / "earlier.txt"
     earlier.write_text(result.stdout.replace(gamma, "|".join(cells)))
     compared = subprocess.run(
-        [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--folds", str(manifest),
+        [sys.executable, "-m", "lab.context_quality", str(tmp_path), "--folds", str(manifest),
          "--against", str(earlier)],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
@@ -105,7 +105,7 @@ def test_folds_print_each_held_out_log_and_the_folds_mean_and_spread(tmp_path):
     assert "\n  gamma (" in compared.stdout and "(-0.050)" in compared.stdout
 
 
-@pytest.mark.parametrize("module", ["bench.context_quality", "bench.context_ceiling"])
+@pytest.mark.parametrize("module", ["lab.context_quality", "lab.context_ceiling"])
 def test_a_broken_folds_manifest_is_one_line(tmp_path, module):
     """Both benches read a manifest through ``read_manifest``, and say a broken one alike."""
     _labelled_log(tmp_path, "alpha", 1)
@@ -117,14 +117,14 @@ def test_a_broken_folds_manifest_is_one_line(tmp_path, module):
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"error: {manifest}: not a folds manifest (run python -m bench.relevance_folds): "
+        f"error: {manifest}: not a folds manifest (run python -m lab.relevance_folds): "
         "KeyError: 'weights'"
     ]
 
 
 def _fold_rows(folder: Path, manifest: Path, *flags: str) -> dict[str, list[str]]:
     result = subprocess.run(
-        [sys.executable, "-m", "bench.context_quality", str(folder), "--folds", str(manifest),
+        [sys.executable, "-m", "lab.context_quality", str(folder), "--folds", str(manifest),
          *flags],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
@@ -167,7 +167,7 @@ def test_labelled_only_cuts_contexts_and_labels_at_the_first_annotated_message(t
 def test_labelled_only_needs_folds(tmp_path):
     _labelled_log(tmp_path, "alpha", 1)
     result = subprocess.run(
-        [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--labelled-only"],
+        [sys.executable, "-m", "lab.context_quality", str(tmp_path), "--labelled-only"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
     assert result.returncode == 2
@@ -176,7 +176,7 @@ def test_labelled_only_needs_folds(tmp_path):
 
 def _quality(folder: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bench.context_quality", str(folder), "--only",
+        [sys.executable, "-m", "lab.context_quality", str(folder), "--only",
          "threadwise builder", "--per-log", *flags],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
@@ -231,7 +231,7 @@ def test_against_needs_per_log_figures(tmp_path):
         (("--per-log",), f"error: --against: {earlier}: no log rows in it"),
     ):
         result = subprocess.run(
-            [sys.executable, "-m", "bench.context_quality", str(tmp_path), "--only",
+            [sys.executable, "-m", "lab.context_quality", str(tmp_path), "--only",
              "threadwise builder", *flags, "--against", str(earlier)],
             capture_output=True, text=True, cwd=ROOT, timeout=120,
         )  # fmt: skip

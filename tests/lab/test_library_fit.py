@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytest.importorskip("lightgbm")
 pytest.importorskip("sklearn")
@@ -19,7 +19,7 @@ pytest.importorskip("sklearn")
 
 def test_exported_trees_give_lightgbm_s_own_scores_and_thresholds():
     result = subprocess.run(
-        [sys.executable, "-m", "bench.library_fit"],
+        [sys.executable, "-m", "lab.library_fit"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr

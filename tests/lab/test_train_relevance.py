@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from conversation.dce import parse_export
-from conversation.log_source import LogSource
-from conversation.relevance import clue_of, load_model_from
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.selection.relevance import clue_of, load_model_from
 from tests.fakes.synthetic import busy_channel
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytest.importorskip("lightgbm")
 pytest.importorskip("sklearn")
@@ -44,7 +44,7 @@ def _labelled_log(folder: Path, name: str, seed: int) -> None:
 
 def _chosen(folder: Path, *flags: str) -> list[int]:
     result = subprocess.run(
-        [sys.executable, "-m", "bench.train_relevance", str(folder), "--dry-run",
+        [sys.executable, "-m", "lab.train_relevance", str(folder), "--dry-run",
          "--triggers", "200", "--threshold-triggers", "100", *flags],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
@@ -68,7 +68,7 @@ def test_the_answer_ranking_learns_which_message_a_trigger_answers(tmp_path):
         _labelled_log(tmp_path, name, seed)
     out = tmp_path / "weights.json"
     result = subprocess.run(
-        [sys.executable, "-m", "bench.train_relevance", str(tmp_path), "--out", str(out),
+        [sys.executable, "-m", "lab.train_relevance", str(tmp_path), "--out", str(out),
          "--triggers", "200", "--threshold-triggers", "100"],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
@@ -107,7 +107,7 @@ def test_the_defaults_keep_the_parent_floor_in_both_build_modes(tmp_path):
         (tmp_path / f"{name}.json").write_text(json.dumps(export))
         (tmp_path / f"{name}.gold.json").write_text(json.dumps({"messages": labels}))
     result = subprocess.run(
-        [sys.executable, "-m", "bench.train_relevance", str(tmp_path), "--dry-run",
+        [sys.executable, "-m", "lab.train_relevance", str(tmp_path), "--dry-run",
          "--triggers", "200", "--threshold-triggers", "200"],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip

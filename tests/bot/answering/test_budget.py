@@ -13,9 +13,9 @@ from bot.model.context_overflow import recognize_overflow
 from bot.model.errors import ModelContextTooLongError
 from conversation.articles.models import ArticleResult, ArticleStatus
 from conversation.articles.render import render_embeddings
-from conversation.budget import Budget, fit_prompt
-from conversation.node import MessageNode
-from conversation.tokens import Calibration, TokenCounter, prompt_tokens, text_tokens
+from conversation.graph.node import MessageNode
+from conversation.prompt.budget import Budget, fit_prompt
+from conversation.prompt.tokens import Calibration, TokenCounter, prompt_tokens, text_tokens
 from tests.fakes.openai_server import FakeOpenAI, count_tokens
 
 START = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -250,9 +250,16 @@ async def test_real_attachment_is_found_and_shortened(tmp_path):
 
     from aiohttp import web
 
-    from conversation.materialize import MaterializeOptions, Materializer
-    from conversation.selection import ContextSelection
-    from tests.conversation.test_materialize import ALICE, BOT, CHANNEL, export, message, user
+    from conversation.prompt.materialize import MaterializeOptions, Materializer
+    from conversation.selection.result import ContextSelection
+    from tests.conversation.prompt.test_materialize import (
+        ALICE,
+        BOT,
+        CHANNEL,
+        export,
+        message,
+        user,
+    )
     from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
 
     async def notes(request: web.Request) -> web.Response:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 
 
@@ -152,7 +152,7 @@ def test_export_to_a_folder_is_one_line(tmp_path, out):
 
 def test_the_benchmark_without_its_data_says_where_it_looks(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "bench.context_quality", str(tmp_path)],
+        [sys.executable, "-m", "lab.context_quality", str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT, timeout=60,
     )  # fmt: skip
     assert result.returncode == 2 and "Traceback" not in result.stderr

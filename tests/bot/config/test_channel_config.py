@@ -10,7 +10,7 @@ import pytest
 
 from bot.config.channels import ChannelSettings, Place
 from bot.config.schema import ConfigError, load_config
-from tests.bot.test_config import run_cli
+from tests.bot.config.test_config import run_cli
 
 MODELS = """
 [model]

@@ -11,7 +11,7 @@ import pytest
 from bot.cli.main import main
 from bot.config.schema import ConfigError, load_config, require_token
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

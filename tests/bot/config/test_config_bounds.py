@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from bot.cli.main import main
 from bot.config import Config
-from tests.bot.test_run_lifecycle import BOT_ID, EXAMPLE, bot_process, config_file
+from tests.bot.serve.test_run_lifecycle import BOT_ID, EXAMPLE, bot_process, config_file
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -156,7 +156,7 @@ async def test_run_with_an_absurd_number_says_one_line(tmp_path: Path) -> None:
             sys.executable, "-m", "bot", "run", "--config", str(path),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env={"DISCORD_TOKEN": "x", "PATH": "/usr/bin:/bin"},
-            cwd=Path(__file__).resolve().parents[2],
+            cwd=Path(__file__).resolve().parents[3],
         )  # fmt: skip
         _, err = await asyncio.wait_for(process.communicate(), 60)
         lines = err.decode().splitlines()

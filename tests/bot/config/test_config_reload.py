@@ -19,12 +19,12 @@ from bot.discord.compat import set_rest_base
 from bot.serve import live_config
 from bot.serve.run import serve
 from conversation.articles.service import ArticleService
-from conversation.settings import ContextSettings
+from conversation.common.settings import ContextSettings
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, EXAMPLE
 from tests.fakes.openai_server import FakeOpenAI
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def config_text(discord: FakeDiscord, model: FakeOpenAI, *, prompt: str, extra: str = "") -> str:

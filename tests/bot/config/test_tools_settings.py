@@ -88,7 +88,7 @@ def test_check_config_lists_each_server_with_its_tools(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     server = root / "tests" / "fakes" / "mcp_server.py"
     path = tmp_path / "config.toml"
     path.write_text(
@@ -138,7 +138,7 @@ def test_check_config_masks_mcp_env_and_url_secrets_and_still_loads(tmp_path: Pa
     import sys
     import tomllib
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     path = tmp_path / "config.toml"
     path.write_text(
         """
@@ -197,7 +197,7 @@ def test_check_config_reports_a_server_failing_at_once_at_once(tmp_path: Path) -
     import sys
     import time
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # nothing listens there once the probe is closed

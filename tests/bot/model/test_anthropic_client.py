@@ -21,7 +21,7 @@ from bot.model.errors import (
     ModelServerError,
     ModelStalledError,
 )
-from tests.bot.test_model_client import Collector
+from tests.bot.model.test_model_client import Collector
 from tests.fakes.anthropic_server import (
     Answer,
     BrokenStream,

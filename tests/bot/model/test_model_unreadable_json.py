@@ -19,7 +19,7 @@ from aiohttp import web
 from bot.config.model_settings import ModelSettings
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError, ModelProtocolError, retry_after
-from tests.bot.test_model_client import MESSAGES
+from tests.bot.model.test_model_client import MESSAGES
 from tests.fakes.openai_server import Answer, FakeOpenAI, RateLimited
 
 DEEP = "[" * 100_000 + "]" * 100_000  # far past any recursion limit

@@ -24,7 +24,7 @@ from bot.storage import Store
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Answer, FakeOpenAI
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 CHANNEL = 1300000000000000001
 BOT_ID = 1300000000000000100

@@ -22,7 +22,7 @@ from bot.storage import Store
 from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
 from tests.fakes.openai_server import FakeOpenAI
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LOGS = ROOT / "tests" / "logs"
 # (guild_id >> 22) % 2: guild 400000000000000001 is on shard 0, 900000000000000000 on shard 1.
 SHARD0_LOG, SHARD0_CHANNEL, SHARD0_USER = (

@@ -9,7 +9,7 @@ import bot.answering.recording
 from bot.answering.recording import open_recorder
 from bot.config.schema import Config
 from bot.storage import Store, StoreError
-from tests.bot.test_storage import make_record
+from tests.bot.storage.test_storage import make_record
 
 DAY = timedelta(days=1)
 

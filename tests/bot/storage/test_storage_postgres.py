@@ -19,16 +19,16 @@ from bot.storage import MIGRATIONS, Store, StoreError
 from bot.storage.mutations import FORGOTTEN, repoint_theirs
 from bot.storage.postgres import POSTGRES, connect_postgres
 from bot.storage.schema import migrate, schema_version
-from tests.bot.test_storage import NOW, make_record
+from tests.bot.storage.test_storage import NOW, make_record
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # A process recording interactions whose histories overlap with the other process's (the same
 # new nodes inserted from both sides at once), printing each id once it is committed.
 WRITER = r"""
 import asyncio, sys
 from bot.storage import Store
-from tests.bot.test_storage import make_record
+from tests.bot.storage.test_storage import make_record
 
 async def main(url, who, total):
     async with Store.open_url(url) as store:

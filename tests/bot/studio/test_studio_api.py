@@ -21,12 +21,12 @@ from bot.config.model_settings import ModelSettings
 from bot.storage import ContextEntry, InteractionRecord, Store, WorkLogEntry
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import make_app
-from conversation.gold import Score, load_gold
-from conversation.log_contexts import select_contexts
-from conversation.log_source import LogSource
-from conversation.settings import ContextSettings
+from conversation.common.settings import ContextSettings
+from conversation.replay.gold import Score, load_gold
+from conversation.replay.log_contexts import select_contexts
+from conversation.replay.log_source import LogSource
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 GOLD = ROOT / "examples" / "support-channel.gold.json"
 
@@ -528,7 +528,7 @@ def test_the_studio_command_reads_the_log_once_when_a_table_applies(tmp_path, mo
     import argparse
 
     import bot.cli.studio as cli
-    import conversation.log_source as log_source
+    import conversation.replay.log_source as log_source
     from bot.config.schema import load_config
     from bot.studio.server import CHANNEL_KEY
 

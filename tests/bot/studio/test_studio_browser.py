@@ -21,10 +21,15 @@ from bot.cli.studio import running
 from bot.storage import Store, WorkLogEntry
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import make_app
-from conversation.settings import ContextSettings
-from tests.bot.test_studio_api import CHANNEL_MODELS, LOG_TABLE, configured_studio, make_record
+from conversation.common.settings import ContextSettings
+from tests.bot.studio.test_studio_api import (
+    CHANNEL_MODELS,
+    LOG_TABLE,
+    configured_studio,
+    make_record,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.bot.test_studio_api import studio
+from tests.bot.studio.test_studio_api import studio
 from tests.fakes.harness import BOT_ID, ROOT
 
 FOLLOW_LOG = ROOT / "tests" / "logs" / "follow_up.json"

@@ -24,7 +24,7 @@ from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from bot.tools.mcp_servers import McpServers
 from bot.tools.toolbox import Toolbox
-from conversation.tokens import text_tokens
+from conversation.prompt.tokens import text_tokens
 from tests.bot.test_budget_e2e import chatter
 from tests.bot.test_channels_e2e import scraped, value
 from tests.fakes.anthropic_server import Answer as AnthropicAnswer
@@ -45,7 +45,7 @@ from tests.fakes.harness import (
 )
 from tests.fakes.openai_server import Answer, CallTools, Fail
 
-FAKE_MCP = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+FAKE_MCP = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 TOOLS_ON = {"enabled": True, "read_page": False, "call_timeout_seconds": 2.0}
 
 

@@ -21,7 +21,7 @@ from bot.tools.toolbox import Toolbox
 from tests.fakes import anthropic_server as anthropic_fake
 from tests.fakes import openai_server as openai_fake
 
-FAKE_MCP = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+FAKE_MCP = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 PROMPT = [
     {"role": "system", "content": "You are a bot."},
     {"role": "user", "content": "alice: what does the echo say?", "name": "alice"},

@@ -17,8 +17,8 @@ from bot.tools.page_hosts import hosts_in, hosts_named
 from bot.tools.read_page import PageReader
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService, StaticResolver
-from conversation.settings import ArticleSettings
-from tests.tools.test_tools_toolbox import call
+from conversation.common.settings import ArticleSettings
+from tests.bot.tools.test_tools_toolbox import call
 
 OPEN = ArticleSettings(allowed_networks=["127.0.0.1/32"])
 

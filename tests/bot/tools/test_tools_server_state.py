@@ -18,7 +18,7 @@ import pytest
 from bot.config.tool_settings import McpServerSettings
 from bot.tools.mcp_servers import McpServer, McpServers
 
-FAKE = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 LOGGER = "bot.tools.mcp_servers"
 
 

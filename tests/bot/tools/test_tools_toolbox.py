@@ -24,9 +24,9 @@ from bot.tools.server_stderr import MAX_LINE_CHARS
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService, StaticResolver
-from conversation.settings import ArticleSettings
+from conversation.common.settings import ArticleSettings
 
-FAKE = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 
 
 def stdio_server(**extra: object) -> McpServerSettings:

@@ -14,7 +14,7 @@ import pytest
 from conversation.articles.extract import Extractor, GooseError, extract_article
 from conversation.articles.models import ArticleFailure, ArticleStatus
 
-PAGES = Path(__file__).resolve().parents[1] / "pages"
+PAGES = Path(__file__).resolve().parents[2] / "pages"
 PARAGRAPH = (
     "<p>The council spent the whole evening on the question of the bridge, and although most of "
     "the members agreed that it needed repair, nobody could say where the money would come from "

@@ -26,9 +26,9 @@ from conversation.articles.charset import codec_for, decode_html
 from conversation.articles.extract import Extractor, extract_article
 from conversation.articles.models import ArticleFailure
 from conversation.articles.trim import trim_for_goose
-from conversation.settings import ArticleSettings
+from conversation.common.settings import ArticleSettings
 
-PAGES = Path(__file__).resolve().parents[1] / "pages"
+PAGES = Path(__file__).resolve().parents[2] / "pages"
 STOPWORDS = "the and of to in is it that was for on are with as his they be at one have this from "
 ARTICLE = (
     "<html><head><title>Backups that work</title></head><body><article>"

@@ -25,9 +25,9 @@ from conversation.articles import (
     StaticResolver,
     render_embeddings,
 )
-from conversation.settings import ArticleSettings
+from conversation.common.settings import ArticleSettings
 
-PAGES = Path(__file__).resolve().parents[1] / "pages"
+PAGES = Path(__file__).resolve().parents[2] / "pages"
 HUGE_BYTES = 50 * 1024 * 1024
 CHUNK = b"<p>" + b"filler text of a very long page " * 2040 + b"</p>\n"  # ~64 KiB
 

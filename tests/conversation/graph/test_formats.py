@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conversation.formats import (
+from conversation.graph.formats import (
     OPENAI_FIELDS,
     from_anthropic,
     from_openai,
@@ -20,8 +20,8 @@ from conversation.formats import (
     to_anthropic_upto,
     to_openai,
 )
-from conversation.graph import MessageGraph
-from conversation.node import FrozenMap, MessageFormatError, MessageNode, ToolCall
+from conversation.graph.message_graph import MessageGraph
+from conversation.graph.node import FrozenMap, MessageFormatError, MessageNode, ToolCall
 
 # --- MessageNode ------------------------------------------------------------------------------
 

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conversation.formats import to_openai
-from conversation.graph import (
+from conversation.graph.formats import to_openai
+from conversation.graph.message_graph import (
     ImmutableSnapshotError,
     MessageGraph,
     MessageView,
     Snapshot,
     StaleViewError,
 )
-from conversation.node import MessageFormatError, MessageNode
+from conversation.graph.node import MessageFormatError, MessageNode
 
 
 def sys_(text: str = "You are helpful.") -> dict[str, Any]:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conversation.continuation import continuation_lines, indent_continuations, without_indent
+from conversation.prompt.continuation import (
+    continuation_lines,
+    indent_continuations,
+    without_indent,
+)
 
 
 def test_one_line_is_untouched():

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conversation.budget import Budget
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.layout import OTHERS_LABEL, lay_out
-from conversation.log_source import LogSource
-from conversation.materialize import MaterializeOptions, Materializer
-from conversation.pipeline import conversation_threshold, persona_for, prompt_for
-from conversation.reader import ChannelReader
-from conversation.selection import ContextSelection, Reason
-from conversation.settings import ContextSettings
-from conversation.tokens import TokenCounter, prompt_tokens
+from conversation.common.settings import ContextSettings
+from conversation.prompt.budget import Budget
+from conversation.prompt.layout import OTHERS_LABEL, lay_out
+from conversation.prompt.materialize import MaterializeOptions, Materializer
+from conversation.prompt.pipeline import conversation_threshold, persona_for, prompt_for
+from conversation.prompt.tokens import TokenCounter, prompt_tokens
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.result import ContextSelection, Reason
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 PERSONA = "You are {bot_name}, in #{channel}."
 

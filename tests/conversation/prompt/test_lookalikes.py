@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conversation.lookalike_table import UNICODE_VERSION
+from conversation.prompt.lookalike_table import UNICODE_VERSION
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.skipif(
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 )
 def test_the_committed_table_is_what_the_script_writes():
     done = subprocess.run(
-        [sys.executable, "-m", "bench.make_lookalikes", "--check"],
+        [sys.executable, "-m", "lab.make_lookalikes", "--check"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conversation.notices import BotNotices
+from conversation.prompt.notices import BotNotices
 
 NOTICES = BotNotices(
     [

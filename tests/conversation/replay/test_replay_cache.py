@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conversation.dce import parse_export
-from conversation.log_source import LogSource
-from conversation.replay_cache import ReplayCaches
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.replay.replay_cache import ReplayCaches
 from tests.fakes.synthetic import busy_channel
 
 

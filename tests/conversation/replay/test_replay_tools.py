@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from conversation.dce import ExportError, load_export, parse_export
-from conversation.log_source import LogSource
+from conversation.replay.dce import ExportError, load_export, parse_export
+from conversation.replay.log_source import LogSource
 from tests.fakes.harness import EXAMPLE, ROOT, run_cli
 from tests.fakes.later import asked_later
 

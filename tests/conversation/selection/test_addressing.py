@@ -7,19 +7,18 @@ from typing import NamedTuple
 
 import pytest
 
-from conversation.addressing import (
+from conversation.common.settings import ContextSettings
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.selection.addressing import (
     name_keys,
     named_people,
     names_match,
     opening_of,
     with_written_addresses,
 )
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.dce import parse_export
-from conversation.log_source import LogSource
-from conversation.reader import ChannelReader
-from conversation.relevance import (
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.relevance import (
     FEATURES,
     Clue,
     clue_of,
@@ -27,8 +26,9 @@ from conversation.relevance import (
     with_addresses,
     words_of,
 )
-from conversation.selection import ContextSelection
-from conversation.settings import ContextSettings
+from conversation.selection.result import ContextSelection
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
 from tests.fakes.synthetic import busy_channel
 
 ADDRESSED = FEATURES.index("its author is addressed by the trigger")

@@ -9,17 +9,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.dce import parse_export
-from conversation.log_source import LogSource
-from conversation.reader import ChannelReader
-from conversation.selection import ContextSelection
-from conversation.settings import ContextSettings
+from conversation.common.settings import ContextSettings
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.result import ContextSelection
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
 from tests.fakes.later import asked_later, message_id
 from tests.fakes.synthetic import busy_channel
 
-LOGS = Path(__file__).resolve().parents[1] / "logs"
+LOGS = Path(__file__).resolve().parents[2] / "logs"
 
 
 async def build(

@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from conversation.addressing import name_keys, opening_of
-from conversation.follow import (
+from conversation.selection.addressing import name_keys, opening_of
+from conversation.selection.follow import (
     FOLLOW_WEIGHTS_FILE,
     decide,
     load_follow_model,
     load_follow_model_from,
     relevance_fingerprint,
 )
-from conversation.relevance import Clue, WeightsError, words_of
+from conversation.selection.relevance import Clue, WeightsError, words_of
 from tests.fakes.code_copy import code_copy_with
 from tests.fakes.harness import EXAMPLE, ROOT
 
-SHIPPED = ROOT / "conversation" / FOLLOW_WEIGHTS_FILE
+SHIPPED = ROOT / "conversation" / "selection" / FOLLOW_WEIGHTS_FILE
 BOT, ANA, BEN = 1, 2, 3
 NAMES = {BOT: "threadwise", ANA: "ana", BEN: "ben"}
 MINUTE = 60_000
@@ -159,14 +159,14 @@ def test_the_shipped_follow_weights_load():
 def test_the_follow_weights_were_fitted_over_the_shipped_relevance_weights():
     """Its features are the relevance model's scores: refit both together."""
     assert load_follow_model_from(SHIPPED).relevance_sha256 == relevance_fingerprint(), (
-        "conversation/relevance_weights.json changed: run python -m bench.train_follow"
+        "conversation/selection/relevance_weights.json changed: run python -m lab.train_follow"
     )
 
 
 @pytest.fixture
 def broken_package(tmp_path: Path) -> Path:
     """A copy of the code whose follow weights file is cut short, imported ahead of the real."""
-    return code_copy_with(tmp_path, f"conversation/{FOLLOW_WEIGHTS_FILE}", '{"stage": ')
+    return code_copy_with(tmp_path, f"conversation/selection/{FOLLOW_WEIGHTS_FILE}", '{"stage": ')
 
 
 @pytest.mark.parametrize(
@@ -184,9 +184,9 @@ def test_commands_stop_with_one_line_on_broken_follow_weights(broken_package, co
         env=env | {"PYTHONPATH": str(broken_package)},
         timeout=60,
     )
-    weights = broken_package / "conversation" / FOLLOW_WEIGHTS_FILE
+    weights = broken_package / "conversation" / "selection" / FOLLOW_WEIGHTS_FILE
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"error: {weights}: not valid JSON (Expecting value, line 1); "
-        "restore it or run python -m bench.train_follow"
+        "restore it or run python -m lab.train_follow"
     ]

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from conversation.builder import LIKELY_ANSWERED, ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.dce import parse_export
-from conversation.log_source import LogSource
-from conversation.reader import ChannelReader
-from conversation.relevance import (
+from conversation.common.settings import ContextSettings
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import LIKELY_ANSWERED, ContextBuilder
+from conversation.selection.relevance import (
     ANSWER_SCORE,
     SECOND_FEATURES,
     RelevanceModel,
@@ -23,7 +22,8 @@ from conversation.relevance import (
     load_model,
     load_model_from,
 )
-from conversation.settings import ContextSettings
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
 from tests.fakes.synthetic import busy_channel
 
 ANSWER_FEATURES = (*SECOND_FEATURES, ANSWER_SCORE)

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.dce import parse_export
-from conversation.log_source import LogSource
-from conversation.reader import ChannelReader
-from conversation.relevance import (
+from conversation.common.settings import ContextSettings
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.relevance import (
     FEATURES,
     SECOND_FEATURES,
     THIRD_FEATURES,
@@ -20,9 +19,10 @@ from conversation.relevance import (
     load_model,
     words_of,
 )
-from conversation.relevance import clue_of as clue_of_message
-from conversation.settings import ContextSettings
-from tests.conversation.test_replay_tools import EXAMPLE, run_cli
+from conversation.selection.relevance import clue_of as clue_of_message
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
+from tests.conversation.replay.test_replay_tools import EXAMPLE, run_cli
 from tests.fakes.synthetic import busy_channel
 
 MINUTE = 60_000
@@ -140,14 +140,14 @@ def test_replay_explains_each_message_with_its_score():
 
 
 def test_the_weights_file_is_package_data():
-    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    pyproject = (Path(__file__).resolve().parents[3] / "pyproject.toml").read_text()
     assert '"relevance_weights.json"' in pyproject
 
 
 def test_the_budget_still_reads_reasons_that_carry_a_score():
     """The token budget protects the reply chain by reading reasons; a score must not hide it."""
-    from conversation.budget import _reply_chain
-    from conversation.node import MessageNode
+    from conversation.graph.node import MessageNode
+    from conversation.prompt.budget import _reply_chain
 
     parent = MessageNode(
         role="user",
@@ -162,8 +162,8 @@ def test_the_budget_still_reads_reasons_that_carry_a_score():
 def test_the_budget_drops_the_lowest_scores_first():
     from datetime import UTC, datetime, timedelta
 
-    from conversation.budget import _drop_order
-    from conversation.node import MessageNode
+    from conversation.graph.node import MessageNode
+    from conversation.prompt.budget import _drop_order
 
     start = datetime(2024, 5, 1, tzinfo=UTC)
 
@@ -190,7 +190,7 @@ def test_the_budget_drops_the_lowest_scores_first():
 
 def test_the_triggers_reply_thread_is_in_and_other_threads_keep_their_scores():
     """A reply and what it answers belong together; another thread is not lifted wholesale."""
-    from conversation.relevance import Scored, thread_scores
+    from conversation.selection.relevance import Scored, thread_scores
 
     history = [
         clue(10, OTHER_A, "the old question that started it"),
@@ -240,7 +240,7 @@ async def test_the_whole_reply_chain_is_in_however_strict_the_threshold():
 def test_a_third_look_decides_with_the_conversation_the_second_found():
     """With a third look, the rows grow by the relative and reach features a second time, and
     the third look's trees give the score."""
-    from conversation.relevance import Tree, TreeStage
+    from conversation.selection.relevance import Tree, TreeStage
 
     model = load_model()
     extra = len(THIRD_FEATURES) - len(SECOND_FEATURES)

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.dce import parse_export
-from conversation.log_source import LogSource
-from conversation.reach import reach_rows
-from conversation.reader import ChannelReader
-from conversation.relevance import (
+from conversation.common.settings import ContextSettings
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.reach import reach_rows
+from conversation.selection.relevance import (
     RelevanceModel,
     Scored,
     WeightsError,
@@ -24,7 +23,8 @@ from conversation.relevance import (
     relative_rows,
     with_written_addresses,
 )
-from conversation.settings import ContextSettings
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
 from tests.fakes.synthetic import busy_channel
 
 

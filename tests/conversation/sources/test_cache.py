@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from conversation.cache import LIVE, UNKNOWN, CacheRegistry, ChannelCache
-from conversation.dce import parse_export
-from conversation.log_source import LogSource
-from conversation.reader import ChannelReader
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.sources.cache import LIVE, UNKNOWN, CacheRegistry, ChannelCache
+from conversation.sources.reader import ChannelReader
 from tests.fakes.synthetic import busy_channel
 
 

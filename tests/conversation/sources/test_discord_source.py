@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.dce import parse_export
-from conversation.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
-from conversation.log_source import LogSource
-from conversation.reader import ChannelReader
-from conversation.settings import ContextSettings
-from conversation.source import SourceError
+from conversation.common.settings import ContextSettings
+from conversation.replay.dce import parse_export
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import ContextBuilder
+from conversation.sources.cache import ChannelCache
+from conversation.sources.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
+from conversation.sources.reader import ChannelReader
+from conversation.sources.source import SourceError
 from tests.fakes.synthetic import busy_channel
 
 CHANNEL = 700_000_000_000_000_001
@@ -82,7 +82,7 @@ async def test_cold_build_costs_what_the_fake_saw(fake_discord, channel):
 
 
 def test_module_does_not_touch_bot():
-    text = Path(__file__).resolve().parents[2].joinpath("conversation").rglob("*.py")
+    text = Path(__file__).resolve().parents[3].joinpath("conversation").rglob("*.py")
     imports_bot = re.compile(r"^\s*(from\s+bot[.\s]|import\s+bot\b(?!_))", re.MULTILINE)
     offenders = [p.name for p in text if imports_bot.search(p.read_text())]
     assert offenders == []

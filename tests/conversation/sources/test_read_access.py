@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from conversation.builder import ContextBuilder
-from conversation.cache import ChannelCache
-from conversation.log_source import LogSource
-from conversation.read_access import RESTRICTED_NOTE, HistoryRestriction, RestrictedReader
-from conversation.reader import ChannelReader
-from conversation.settings import ContextSettings
-from conversation.source import reference_id
+from conversation.common.settings import ContextSettings
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import ContextBuilder
+from conversation.sources.cache import ChannelCache
+from conversation.sources.read_access import RESTRICTED_NOTE, HistoryRestriction, RestrictedReader
+from conversation.sources.reader import ChannelReader
+from conversation.sources.source import reference_id
 
-LOGS = Path(__file__).resolve().parents[1] / "logs"
+LOGS = Path(__file__).resolve().parents[2] / "logs"
 
 
 @pytest.mark.parametrize("learned", [True, False])

@@ -6,14 +6,22 @@ from pathlib import Path
 
 import pytest
 
-from conversation.dce import load_export, parse_export
-from conversation.log_source import LogSource
-from conversation.materialize import MaterializeOptions, Materializer
-from conversation.selection import ContextSelection, Reason
-from conversation.slim import CachedMessage, Slimmer
-from tests.conversation.test_materialize import ALICE, BOB, CHANNEL, ROLE, export, message, user
+from conversation.prompt.materialize import MaterializeOptions, Materializer
+from conversation.replay.dce import load_export, parse_export
+from conversation.replay.log_source import LogSource
+from conversation.selection.result import ContextSelection, Reason
+from conversation.sources.slim import CachedMessage, Slimmer
+from tests.conversation.prompt.test_materialize import (
+    ALICE,
+    BOB,
+    CHANNEL,
+    ROLE,
+    export,
+    message,
+    user,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LOGS = [ROOT / "examples" / "support-channel.json", *sorted((ROOT / "tests" / "logs").glob("*"))]
 
 
