@@ -35,7 +35,7 @@ from conversation.replay.gold import load_gold
 from conversation.replay.log_source import LogSource
 from conversation.replay.replay_cache import ReplayCaches
 from conversation.selection.builder import ContextBuilder
-from conversation.selection.relevance import load_model
+from conversation.selection.weights import load_model
 from conversation.sources.cache import ChannelCache
 from conversation.sources.reader import ChannelReader
 from conversation.sources.source import MessageLike

@@ -13,7 +13,7 @@ The exception tree, with where the others live::
     ├── ModelError            bot.model.errors: a model call failed (user_message, retryable)
     └── ValueError
         ├── ExportError       conversation.replay.dce: a channel log that cannot be read
-        └── WeightsError      conversation.selection.relevance: a weights file that cannot be used
+        └── WeightsError      conversation.selection.weights: a weights file that cannot be used
 """
 
 from __future__ import annotations

@@ -18,13 +18,9 @@ circle):
 The fitting of the score and the quality studies live apart, in ``lab/`` at the top level.
 """
 
-from conversation.graph.message_graph import (
-    ImmutableSnapshotError,
-    MessageGraph,
-    Snapshot,
-    StaleViewError,
-)
+from conversation.graph.message_graph import MessageGraph
 from conversation.graph.node import MessageFormatError, MessageNode, ToolCall
+from conversation.graph.views import ImmutableSnapshotError, Snapshot, StaleViewError
 
 __all__ = [
     "ImmutableSnapshotError",

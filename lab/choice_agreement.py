@@ -21,7 +21,8 @@ from pathlib import Path
 
 from conversation.common.settings import ContextSettings
 from conversation.replay.gold import Score
-from conversation.selection.relevance import RelevanceModel, load_model
+from conversation.selection.relevance import RelevanceModel
+from conversation.selection.weights import load_model
 from lab.context_quality import score_logs
 from lab.train_relevance import MODE_NAMES, Choice, Tally, load_log, mode_tallies
 

@@ -33,7 +33,7 @@ from conversation.replay.gold import Score, labelled_from, load_gold
 from conversation.replay.log_source import LogSource
 from conversation.replay.replay_cache import ReplayCaches
 from conversation.selection.builder import ContextBuilder
-from conversation.selection.relevance import WeightsError, load_model_from
+from conversation.selection.weights import WeightsError, load_model_from
 from conversation.sources.reader import ChannelReader
 from conversation.sources.source import MessageLike
 from lab import baselines

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conversation.selection.clues import Clue
 from conversation.selection.follow import (
     DEFAULT_MINUTES,
     FollowModel,
@@ -31,7 +32,6 @@ from conversation.selection.follow import (
     decide,
     load_follow_model,
 )
-from conversation.selection.relevance import Clue
 from lab.train_relevance import export_clues
 
 # ../shared/data beside the checkout (a worktree sits one level deeper than the main one).

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from conversation.common.settings import ContextSettings
-from conversation.selection.relevance import THIRD_FEATURES
+from conversation.selection.features import THIRD_FEATURES
 from lab.train_relevance import (  # sampled over all logs: ~8,000 and ~3,000 per fold
     DEFAULT_TRAIN,
     FIT_TRIGGERS,
@@ -56,6 +56,9 @@ def deal(names: list[str], folds: int, seed: int) -> list[list[str]]:
 def _code_hash() -> str:
     digest = hashlib.sha256()
     for part in (
+        "conversation/selection/clues.py",
+        "conversation/selection/features.py",
+        "conversation/selection/stages.py",
         "conversation/selection/relevance.py",
         "conversation/selection/reach.py",
         "conversation/selection/addressing.py",

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from conversation.selection.features import SECOND_FEATURES
 from conversation.selection.follow import (
     FOLLOW_FEATURES,
     FOLLOW_WEIGHTS_FILE,
@@ -38,12 +39,8 @@ from conversation.selection.follow import (
     relevance_fingerprint,
     written,
 )
-from conversation.selection.relevance import (
-    SECOND_FEATURES,
-    LogisticStage,
-    TreeStage,
-    load_model,
-)
+from conversation.selection.stages import LogisticStage, TreeStage
+from conversation.selection.weights import load_model
 from lab.boosting import fit_logistic, fit_trees
 from lab.follow import DATA, SPEAKERS, Item, all_items, logs_in
 

@@ -38,22 +38,18 @@ import numpy as np
 from conversation.common.settings import ContextSettings
 from conversation.selection.addressing import name_keys, opening_of
 from conversation.selection.builder import PARENT_NEIGHBOURS
-from conversation.selection.relevance import (
+from conversation.selection.clues import Clue, words_of
+from conversation.selection.features import (
     ANSWER_SCORE,
     FEATURES,
     SECOND_FEATURES,
     THIRD_FEATURES,
-    WEIGHTS_FILE,
-    Clue,
-    LogisticStage,
-    RelevanceModel,
-    Scored,
-    TreeStage,
     feature_rows,
-    thread_scores,
     with_addresses,
-    words_of,
 )
+from conversation.selection.relevance import RelevanceModel, Scored, thread_scores
+from conversation.selection.stages import LogisticStage, TreeStage
+from conversation.selection.weights import WEIGHTS_FILE
 from conversation.sources.source import PAGE_LIMIT
 from lab.context_quality import gold_triggers
 

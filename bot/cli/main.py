@@ -20,7 +20,7 @@ from bot.config.schema import Config, ConfigError, load_config, locate_config
 from bot.config.validators import snowflake
 from bot.errors import CommandError, StoreError
 from conversation.replay.dce import ExportError
-from conversation.selection.relevance import WeightsError
+from conversation.selection.weights import WeightsError
 
 EXIT_USAGE = 2
 EXIT_CODES = """exit codes:

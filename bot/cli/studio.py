@@ -15,7 +15,7 @@ from bot.errors import CommandError
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import is_loopback, make_app
 from conversation.replay.gold import GoldError
-from conversation.selection.relevance import load_model
+from conversation.selection.weights import load_model
 
 
 def studio_command(args: argparse.Namespace, config: Config) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from bot.config.schema import TriggerSettings
 from conversation.prompt.names import shown_name
+from conversation.selection.clues import Clue, clue_of
 from conversation.selection.follow import (
     FollowDecision,
     FollowModel,
@@ -23,7 +24,8 @@ from conversation.selection.follow import (
     explicit,
     load_follow_model,
 )
-from conversation.selection.relevance import Clue, RelevanceModel, clue_of, load_model
+from conversation.selection.relevance import RelevanceModel
+from conversation.selection.weights import load_model
 from conversation.sources.cache import ChannelCache, Unknown
 from conversation.sources.source import MessageLike, created_ms
 

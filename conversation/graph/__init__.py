@@ -1,7 +1,9 @@
 """The message graph: immutable nodes in a DAG, edits as versions, what the model saw kept.
 
-Modules: ``node`` (one message, frozen when created), ``message_graph`` (the graph, its
-snapshots and the list-of-dicts view the answering code edits), ``formats`` (lossless
+Modules: ``node`` (one message, frozen when created), ``state`` (the graph at one moment as
+persistent vectors, and its pure transitions: edits, squashes, branches), ``views`` (what the
+graph hands out: messages read like dicts, snapshots, training samples), ``message_graph`` (the
+list-of-dicts facade the answering code edits, recording every change), ``formats`` (lossless
 translation of node sequences to and from the OpenAI and Anthropic formats).
 
 May import ``conversation.common`` only. A change goes here when what a message carries, or how

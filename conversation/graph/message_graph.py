@@ -15,459 +15,35 @@ from must stay exactly as the model saw it, while the conversation itself keeps 
   keeps its final head for good. A change after the last assistant turn breaks nothing and stays
   on the branch.
 
-Every change builds a new ``GraphState`` that shares structure with the old one (pyrsistent's
-persistent vectors: O(log32 n) per append/edit), so a snapshot is O(1) and every earlier state
-stays readable as it was. Inserting or deleting in the middle rebuilds the id vector (O(n)
-pointers: pyrsistent has no persistent insert); appends, reads, edits and snapshots never do.
-
-Three classes: ``GraphState`` (the persistent data and its pure transitions), ``MessageGraph``
-(the mutable-looking facade that records every change) and ``MessageView`` (the dict a caller
-gets for one message, which routes writes back to the graph or refuses them).
+Every change builds a new ``GraphState`` (``conversation.graph.state``: the persistent data and
+its pure transitions) that shares structure with the old one, so a snapshot is O(1) and every
+earlier state stays readable as it was. ``MessageGraph`` here is the mutable-looking facade that
+records every change; what it hands out (``MessageView``, the dict a caller gets for one message,
+which routes writes back to the graph or refuses them, and ``Snapshot``) is in
+``conversation.graph.views``.
 """
 
 from __future__ import annotations
 
-import bisect
-import hashlib
-import itertools
-import json
 import operator
-from collections.abc import Iterable, Iterator, Mapping, MutableSequence, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping, MutableSequence
 from typing import Any
 
-from pyrsistent import PVector
-
-from conversation.common.compat import pvector  # the pure-Python vector, on purpose (see there)
 from conversation.graph import formats
-from conversation.graph.node import FIELDS, MessageFormatError, MessageNode
-
-MessageInput = MessageNode | Mapping[str, Any]
-
-_EMPTY: PVector = pvector()
-_FIELD_SET = frozenset(FIELDS)
-
-
-class ImmutableSnapshotError(TypeError):
-    """A write was attempted on something that records what a model saw, which never changes."""
-
-
-class StaleViewError(RuntimeError):
-    """A message view was written to after its position in the graph changed under it."""
-
-
-def as_node(message: MessageInput | MessageView) -> MessageNode:
-    """Accept a node, a view or a plain message dict (validated, unknown keys refused)."""
-    if isinstance(message, MessageNode):
-        return message
-    if isinstance(message, MessageView):
-        return message.node
-    if isinstance(message, Mapping):
-        return MessageNode.from_dict(message)
-    raise MessageFormatError(f"a message must be a dict or MessageNode, got {message!r}")
-
-
-# --- persistent state -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class BranchRecord:
-    """Where a branch came from; ``head`` is filled in when the branch stops being current."""
-
-    parent: int | None
-    fork_index: int | None
-    cause: str | None
-    first_sample: int
-    head: PVector | None = None
-
-
-_ROOT_BRANCHES: PVector = pvector([BranchRecord(None, None, None, 0)])
-
-
-@dataclass(frozen=True, slots=True)
-class GraphState:
-    """All of a graph at one moment, as persistent vectors; transitions return a new state.
-
-    ``nodes[id]`` is every node ever added and ``replaces[id]`` the ids it replaced (parallel
-    edges). ``head`` is the current branch's node ids in order. ``turns[:turn_count]`` are the
-    positions of the current branch's assistant turns whose context is intact (increasing; slots
-    past ``turn_count`` are leftovers that a fork cut off in O(1)). ``samples`` holds the position
-    of every assistant turn ever added, grouped by branch in branch order, because only the newest
-    branch is ever current; ``branches[b].first_sample`` is where branch ``b``'s group starts.
-    """
-
-    nodes: PVector = _EMPTY
-    replaces: PVector = _EMPTY
-    head: PVector = _EMPTY
-    branch: int = 0
-    branches: PVector = _ROOT_BRANCHES
-    turns: PVector = _EMPTY
-    turn_count: int = 0
-    samples: PVector = _EMPTY
-
-    @property
-    def last_turn(self) -> int:
-        """Position of the last intact assistant turn on this branch, -1 if none."""
-        return self.turns[self.turn_count - 1] if self.turn_count else -1
-
-    def splice(self, start: int, stop: int, new: tuple[MessageNode, ...]) -> GraphState:
-        """Replace ``head[start:stop]`` by ``new`` (an append, edit, insert, delete or squash).
-
-        New nodes replace old ones pairwise when the counts match (an edit), all of them when one
-        node replaces several (a squash); otherwise only the flow changes. Replacing nodes by equal
-        ones changes nothing and records nothing.
-        """
-        size = len(self.head)
-        if not 0 <= start <= stop <= size:
-            raise IndexError(f"splice [{start}:{stop}] out of range for {size} messages")
-        removed = stop - start
-        if removed == len(new) and all(
-            self.nodes[self.head[start + j]] == node for j, node in enumerate(new)
-        ):
-            return self
-        state = self._fork(start, _cause(removed, len(new))) if start <= self.last_turn else self
-        first_id = len(state.nodes)
-        ids = range(first_id, first_id + len(new))
-        head = state.head
-        if removed == 0 and start == size:
-            head = head.append(first_id) if len(new) == 1 else head.extend(ids)
-        elif removed == len(new):
-            for j, node_id in enumerate(ids):
-                head = head.set(start + j, node_id)
-        else:
-            spliced = head.tolist()
-            spliced[start:stop] = ids
-            head = pvector(spliced)
-        old_ids = tuple(self.head[start + j] for j in range(removed))
-        if removed == len(new):
-            edges: Iterable[tuple[int, ...]] = ((old,) for old in old_ids)
-        elif len(new) == 1:
-            edges = (old_ids,)
-        else:
-            edges = itertools.repeat((), len(new))
-        turns, turn_count, samples = state.turns, state.turn_count, state.samples
-        for j, node in enumerate(new):
-            if node.role == "assistant":
-                # Positions only grow within a branch: every change here is after last_turn.
-                position = start + j
-                turns = turns.set(turn_count, position)
-                turn_count += 1
-                samples = samples.append(position)
-        if len(new) == 1:  # the common case; append is cheaper than a one-item extend
-            nodes, replaces = state.nodes.append(new[0]), state.replaces.append(next(iter(edges)))
-        else:
-            nodes, replaces = state.nodes.extend(new), state.replaces.extend(edges)
-        # Plain constructor calls: dataclasses.replace costs several microseconds per change.
-        return GraphState(
-            nodes,
-            replaces,
-            head,
-            state.branch,
-            state.branches,
-            turns,
-            turn_count,
-            samples,
-        )
-
-    def _fork(self, at: int, cause: str) -> GraphState:
-        record = self.branches[self.branch]
-        branches = self.branches.set(self.branch, replace(record, head=self.head))
-        branches = branches.append(BranchRecord(self.branch, at, cause, len(self.samples)))
-        kept = bisect.bisect_left(self.turns, at, 0, self.turn_count)
-        return GraphState(
-            self.nodes,
-            self.replaces,
-            self.head,
-            len(self.branches),
-            branches,
-            self.turns,
-            kept,
-            self.samples,
-        )
-
-    def branch_head(self, branch: int) -> PVector:
-        return self.head if branch == self.branch else self.branches[branch].head
-
-    def sample_range(self, branch: int) -> tuple[int, int]:
-        """Indexes into ``samples`` of the turns added while ``branch`` was current."""
-        stop = (
-            self.branches[branch + 1].first_sample
-            if branch + 1 < len(self.branches)
-            else len(self.samples)
-        )
-        return self.branches[branch].first_sample, stop
-
-    def branch_samples(self, branch: int | None) -> Iterator[tuple[int, int]]:
-        """``(branch it was added on, position)`` of the turns valid on ``branch`` (all if None).
-
-        A branch shares its parent's samples that lie before its fork position (recursively up
-        to the root) and adds those of the turns that entered while it was current.
-        """
-        if branch is None:
-            for each in range(len(self.branches)):
-                lo, hi = self.sample_range(each)
-                for index in range(lo, hi):
-                    yield each, self.samples[index]
-            return
-        segments = []
-        limit: int | None = None
-        current: int | None = branch
-        while current is not None:
-            lo, hi = self.sample_range(current)
-            if limit is not None:
-                hi = bisect.bisect_left(self.samples, limit, lo, hi)
-            segments.append((current, lo, hi))
-            record = self.branches[current]
-            if record.fork_index is not None:
-                limit = record.fork_index if limit is None else min(limit, record.fork_index)
-            current = record.parent
-        for owner, lo, hi in reversed(segments):
-            for index in range(lo, hi):
-                yield owner, self.samples[index]
-
-
-def _cause(removed: int, added: int) -> str:
-    if removed == 0:
-        return "insert"
-    if added == 0:
-        return "delete"
-    if added == removed:
-        return "edit"
-    return "squash" if added == 1 else "splice"
-
-
-# --- read-only values handed out --------------------------------------------------------------
-
-
-class MessageView(Mapping[str, Any]):
-    """One message, read like a dict; writes go to the graph as new nodes, or are refused.
-
-    Keys are the fields that are set (as in ``MessageNode.to_dict``); values are the node's own
-    immutable values (tuples, frozen maps), so a nested change cannot slip past the recording.
-    A view from ``MessageGraph[i]`` is *bound*: ``view[key] = value`` records an edit of position
-    ``i``, and keeps working on the node it created. It refuses (``StaleViewError``) if position
-    ``i`` no longer holds the node it was read from. Views from snapshots are read-only.
-    """
-
-    __slots__ = ("_graph", "_index", "_node", "_node_id")
-
-    def __init__(
-        self,
-        node: MessageNode,
-        *,
-        graph: MessageGraph | None = None,
-        index: int | None = None,
-        node_id: int | None = None,
-    ) -> None:
-        self._node = node
-        self._graph = graph
-        self._index = index
-        self._node_id = node_id
-
-    @property
-    def node(self) -> MessageNode:
-        return self._node
-
-    @property
-    def node_id(self) -> int | None:
-        return self._node_id
-
-    @property
-    def index(self) -> int | None:
-        return self._index
-
-    @property
-    def writable(self) -> bool:
-        return self._graph is not None
-
-    def __getitem__(self, key: str) -> Any:
-        if key in _FIELD_SET and self._node.is_set(key):
-            return getattr(self._node, key)
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return (key for key in FIELDS if self._node.is_set(key))
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, MessageView):
-            return self._node == other._node
-        if isinstance(other, MessageNode):
-            return self._node == other
-        if isinstance(other, Mapping):
-            try:
-                return self._node == MessageNode.from_dict(other)
-            except MessageFormatError:
-                return False
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # dict-like: equal to dicts, so not hashable
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._write({key: value})
-
-    def __delitem__(self, key: str) -> None:
-        if key not in self:
-            raise KeyError(key)
-        self._write({}, drop=key)
-
-    def update(
-        self, other: Mapping[str, Any] | Iterable[tuple[str, Any]] = (), /, **kw: Any
-    ) -> None:
-        """Change several fields as one recorded edit (one new node, not one per field)."""
-        self._write({**dict(other), **kw})
-
-    def to_dict(self) -> dict[str, Any]:
-        return self._node.to_dict()
-
-    copy = to_dict
-
-    def __repr__(self) -> str:
-        return repr(self.to_dict())
-
-    def _write(self, changes: dict[str, Any], drop: str | None = None) -> None:
-        if self._graph is None:
-            raise ImmutableSnapshotError(
-                "this message is part of a snapshot (what a model saw) and never changes; "
-                "edit the MessageGraph instead, e.g. graph[i]['content'] = ..."
-            )
-        data = self._node.to_dict()
-        data.update(changes)
-        if drop is not None:
-            del data[drop]
-        node = MessageNode.from_dict(data)
-        assert self._index is not None and self._node_id is not None
-        self._node_id = self._graph._replace_from_view(self._index, self._node_id, node)
-        self._node = node
-
-
-class Snapshot(Sequence[MessageView]):
-    """The messages of one moment, exactly as a model saw them: O(1) to take, never changes.
-
-    Indexing gives read-only ``MessageView``s; contiguous slices are snapshots too (O(1)).
-    Equality follows the graph's (role and content, as in the original design); the hash agrees
-    with it and is computed once.
-    """
-
-    __slots__ = ("_digest", "_hash", "_ids", "_nodes", "_start", "_stop")
-
-    def __init__(self, ids: PVector, nodes: PVector, start: int = 0, stop: int | None = None):
-        self._ids = ids
-        self._nodes = nodes
-        self._start = start
-        self._stop = len(ids) if stop is None else stop
-        self._hash: int | None = None
-        self._digest: str | None = None
-
-    def __len__(self) -> int:
-        return self._stop - self._start
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step == 1:
-                return Snapshot(
-                    self._ids, self._nodes, self._start + start, self._start + max(start, stop)
-                )
-            picked = [self._ids[self._start + i] for i in range(start, stop, step)]
-            return Snapshot(pvector(picked), self._nodes)
-        position = _position(index, len(self))
-        node_id = self._ids[self._start + position]
-        return MessageView(self._nodes[node_id], node_id=node_id)
-
-    def __setitem__(self, index: Any, value: Any = None) -> None:
-        raise ImmutableSnapshotError(
-            "a snapshot is what a model saw and never changes; edit the MessageGraph instead"
-        )
-
-    __delitem__ = __setitem__
-
-    def _iter_ids(self) -> Iterator[int]:
-        if (self._stop - self._start) * 4 < len(self._ids):  # a small window of a big vector
-            return (self._ids[i] for i in range(self._start, self._stop))
-        return itertools.islice(self._ids, self._start, self._stop)
-
-    def node_ids(self) -> tuple[int, ...]:
-        """The node ids in order: consecutive pairs are the sequential edges of this moment."""
-        return tuple(self._iter_ids())
-
-    def nodes(self) -> tuple[MessageNode, ...]:
-        return tuple(self._nodes[node_id] for node_id in self.node_ids())
-
-    def node(self, index: int) -> MessageNode:
-        return self._nodes[self._ids[self._start + _position(index, len(self))]]
-
-    def __iter__(self) -> Iterator[MessageView]:
-        for node_id in self._iter_ids():
-            yield MessageView(self._nodes[node_id], node_id=node_id)
-
-    def to_dicts(self) -> list[dict[str, Any]]:
-        return [node.to_dict() for node in self.nodes()]
-
-    def to_openai(self) -> list[dict[str, Any]]:
-        return formats.to_openai(self.nodes())
-
-    def to_anthropic(self) -> tuple[str, list[dict[str, Any]]]:
-        return formats.to_anthropic(self.nodes())
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            isinstance(other, Snapshot)
-            and other._ids is self._ids
-            and (other._start, other._stop) == (self._start, self._stop)
-        ):
-            return True
-        return _same_turns(self.nodes(), other)
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash(tuple((node.role, node.content) for node in self.nodes()))
-        return self._hash
-
-    def digest(self) -> str:
-        """SHA-256 of every field of every message: the same in every process (unlike ``hash``),
-        so storage can name "exactly what the model saw" and find it again."""
-        if self._digest is None:
-            canonical = json.dumps(
-                [node.model_dump(mode="json") for node in self.nodes()],
-                sort_keys=True,
-                separators=(",", ":"),
-                ensure_ascii=False,
-            )
-            self._digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-        return self._digest
-
-    def __repr__(self) -> str:
-        return f"Snapshot({_preview(self.nodes())})"
-
-
-@dataclass(frozen=True, slots=True)
-class Branch:
-    """One line of the conversation's history. ``fork_index``: where it left its parent."""
-
-    id: int
-    parent: int | None
-    fork_index: int | None
-    cause: str | None
-    head: Snapshot
-    current: bool
-
-
-@dataclass(frozen=True, slots=True)
-class TrainingSample:
-    """An assistant turn and the exact context it was generated from."""
-
-    branch: int
-    position: int
-    context: Snapshot
-    turn: MessageNode
-
-    def to_openai(self) -> dict[str, Any]:
-        """OpenAI fine-tuning chat form: ``{"messages": [...context..., turn]}``."""
-        return {"messages": [*self.context.to_openai(), formats.node_to_openai(self.turn)]}
-
+from conversation.graph.node import MessageNode
+from conversation.graph.state import GraphState
+from conversation.graph.views import (
+    Branch,
+    MessageInput,
+    MessageView,
+    Snapshot,
+    StaleViewError,
+    TrainingSample,
+    as_node,
+    list_position,
+    preview,
+    same_turns,
+)
 
 # --- the facade -------------------------------------------------------------------------------
 
@@ -514,7 +90,7 @@ class MessageGraph(MutableSequence[MessageView]):
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        position = _position(index, len(self))
+        position = list_position(index, len(self))
         node_id = self._state.head[position]
         return MessageView(self._state.nodes[node_id], graph=self, index=position, node_id=node_id)
 
@@ -523,14 +99,14 @@ class MessageGraph(MutableSequence[MessageView]):
             start, stop = self._span(index)
             self._splice(start, stop, tuple(as_node(message) for message in value))
         else:
-            position = _position(index, len(self))
+            position = list_position(index, len(self))
             self._splice(position, position + 1, (as_node(value),))
 
     def __delitem__(self, index: int | slice) -> None:
         if isinstance(index, slice):
             start, stop = self._span(index)
         else:
-            start = _position(index, len(self))
+            start = list_position(index, len(self))
             stop = start + 1
         self._splice(start, stop, ())
 
@@ -554,7 +130,7 @@ class MessageGraph(MutableSequence[MessageView]):
 
     def pop(self, index: int = -1) -> MessageView:
         """Remove a message (recorded) and return it as a read-only view."""
-        position = _position(index, len(self))
+        position = list_position(index, len(self))
         node_id = self._state.head[position]
         removed = MessageView(self._state.nodes[node_id], node_id=node_id)
         self._splice(position, position + 1, ())
@@ -571,12 +147,12 @@ class MessageGraph(MutableSequence[MessageView]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MessageGraph) and other._state.head is self._state.head:
             return True
-        return _same_turns(self.snapshot().nodes(), other)
+        return same_turns(self.snapshot().nodes(), other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __repr__(self) -> str:
-        return f"MessageGraph({_preview(self.snapshot().nodes())}, branch={self.branch})"
+        return f"MessageGraph({preview(self.snapshot().nodes())}, branch={self.branch})"
 
     # --- graph --------------------------------------------------------------------------------
 
@@ -613,7 +189,7 @@ class MessageGraph(MutableSequence[MessageView]):
         ]
 
     def node_id(self, index: int) -> int:
-        return self._state.head[_position(index, len(self))]
+        return self._state.head[list_position(index, len(self))]
 
     def node(self, node_id: int) -> MessageNode:
         """Any node ever added, by id (ids are creation order)."""
@@ -717,45 +293,3 @@ class MessageGraph(MutableSequence[MessageView]):
             )
         self._splice(index, index + 1, (node,))
         return self._state.head[index]
-
-
-def _position(index: int, size: int) -> int:
-    index = operator.index(index)
-    position = index + size if index < 0 else index
-    if not 0 <= position < size:
-        raise IndexError(f"message index {index} out of range for {size} messages")
-    return position
-
-
-def _turn_of(item: object) -> tuple[str, str] | None:
-    if isinstance(item, MessageNode):
-        return item.role, item.content
-    if isinstance(item, Mapping):
-        role, content = item.get("role"), item.get("content")
-        if isinstance(role, str) and isinstance(content, str):
-            return role, content
-    return None
-
-
-def _same_turns(nodes: Sequence[MessageNode], other: object) -> bool:
-    if isinstance(other, MessageGraph | Snapshot):
-        other_nodes: Sequence[Any] = (
-            other.snapshot().nodes() if isinstance(other, MessageGraph) else other.nodes()
-        )
-    elif isinstance(other, Sequence) and not isinstance(other, str | bytes):
-        other_nodes = other
-    else:
-        return NotImplemented  # type: ignore[return-value]
-    if len(nodes) != len(other_nodes):
-        return False
-    return all(
-        (node.role, node.content) == _turn_of(item)
-        for node, item in zip(nodes, other_nodes, strict=True)
-    )
-
-
-def _preview(nodes: Sequence[MessageNode], limit: int = 20) -> str:
-    if len(nodes) <= limit:
-        return repr([node.to_dict() for node in nodes])
-    shown = ", ".join(repr(node.to_dict()) for node in nodes[:3])
-    return f"[{shown}, ... {len(nodes) - 3} more]"

@@ -1,13 +1,20 @@
 """Which earlier messages a trigger is about, and whether a message continues the bot's talk.
 
 Modules: ``builder`` (the tik/tok walk: reply references followed one level a step, history
-explored under time sealing, ``min_linear`` and ``max_total`` kept), ``result`` (what the
-builder returns: the selected messages and why each is there), ``relevance`` (the learned score
-every candidate is weighed by, read from ``relevance_weights.json``), ``reach`` (how far a
-candidate reaches into the conversation by its links), ``addressing`` (names written at the start
-of a message read as addresses), ``message_links`` (a pasted Discord message link joins the
-context like a reply), ``follow`` (answering follow-ups without a mention, from
-``follow_weights.json``).
+explored under time sealing, ``min_linear`` and ``max_total`` kept), ``exploration`` (the state of
+a build by the participation rules), ``scoring`` (the candidates of a scored build and the reasons
+told from their scores), ``result`` (what the builder returns: the selected messages and why each
+is there).
+
+The learned score: ``relevance`` (``RelevanceModel``: which candidates enter and which the trigger
+likely answers), ``clues`` (what the score reads of a message), ``features`` (what it weighs, and
+the words of an explanation), ``reach`` (how far a candidate reaches into the conversation by its
+links), ``stages`` (the fitted logistic and tree models, evaluated in pure Python), ``weights``
+(``relevance_weights.json`` read and checked).
+
+Links between messages: ``addressing`` (names written at the start of a message read as
+addresses), ``message_links`` (a pasted Discord message link joins the context like a reply).
+Following: ``follow`` (answering follow-ups without a mention, from ``follow_weights.json``).
 
 May import ``conversation.common`` and ``conversation.sources``. A change goes here when the
 context should hold other messages; the weights files are written by ``lab/`` (see its README).

@@ -30,15 +30,19 @@ With ``learned_relevance`` (the default) those participation rules no longer dec
 proposes candidates and a score learned from public IRC logs (``conversation.selection.relevance``)
 decides which enter and in what order, so every candidate no longer counts the same. Links to
 Discord messages in the trigger come in first, like references, in both modes.
+
+The state of a build by the rules is in ``conversation.selection.exploration``, the candidates and
+reasons of a scored build in ``conversation.selection.scoring``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from conversation.common.settings import ContextSettings
 from conversation.selection.addressing import written_addressee
+from conversation.selection.clues import Clue, clue_of
+from conversation.selection.exploration import Candidate, Exploration
 from conversation.selection.message_links import (
     LinkOutcome,
     LinkResolver,
@@ -46,8 +50,10 @@ from conversation.selection.message_links import (
     guild_id_of,
     message_links,
 )
-from conversation.selection.relevance import Clue, RelevanceModel, Scored, clue_of, load_model
+from conversation.selection.relevance import RelevanceModel
 from conversation.selection.result import ContextSelection, Reason, ReasonKind
+from conversation.selection.scoring import CandidatePool, Scoring, show_replies_among
+from conversation.selection.weights import load_model
 from conversation.sources.cache import UNKNOWN
 from conversation.sources.reader import ChannelReader, WorkEntry
 from conversation.sources.source import MessageLike, created_ms, is_conversational, reference_id
@@ -55,84 +61,6 @@ from conversation.sources.source import MessageLike, created_ms, is_conversation
 _CLUE_CACHE_SIZE = 4096
 # Neighbours read on each side of a replied-to message the walk did not reach.
 PARENT_NEIGHBOURS = 10
-
-# Lower sorts first when a step has more candidates than room left.
-_PRIORITY: dict[ReasonKind, int] = {
-    "link": 0,
-    "reference": 0,
-    "mention": 1,
-    "reply": 2,
-    "author": 3,
-    "temporal": 4,
-    "linear": 5,
-}
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    message: MessageLike
-    reason: Reason
-
-    def order(self, trigger_id: int) -> tuple[bool, int, int]:
-        """The trigger's own links first, then by reason, then the newest first."""
-        return (self.reason.via != trigger_id, _PRIORITY[self.reason.kind], -self.message.id)
-
-
-@dataclass
-class _Exploration:
-    """The state of one build: what is selected, who takes part, what is left to explore."""
-
-    trigger: MessageLike
-    max_total: int
-    selected: dict[int, MessageLike] = field(default_factory=dict)
-    reasons: dict[int, list[Reason]] = field(default_factory=dict)
-    participants: set[int] = field(default_factory=set)
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def full(self) -> bool:
-        return len(self.selected) >= self.max_total
-
-    def knows(self, message_id: int) -> bool:
-        return message_id == self.trigger.id or message_id in self.selected
-
-    def note(self, message_id: int, reason: Reason) -> None:
-        if message_id in self.reasons and reason not in self.reasons[message_id]:
-            self.reasons[message_id].append(reason)
-
-    def take(self, candidates: list[_Candidate]) -> list[MessageLike]:
-        """Add candidates in their fixed order until the cap; returns what was new."""
-        added: list[MessageLike] = []
-        for candidate in sorted(candidates, key=lambda c: c.order(self.trigger.id)):
-            message = candidate.message
-            if self.knows(message.id):
-                self.note(message.id, candidate.reason)
-                continue
-            if self.full:
-                break
-            self.selected[message.id] = message
-            self.reasons[message.id] = [candidate.reason]
-            added.append(message)
-            if candidate.reason.kind in ("reference", "mention", "reply"):
-                self.join(message)
-        return added
-
-    def join(self, message: MessageLike) -> None:
-        """Its author and whoever it mentions now take part in the conversation."""
-        self.participants.add(message.author.id)
-        self.participants.update(user.id for user in message.mentions)
-
-    def involves_participant(self, message: MessageLike) -> bool:
-        """Whether a message belongs to this conversation, judged by who speaks to whom.
-
-        A participant's message counts unless it is addressed only to outsiders (then it is
-        that person's other conversation); an outsider's message counts when it addresses a
-        participant (someone joining in).
-        """
-        addressed = [user.id for user in message.mentions]
-        if message.author.id in self.participants:
-            return not addressed or any(user in self.participants for user in addressed)
-        return any(user in self.participants for user in addressed)
 
 
 def _restricted(problems: list[str], trigger: MessageLike, note: str) -> list[str]:
@@ -258,7 +186,7 @@ class ContextBuilder:
         problems: list[str] = []
         limit = min(self.settings.min_linear, max_total)
         recent = await reader.recent(trigger, limit, keep=is_conversational)
-        candidates = _Candidates()
+        candidates = CandidatePool()
         await self._walk_back_to_silence(trigger, reader, candidates)
         candidates.add_recent(recent, sealed_off=self._sealed_off(trigger, recent))
         await self._follow_reply_chain(trigger, reader, candidates, max_total, problems)
@@ -266,7 +194,7 @@ class ContextBuilder:
         self._add_free_parents(trigger, reader, candidates)
         scored = self._score(trigger, candidates, model, keep={m.id for m in recent})
         reasons = self._choose(trigger, recent, scored, max_total)
-        _show_replies_among(reasons, candidates.by_id)
+        show_replies_among(reasons, candidates.by_id)
         for error in reader.errors:
             if error.user_message not in problems:
                 problems.append(error.user_message)
@@ -278,7 +206,7 @@ class ContextBuilder:
         )
 
     async def _walk_back_to_silence(
-        self, trigger: MessageLike, reader: ChannelReader, candidates: _Candidates
+        self, trigger: MessageLike, reader: ChannelReader, candidates: CandidatePool
     ) -> None:
         """Step 1: the history before the trigger, newest first, up to the first silence.
 
@@ -324,7 +252,7 @@ class ContextBuilder:
         self,
         trigger: MessageLike,
         reader: ChannelReader,
-        candidates: _Candidates,
+        candidates: CandidatePool,
         max_total: int,
         problems: list[str],
     ) -> None:
@@ -351,7 +279,7 @@ class ContextBuilder:
             child = parent
 
     async def _add_parent_neighbourhood(
-        self, trigger: MessageLike, reader: ChannelReader, candidates: _Candidates
+        self, trigger: MessageLike, reader: ChannelReader, candidates: CandidatePool
     ) -> None:
         """Step 3: the replied-to message's own neighbourhood, when the walk did not reach it
         (a reply across a silence): the page read around it already holds these neighbours."""
@@ -371,7 +299,7 @@ class ContextBuilder:
                     candidates.add(found)
 
     def _add_free_parents(
-        self, trigger: MessageLike, reader: ChannelReader, candidates: _Candidates
+        self, trigger: MessageLike, reader: ChannelReader, candidates: CandidatePool
     ) -> None:
         """Step 4: what the candidates reply to, when it costs nothing (the payload carries it
         or the cache holds it): a thread starter's question in the parent channel, an old
@@ -389,10 +317,10 @@ class ContextBuilder:
     def _score(
         self,
         trigger: MessageLike,
-        candidates: _Candidates,
+        candidates: CandidatePool,
         model: RelevanceModel,
         keep: set[int],
-    ) -> _Scoring:
+    ) -> Scoring:
         """Step 5: every candidate scored against the trigger and its reply thread (``keep``:
         those looked at twice whatever their first look, the recent ones, whose reasons are
         told)."""
@@ -408,7 +336,7 @@ class ContextBuilder:
         named = written_addressee(trigger_clue, clues)
         if named is not None:
             trigger_clue = replace(trigger_clue, mentions=frozenset({named}))
-        return _Scoring(
+        return Scoring(
             trigger=trigger,
             trigger_clue=trigger_clue,
             model=model,
@@ -419,7 +347,7 @@ class ContextBuilder:
         )
 
     def _choose(
-        self, trigger: MessageLike, recent: list[MessageLike], scored: _Scoring, max_total: int
+        self, trigger: MessageLike, recent: list[MessageLike], scored: Scoring, max_total: int
     ) -> dict[int, list[Reason]]:
         """Step 6: what enters, and why: the recent messages, the message replied to, the best
         few whatever the threshold (unless plainly elsewhere), then the rest that reach it."""
@@ -482,13 +410,13 @@ class ContextBuilder:
         self, trigger: MessageLike, reader: ChannelReader, max_total: int
     ) -> ContextSelection:
         settings = self.settings
-        state = _Exploration(trigger=trigger, max_total=max_total)
+        state = Exploration(trigger=trigger, max_total=max_total)
         state.join(trigger)
 
         recent = await reader.recent(
             trigger, min(settings.min_linear, max_total), keep=is_conversational
         )
-        state.take([_Candidate(m, Reason(kind="linear")) for m in recent])
+        state.take([Candidate(m, Reason(kind="linear")) for m in recent])
         # A small group talking together is one conversation even without mentions or replies.
         speakers = {
             m.author.id for m in recent if created_ms(trigger) - created_ms(m) <= self.threshold_ms
@@ -541,9 +469,9 @@ class ContextBuilder:
     # ------------------------------------------------------------------ TIK
 
     async def _tik(
-        self, frontier: list[MessageLike], state: _Exploration, reader: ChannelReader
-    ) -> list[_Candidate]:
-        candidates: list[_Candidate] = []
+        self, frontier: list[MessageLike], state: Exploration, reader: ChannelReader
+    ) -> list[Candidate]:
+        candidates: list[Candidate] = []
         for message in frontier:
             referenced = reference_id(message)
             if referenced is not None and referenced < state.trigger.id:
@@ -560,7 +488,7 @@ class ContextBuilder:
                         )
                     )
                     if parent is not None:
-                        candidates.append(_Candidate(parent, reason))
+                        candidates.append(Candidate(parent, reason))
                     else:
                         state.problems.append(
                             f"message {message.id} replies to {referenced}, which is gone"
@@ -573,7 +501,7 @@ class ContextBuilder:
                     answered = await self._latest_by(user.id, message, reader)
                     if answered is not None:
                         reason = Reason(kind="mention", via=message.id)
-                        candidates.append(_Candidate(answered, reason))
+                        candidates.append(Candidate(answered, reason))
         return candidates
 
     @staticmethod
@@ -611,9 +539,9 @@ class ContextBuilder:
     # ------------------------------------------------------------------ TOK
 
     async def _tok(
-        self, frontier: list[MessageLike], state: _Exploration, reader: ChannelReader
-    ) -> list[_Candidate]:
-        candidates: list[_Candidate] = []
+        self, frontier: list[MessageLike], state: Exploration, reader: ChannelReader
+    ) -> list[Candidate]:
+        candidates: list[Candidate] = []
         here = reader.source.channel_id
         for message in frontier:
             if getattr(getattr(message, "channel", None), "id", here) != here:
@@ -628,11 +556,11 @@ class ContextBuilder:
                 kind: ReasonKind = "author" if same_author else "temporal"
                 if direction == "after" and reference_id(neighbour) == message.id:
                     kind = "reply"
-                candidates.append(_Candidate(neighbour, Reason(kind=kind, via=message.id)))
+                candidates.append(Candidate(neighbour, Reason(kind=kind, via=message.id)))
         return candidates
 
     async def _neighbour(
-        self, message: MessageLike, direction: str, state: _Exploration, reader: ChannelReader
+        self, message: MessageLike, direction: str, state: Exploration, reader: ChannelReader
     ) -> MessageLike | None:
         """The nearest message in ``direction`` that takes part, or None once sealed.
 
@@ -658,91 +586,3 @@ class ContextBuilder:
                 return None if state.knows(found.id) else found
             current = found
         return None
-
-
-@dataclass
-class _Candidates:
-    """What the scored build may choose from, gathered step by step, each message once."""
-
-    messages: list[MessageLike] = field(default_factory=list)
-    by_id: dict[int, MessageLike] = field(default_factory=dict)
-    walked: set[int] = field(default_factory=set)  # reached walking back from the trigger
-    chain: dict[int, int] = field(default_factory=dict)  # parent id -> the message replying
-    sealed_off: set[int] = field(default_factory=set)  # recent, but past a silence
-
-    def add(self, message: MessageLike) -> None:
-        if message.id not in self.by_id:
-            self.messages.append(message)
-            self.by_id[message.id] = message
-
-    def add_walked(self, messages: list[MessageLike]) -> None:
-        """Messages reached walking back from the trigger (a run of the cache at once)."""
-        for message in messages:
-            self.add(message)
-            self.walked.add(message.id)
-
-    def add_recent(self, recent: list[MessageLike], *, sealed_off: set[int]) -> None:
-        """The recent messages are candidates too (scored like the rest, always in)."""
-        for message in recent:
-            self.add(message)
-        self.sealed_off = sealed_off
-
-
-# The evidence of a message in as what the trigger likely answers (``likely_answered``).
-LIKELY_ANSWERED = "likely what the trigger answers"
-
-
-@dataclass(frozen=True)
-class _Scoring:
-    """Every candidate's score, and the reasons told from them for the messages that enter."""
-
-    trigger: MessageLike
-    trigger_clue: Clue
-    model: RelevanceModel
-    chain: dict[int, int]
-    threshold: float
-    results: dict[int, Scored]
-    clues: dict[int, Clue]
-
-    def ranked(self) -> Iterator[tuple[int, float]]:
-        """Ids and scores, best first; on a tie, the newest first (pairs compared in C: a key
-        function costs more than the rest of the choice)."""
-        best_first = sorted(((result.score, i) for i, result in self.results.items()), reverse=True)
-        return ((message_id, score) for score, message_id in best_first)
-
-    def reason(
-        self, message_id: int, kind: ReasonKind | None = None, *, answered: bool = False
-    ) -> Reason:
-        """Why a candidate is in; its evidence is worked out only here (it walks every tree).
-        ``answered``: in as what the trigger likely answers, which comes first."""
-        result = self.results[message_id]
-        evidence = self.model.evidence(result)
-        if answered:
-            evidence = (LIKELY_ANSWERED, *evidence[:2])
-        return Reason(
-            kind=kind or _kind(self.clues[message_id], self.trigger_clue, self.chain),
-            via=None if kind == "linear" else self.chain.get(message_id, self.trigger.id),
-            score=round(result.score, 3),
-            evidence=evidence,
-        )
-
-
-def _kind(clue: Clue, trigger: Clue, chain: dict[int, int]) -> ReasonKind:
-    """The structural link a scored message has to the trigger, for explanations."""
-    if clue.id in chain:
-        return "reference"
-    if clue.author in trigger.mentions:
-        return "mention"
-    if clue.author == trigger.author:
-        return "author"
-    return "temporal"
-
-
-def _show_replies_among(reasons: dict[int, list[Reason]], by_id: dict[int, MessageLike]) -> None:
-    """Step 7: the replies among the selected messages, so explanations show the threads."""
-    for message_id in list(reasons):
-        replied = reference_id(by_id[message_id])
-        if replied in reasons and not any(
-            r.kind == "reference" and r.via == message_id for r in reasons[replied]
-        ):
-            reasons[replied].append(Reason(kind="reference", via=message_id))

@@ -34,16 +34,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from conversation.selection.addressing import with_written_addresses, written_addressee
-from conversation.selection.relevance import (
-    SECOND_FEATURES,
+from conversation.selection.clues import Clue
+from conversation.selection.features import SECOND_FEATURES, _similarity, word_weights
+from conversation.selection.relevance import RelevanceModel
+from conversation.selection.stages import LogisticStage, TreeStage
+from conversation.selection.weights import (
     WEIGHTS_FILE,
-    Clue,
-    LogisticStage,
-    RelevanceModel,
-    TreeStage,
     WeightsError,
-    _idf,
-    _similarity,
     load_model,
     read_weights,
     stages_fault,
@@ -271,7 +268,7 @@ def follow_row(
     others_called_bot = any(
         bot_id in _addressed(c, author_of) for c in since if c.author != candidate.author
     )
-    idf = _idf([candidate, *candidates])
+    idf = word_weights([candidate, *candidates])
     answers = [0.0] * 5
     if parent is not None:
         likely = [parent.score(s.row)[0] for s in scored]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from conversation.replay.gold import load_gold
-from conversation.selection.relevance import load_model
+from conversation.selection.weights import load_model
 from tests.lab.test_context_ceiling import ROOT, _labelled_channel
 
 

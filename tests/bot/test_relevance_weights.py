@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conversation.selection.relevance import (
+from conversation.selection.weights import (
     MAX_TREE_DEPTH,
     WEIGHTS_FILE,
     WeightsError,

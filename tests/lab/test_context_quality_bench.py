@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conversation.selection.relevance import WEIGHTS_FILE as WEIGHTS
+from conversation.selection.weights import WEIGHTS_FILE as WEIGHTS
 from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[2]

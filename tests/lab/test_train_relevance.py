@@ -18,7 +18,8 @@ import pytest
 
 from conversation.replay.dce import parse_export
 from conversation.replay.log_source import LogSource
-from conversation.selection.relevance import clue_of, load_model_from
+from conversation.selection.clues import clue_of
+from conversation.selection.weights import load_model_from
 from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[2]

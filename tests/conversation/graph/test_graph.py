@@ -11,14 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conversation.graph.formats import to_openai
-from conversation.graph.message_graph import (
-    ImmutableSnapshotError,
-    MessageGraph,
-    MessageView,
-    Snapshot,
-    StaleViewError,
-)
+from conversation.graph.message_graph import MessageGraph
 from conversation.graph.node import MessageFormatError, MessageNode
+from conversation.graph.views import ImmutableSnapshotError, MessageView, Snapshot, StaleViewError
 
 
 def sys_(text: str = "You are helpful.") -> dict[str, Any]:

@@ -18,15 +18,10 @@ from conversation.selection.addressing import (
     with_written_addresses,
 )
 from conversation.selection.builder import ContextBuilder
-from conversation.selection.relevance import (
-    FEATURES,
-    Clue,
-    clue_of,
-    load_model,
-    with_addresses,
-    words_of,
-)
+from conversation.selection.clues import Clue, clue_of, words_of
+from conversation.selection.features import FEATURES, with_addresses
 from conversation.selection.result import ContextSelection
+from conversation.selection.weights import load_model
 from conversation.sources.cache import ChannelCache
 from conversation.sources.reader import ChannelReader
 from tests.fakes.synthetic import busy_channel

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conversation.selection.addressing import name_keys, opening_of
+from conversation.selection.clues import Clue, words_of
 from conversation.selection.follow import (
     FOLLOW_WEIGHTS_FILE,
     decide,
@@ -21,7 +22,7 @@ from conversation.selection.follow import (
     load_follow_model_from,
     relevance_fingerprint,
 )
-from conversation.selection.relevance import Clue, WeightsError, words_of
+from conversation.selection.weights import WeightsError
 from tests.fakes.code_copy import code_copy_with
 from tests.fakes.harness import EXAMPLE, ROOT
 

@@ -10,18 +10,12 @@ import pytest
 from conversation.common.settings import ContextSettings
 from conversation.replay.dce import parse_export
 from conversation.replay.log_source import LogSource
-from conversation.selection.builder import LIKELY_ANSWERED, ContextBuilder
-from conversation.selection.relevance import (
-    ANSWER_SCORE,
-    SECOND_FEATURES,
-    RelevanceModel,
-    Scored,
-    Tree,
-    TreeStage,
-    WeightsError,
-    load_model,
-    load_model_from,
-)
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.features import ANSWER_SCORE, SECOND_FEATURES
+from conversation.selection.relevance import RelevanceModel, Scored
+from conversation.selection.scoring import LIKELY_ANSWERED
+from conversation.selection.stages import Tree, TreeStage
+from conversation.selection.weights import WeightsError, load_model, load_model_from
 from conversation.sources.cache import ChannelCache
 from conversation.sources.reader import ChannelReader
 from tests.fakes.synthetic import busy_channel

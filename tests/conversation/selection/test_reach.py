@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from conversation.selection.clues import Clue, words_of
 from conversation.selection.reach import REACH_FEATURES, reach_rows
-from conversation.selection.relevance import Clue, words_of
 
 MINUTE = 60_000
 ASKER, HELPER, OTHER = 1, 2, 3

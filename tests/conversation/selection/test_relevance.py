@@ -11,15 +11,10 @@ from conversation.common.settings import ContextSettings
 from conversation.replay.dce import parse_export
 from conversation.replay.log_source import LogSource
 from conversation.selection.builder import ContextBuilder
-from conversation.selection.relevance import (
-    FEATURES,
-    SECOND_FEATURES,
-    THIRD_FEATURES,
-    Clue,
-    load_model,
-    words_of,
-)
-from conversation.selection.relevance import clue_of as clue_of_message
+from conversation.selection.clues import Clue, words_of
+from conversation.selection.clues import clue_of as clue_of_message
+from conversation.selection.features import FEATURES, SECOND_FEATURES, THIRD_FEATURES
+from conversation.selection.weights import load_model
 from conversation.sources.cache import ChannelCache
 from conversation.sources.reader import ChannelReader
 from tests.conversation.replay.test_replay_tools import EXAMPLE, run_cli
@@ -240,7 +235,7 @@ async def test_the_whole_reply_chain_is_in_however_strict_the_threshold():
 def test_a_third_look_decides_with_the_conversation_the_second_found():
     """With a third look, the rows grow by the relative and reach features a second time, and
     the third look's trees give the score."""
-    from conversation.selection.relevance import Tree, TreeStage
+    from conversation.selection.stages import Tree, TreeStage
 
     model = load_model()
     extra = len(THIRD_FEATURES) - len(SECOND_FEATURES)

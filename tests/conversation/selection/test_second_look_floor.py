@@ -11,18 +11,13 @@ import pytest
 from conversation.common.settings import ContextSettings
 from conversation.replay.dce import parse_export
 from conversation.replay.log_source import LogSource
+from conversation.selection.addressing import with_written_addresses
 from conversation.selection.builder import ContextBuilder
+from conversation.selection.clues import clue_of
+from conversation.selection.features import relative_rows
 from conversation.selection.reach import reach_rows
-from conversation.selection.relevance import (
-    RelevanceModel,
-    Scored,
-    WeightsError,
-    clue_of,
-    load_model,
-    load_model_from,
-    relative_rows,
-    with_written_addresses,
-)
+from conversation.selection.relevance import RelevanceModel, Scored
+from conversation.selection.weights import WeightsError, load_model, load_model_from
 from conversation.sources.cache import ChannelCache
 from conversation.sources.reader import ChannelReader
 from tests.fakes.synthetic import busy_channel

@@ -1,0 +1,84 @@
+"""What the relevance score reads of a message: its words, its people, its links.
+
+A ``Clue`` is a small frozen view of one message, built once per message (``clue_of``) from a
+nextcord ``Message``, a replayed one or a training row alike, so that the features
+(``conversation.selection.features``) never touch a message object. Words are weighed later by
+how rare they are among the candidates; here they are only cut out of the text, stopwords and
+Discord markup dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from conversation.selection.addressing import (
+    name_keys,
+    opening_of,
+)
+from conversation.sources.source import MessageLike, created_ms, reference_id
+
+# Words too common in any English chat to say anything about the topic.
+_STOPWORD_TEXT = """the and for you your that this with have has had are was were but not can
+    cant don dont
+    just what when where which who why how all any its it's i'm im get got out now then than there
+    they them their our ours yes yeah yep nope okay too also use using used one some from about
+    would could should will want need know like think see try tried does did doing been being
+    here more much very well sure thanks thank please hello hey only into over his her she him
+    let lets maybe still way thing things something anyone someone there's that's what's"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*[a-z0-9+#]|[a-z0-9]")
+_MARKUP = re.compile(r"<[@#!&:a-z0-9_]*\d+>")
+
+
+@dataclass(frozen=True, slots=True)
+class Clue:
+    """What the score reads of one message."""
+
+    id: int
+    at_ms: int
+    author: int
+    mentions: frozenset[int]
+    reference: int | None
+    words: frozenset[str]
+    question: bool
+    size: int
+    # A name the message opens with as an address ("ben: ..."), and its author's names, as
+    # ``conversation.selection.addressing`` compares them: a written address counts as a mention.
+    opening: str | None = None
+    author_keys: frozenset[str] = frozenset()
+
+
+def words_of(content: str, names: Iterable[str] = ()) -> frozenset[str]:
+    """Content words: lowercased, markup and addressed names dropped (they are mentions)."""
+    text = _MARKUP.sub(" ", content.lower())
+    dropped = {name.lower() for name in names if name}
+    return frozenset(
+        word
+        for word in _WORD.findall(text)
+        if len(word) >= 3 and word not in _STOPWORDS and word not in dropped
+    )
+
+
+def author_keys(author: object) -> frozenset[str]:
+    """The keys of the names others may write for ``author``: username, server nickname, global
+    display name (whichever it has)."""
+    return name_keys(getattr(author, field, None) for field in ("name", "nick", "global_name"))
+
+
+def clue_of(message: MessageLike) -> Clue:
+    content = message.content or ""
+    mentions = list(message.mentions)
+    return Clue(
+        id=message.id,
+        at_ms=created_ms(message),
+        author=message.author.id,
+        mentions=frozenset(user.id for user in mentions),
+        reference=reference_id(message),
+        words=words_of(content, (getattr(user, "name", "") or "" for user in mentions)),
+        question="?" in content,
+        size=len(content.split()),
+        opening=opening_of(content),
+        author_keys=author_keys(message.author),
+    )
