@@ -160,18 +160,21 @@ def test_the_errors_module_is_a_leaf() -> None:
     assert import_graph()["bot.errors"] == set()
 
 
-def test_tests_never_import_bench() -> None:
-    """Shared test support lives under tests/ (bench imports it there), never the other way."""
+def test_tests_never_import_bench_or_lab() -> None:
+    """Shared test support lives under tests/ (bench and lab import it there), never the other
+    way: tests run the benchmarks and studies as commands."""
     tests = Path(__file__).resolve().parent
     offenders = [
         str(path.relative_to(ROOT))
         for path in sorted(tests.rglob("*.py"))
         if any(
-            t == "bench" or t.startswith("bench.")
+            t.split(".")[0] in ("bench", "lab")
             for t in _imported(ast.parse(path.read_text(encoding="utf-8")), "tests", False)
         )
     ]
-    assert not offenders, f"tests import bench (move the shared part to tests/fakes/): {offenders}"
+    assert not offenders, (
+        f"tests import bench or lab (move the shared part to tests/fakes/): {offenders}"
+    )
 
 
 def _layer(module: str) -> int | None:
@@ -190,13 +193,14 @@ def _layer(module: str) -> int | None:
 
 
 def test_every_module_is_in_a_layer() -> None:
-    """A new module at a package's top level (or a new package) must be placed in a layer first:
-    ``conversation`` itself is a layer only for its ``__init__``."""
+    """A new module at a package's top level (or a new package) must be placed in a layer first.
+    ``conversation`` is a layer for its ``__init__`` alone: a module beside it would belong to no
+    package."""
     homeless = [
         name
         for name in import_graph()
         if _layer(name) is None
-        or (name.count(".") == 1 and name.split(".")[0] == "conversation" and name not in LAYERS)
+        or (name.startswith("conversation.") and name.count(".") == 1 and name not in LAYERS)
     ]
     assert not homeless, f"modules outside every layer of LAYERS: {homeless}"
 
