@@ -146,7 +146,7 @@ def test_labelled_only_cuts_contexts_and_labels_at_the_first_annotated_message(t
     }
     (tmp_path / "half.json").write_text(json.dumps(export))
     (tmp_path / "half.gold.json").write_text(json.dumps({"messages": labels}))
-    (tmp_path / "fold.json").write_text((ROOT / "conversation" / WEIGHTS).read_text())
+    (tmp_path / "fold.json").write_text((ROOT / "conversation" / "selection" / WEIGHTS).read_text())
     manifest = tmp_path / "folds.json"
     manifest.write_text(
         # Ten recent messages always in: the first triggers reach back before the labels.
