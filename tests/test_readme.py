@@ -14,6 +14,7 @@ from bot.config.schema import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
 EXAMPLE_COMMAND = "$ .venv/bin/python -m bot replay --no-model examples/support-channel.json"
 
 
@@ -119,13 +120,16 @@ def test_ci_says_what_failed_again_at_the_end(tmp_path):
     ]
 
 
-def test_every_setting_the_readme_names_exists():
-    named = re.findall(r"`\[(\w+)\] (\w+)", README)
-    assert named, "the README names settings as `[section] key`"
-    for section, key in named:
-        assert section in Config.model_fields, f"README names [{section}], not a section"
-        model = Config.model_fields[section].annotation
-        assert key in model.model_fields, f"README names [{section}] {key}, not a setting"
+def test_every_setting_the_readme_and_docs_name_exists():
+    pages = {"README.md": README} | {
+        f"docs/{page.name}": page.read_text() for page in sorted(DOCS.glob("*.md"))
+    }
+    for name, text in pages.items():
+        for section, key in re.findall(r"`\[(\w+)\] (\w+)", text):
+            assert section in Config.model_fields, f"{name} names [{section}], not a section"
+            model = Config.model_fields[section].annotation
+            assert key in model.model_fields, f"{name} names [{section}] {key}, not a setting"
+    assert re.search(r"`\[(\w+)\] (\w+)", README), "the README names settings as `[section] key`"
 
 
 def test_ci_fails_when_pyenv_has_no_working_python_312(tmp_path):
@@ -148,7 +152,8 @@ def test_ci_fails_when_pyenv_has_no_working_python_312(tmp_path):
 
 
 def test_the_contexts_rows_keys_are_the_ones_it_prints():
-    row = next(line for line in README.splitlines() if line.startswith("| `python -m bot contexts"))
+    commands = (DOCS / "commands.md").read_text().splitlines()
+    row = next(line for line in commands if line.startswith("| `python -m bot contexts"))
     named = re.search(r"`\{(.*?)\}`", row)
     assert named, row
     result = subprocess.run(
@@ -161,13 +166,14 @@ def test_the_contexts_rows_keys_are_the_ones_it_prints():
 
 
 def test_the_tools_examples_stdio_servers_can_run_in_the_image():
-    """The image has Python and the bot only (no uv, no Node): each ``command`` of the README's
-    ``[[tools.mcp]]`` examples is ``python``, or a venv's python that a Dockerfile in the README
-    creates."""
+    """The image has Python and the bot only (no uv, no Node): each ``command`` of the tools
+    page's ``[[tools.mcp]]`` examples is ``python``, or a venv's python that a Dockerfile on that
+    page creates."""
     import tomllib
 
-    blocks = re.findall(r"```toml\n(.*?)```", README, re.S)
-    dockerfiles = "\n".join(re.findall(r"```dockerfile\n(.*?)```", README, re.S))
+    tools = (DOCS / "tools.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", tools, re.S)
+    dockerfiles = "\n".join(re.findall(r"```dockerfile\n(.*?)```", tools, re.S))
     venvs = set(re.findall(r"python -m venv (\S+)", dockerfiles))
     commands = [
         server["command"]

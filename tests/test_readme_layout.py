@@ -1,4 +1,4 @@
-"""README's "How it works" names files that exist, so the call chain it draws can be followed."""
+"""docs/how-it-works.md names files that exist, so the call chain it draws can be followed."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return text.split("## How it works", 1)[1].split("\n## ", 1)[0]
+    return (ROOT / "docs" / "how-it-works.md").read_text(encoding="utf-8")
 
 
 def test_every_file_named_in_how_it_works_exists() -> None:
@@ -24,4 +23,4 @@ def test_every_file_named_in_how_it_works_exists() -> None:
     ]
     bases = [ROOT, ROOT / "bot", ROOT / "conversation", *packages]
     missing = sorted(name for name in named if not any((base / name).exists() for base in bases))
-    assert not missing, f"README's How it works names files that are not there: {missing}"
+    assert not missing, f"docs/how-it-works.md names files that are not there: {missing}"

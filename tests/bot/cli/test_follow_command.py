@@ -11,7 +11,7 @@ from bot.cli.main import main
 from tests.fakes.harness import BOT_ID, EXAMPLE, ROOT, run_cli
 
 # The support channel, then the bot answers Chloé, she goes on without a mention, and Eli goes
-# on about lunch (the example of README's Following section).
+# on about lunch (the example of docs/following.md).
 FOLLOW_LOG = ROOT / "tests" / "logs" / "follow_up.json"
 
 
@@ -79,8 +79,8 @@ def test_an_unknown_bot_id_is_one_line():
     assert "Traceback" not in done.stderr
 
 
-def test_the_readme_follow_example_is_the_commands_output(capsys):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_follow_example_is_the_commands_output(capsys):
+    readme = (ROOT / "docs" / "following.md").read_text(encoding="utf-8")
     command = "$ python -m bot follow tests/logs/follow_up.json --bot-id 1300000000000000100"
     shown = readme[readme.index(command) : readme.index("```", readme.index(command))]
     lines = [line for line in shown.splitlines()[1:] if line and line != "…"]
