@@ -46,6 +46,7 @@ from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, keys_from_env
 from bot.config.store_url import redact_url, userinfo_problem
+from bot.config.toml_hints import clash_hint
 from bot.config.tool_settings import ToolSettings, masked_tools
 from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
 from conversation.common.settings import (
@@ -397,13 +398,17 @@ def _data_folder(source: ConfigSource, env: Mapping[str, str]) -> Path | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    text = ""
     try:
         # utf-8-sig: editors on Windows start files with a byte-order mark.
-        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
+        return tomllib.loads(text)
     except FileNotFoundError as error:
         raise ConfigError(f"{path}: config file not found") from error
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from error
+        hint = clash_hint(text, error)
+        advice = f"; {hint}" if hint else ""
+        raise ConfigError(f"{path}: not valid TOML: {error}{advice}") from error
     except RecursionError as error:
         raise ConfigError(f"{path}: not valid TOML: nested too deeply") from error
     except OSError as error:

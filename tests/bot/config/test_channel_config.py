@@ -161,6 +161,45 @@ def test_each_mistake_is_one_line_naming_the_table_and_key(tmp_path, tables, exp
     assert expected in line and line.startswith(str(tmp_path)), line
 
 
+def test_a_channel_naming_its_model_and_giving_it_a_table_is_told_to_write_use(tmp_path):
+    """TOML forbids ``model = "big"`` and then ``[channels.model]`` in one table; tomllib says
+    only "Cannot overwrite a value", so the line says what to write instead."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        MODELS + '[[channels]]\nmatch = { channel_ids = [1] }\nmodel = "big"  # the endpoint\n'
+        "[channels.model]\ntemperature = 0.2\n"
+    )
+    done = run_cli("check-config", "--config", str(path), env={"BIG_KEY": "k", "PATH": "/bin"})
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"error: {path}: not valid TOML: Cannot overwrite a value (at line 16, column 16); "
+        'a [[channels]] table sets model both as a name (model = "big") and as the table '
+        '[channels.model]; write use = "big" inside [channels.model] instead'
+    ]
+    fixed = path.read_text().replace('model = "big"', "").replace("0.2", '0.2\nuse = "big"')
+    path.write_text(fixed)
+    assert run_cli("check-config", "--config", str(path), env={"BIG_KEY": "k"}).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("[context]\nx = 1\n[context.x]\ny = 2\n", "; x is given both as a value and as the table"),
+        ("[context]\nx = 1\n[context]\n", None),  # a table twice: tomllib's own line says it
+        ("[context\n", None),
+    ],
+)
+def test_only_a_value_then_a_table_gets_the_hint(tmp_path, text, hint):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path, env={})
+    assert "not valid TOML" in str(raised.value)
+    assert ("; " in str(raised.value).split("not valid TOML: ", 1)[1]) is (hint is not None)
+    if hint:
+        assert hint in str(raised.value)
+
+
 def test_a_key_variable_that_is_not_set_is_named(tmp_path):
     with pytest.raises(ConfigError) as raised:
         load(tmp_path, MODELS, env={})
