@@ -1,6 +1,6 @@
 """The selectors our builder is measured against, over the same channel reader.
 
-``original_literal`` is the design document's algorithm read literally (bench/README figures call it
+``original_literal`` is the design document's algorithm read literally (docs/benchmarks.md calls it
 "original tik/tok"): every neighbour within the threshold is linked, linear messages seed the
 exploration, and a step adds everything it found before the cap is checked.
 """

@@ -61,7 +61,7 @@ DISCORD_EPOCH_MS = 1_420_070_400_000
 ANCHOR = 0.5
 # A first-look score under this skips the second look (``RelevanceModel.second_look_floor``):
 # on the four folds of irc-train, warm, it leaves every figure as it was and takes 30% off the
-# score's time in busy channels (README.md, "The second-look floor").
+# score's time in busy channels (docs/experiments.md, "The second-look floor").
 SECOND_LOOK_FLOOR = 0.02
 MIN_LINEAR_GRID = (0, 1, 2, 3, 4, 5, 6, 8, 10)
 ALWAYS_BEST_GRID = (0, 1, 2, 3, 4, 5, 6, 8)
@@ -73,8 +73,8 @@ RATE = 0.2
 MIN_HESSIAN = 20.0  # a leaf stands for at least about a hundred and fifty candidates
 # The defaults must keep the message a trigger answers in nearly every context: 0.98 on logs
 # never seen. The sampled threshold triggers come from the logs the trees were fitted on, where
-# parent recall runs about 0.003 to 0.007 above the held-out folds' (README.md, "The message a
-# trigger answers"): the choice asks for a margin over 0.98.
+# parent recall runs about 0.003 to 0.007 above the held-out folds' (docs/experiments.md, "The
+# message a trigger answers"): the choice asks for a margin over 0.98.
 PARENT_RECALL_FLOOR = 0.985
 # How many of the likeliest answered messages enter beside the score's choice, and from what
 # chance (``RelevanceModel.answer_best``, ``answer_floor``); 0: no such step.
@@ -87,7 +87,7 @@ F1_TOLERANCE = 0.005
 # in both modes and parent recall 0.001 lower cold.
 FIT_TRIGGERS = 10_800
 THRESHOLD_TRIGGERS = 8_000
-# What the four folds of irc-train kept (python -m lab.relevance_folds; README.md).
+# What the four folds of irc-train kept (python -m lab.relevance_folds; docs/experiments.md).
 LOOKS = 2
 # With max_total 50, the best F1 keeps recall over 0.6 (it needed "recall" at 30).
 PREFER = "recent"

@@ -187,3 +187,30 @@ def test_the_tools_examples_stdio_servers_can_run_in_the_image():
         assert command == "python" or any(command == f"{venv}/bin/python" for venv in venvs), (
             f"{command!r} is not in the Docker image: say how to add it"
         )
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings (code blocks hold no headings)."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    headings = re.findall(r"^#+ (.+)$", prose, re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_link_of_the_readme_and_docs_leads_somewhere():
+    """The README is a front page over docs/: a link to a page or a section that moved away is a
+    dead end for the reader, so each relative link names a file that exists, and a heading of it
+    when it names one."""
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    checked = 0
+    for page in pages:
+        text = page.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"\w+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            assert linked.exists(), f"{page.name} links to {target}, which is not there"
+            if anchor and linked.suffix == ".md":
+                assert anchor in anchors(linked.read_text()), f"{page.name}: no #{anchor} there"
+            checked += 1
+    assert checked > 20

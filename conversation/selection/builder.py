@@ -21,7 +21,7 @@ added). In a busy channel several conversations interleave, and the message righ
 is as likely to belong to a different conversation as to the same one; the people speaking are
 the signal that tells them apart. In a quiet channel everyone nearby takes part, so nothing is
 lost there. On the IRC disentanglement logs this lifts F1 well above the original design read
-literally (see ``lab/context_quality.py`` and README.md for the figures).
+literally (see ``lab/context_quality.py`` and docs/benchmarks.md for the figures).
 
 ``max_total`` is a hard cap. Within a step, candidates are taken in a fixed order (reason
 priority, then the newest first), so the same input always gives the same context.
