@@ -214,3 +214,16 @@ def test_every_link_of_the_readme_and_docs_leads_somewhere():
                 assert anchor in anchors(linked.read_text()), f"{page.name}: no #{anchor} there"
             checked += 1
     assert checked > 20
+
+
+def test_the_readme_stays_a_front_page_and_each_docs_page_says_what_it_covers():
+    """Read in minutes: the README keeps to about 300 lines and sends the rest to docs/, where
+    each page opens with its title and a paragraph on what it covers (not straight into a table,
+    a list or a code block), and the README links every page."""
+    assert len(README.splitlines()) <= 300, "move the detail into a docs/ page"
+    for page in sorted(DOCS.glob("*.md")):
+        lines = page.read_text().splitlines()
+        assert lines[0].startswith("# "), f"{page.name} starts without its title"
+        opening = next(line for line in lines[1:] if line.strip())
+        assert opening[0].isalpha(), f"{page.name}: say what the page covers before {opening!r}"
+        assert f"(docs/{page.name})" in README, f"the README does not link docs/{page.name}"
