@@ -20,6 +20,7 @@ import nextcord
 from bot.answering.answerer import Answerer, Recorder
 from bot.answering.metrics import Metrics
 from bot.answering.notices import bot_notices
+from bot.answering.once import AnsweredOnce
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.queue import AnswerQueue, AnswerSlots
 from bot.config.schema import Config, ConfigError, TriggerSettings
@@ -115,6 +116,7 @@ class ThreadwiseClient(nextcord.Client):
         # Trigger id -> why it is answered, until answered or dropped: its kind (for the
         # metrics) and, for a follow-up, the explanation line.
         self._kinds: dict[int, tuple[str, str | None]] = {}
+        self.answered_once = AnsweredOnce(store.answered_async if store is not None else None)
         if self.metrics is not None:
             self.metrics.watch(
                 queue_length=self.queue.waiting_total,
@@ -278,6 +280,9 @@ class ThreadwiseClient(nextcord.Client):
         if followed is not None:
             kind = "follow"
         if kind is None:
+            return
+        if not await self.answered_once.claim(message.id):
+            log.info("message %s delivered again or answered before; not answering", message.id)
             return
         if not await self._permitted(message):
             log.info("ignored message %s from %s: not permitted", message.id, message.author.id)

@@ -42,6 +42,15 @@ def find_seq(conn: Db, message_id: int) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
+def answered(conn: Db, message_id: int) -> bool:
+    """Whether an interaction was triggered by this Discord message (whatever its outcome: an
+    answer abandoned at a restart was answered with a line saying so)."""
+    row = conn.execute(
+        "SELECT 1 FROM interactions WHERE trigger_message_id = ? LIMIT 1", (message_id,)
+    ).fetchone()
+    return row is not None
+
+
 def seq_of(conn: Db, interaction_id: str) -> int:
     row = conn.execute("SELECT seq FROM interactions WHERE id = ?", (interaction_id,)).fetchone()
     if row is None:
