@@ -36,6 +36,11 @@ class PreparedPrompt:
     system: MessageNode
     fitted: FittedPrompt | None = None  # None when no budget was given
     layout: Layout | None = None  # None: time order (a graph built elsewhere)
+    # A follow-up's request that starts with the previous one (``conversation.memory``): how
+    # many of its messages (the previous request and the answer) are sent again unchanged, and
+    # the conversation's cache key, kept from its first request.
+    reused: int | None = None
+    key: str | None = None
 
     @property
     def request_messages(self) -> list[dict]:
@@ -44,8 +49,11 @@ class PreparedPrompt:
     @property
     def stable_end(self) -> int:
         """How many request messages make the part a follow-up in the same conversation sends
-        again unchanged: the system prompt and the conversation, up to the label of the other
-        messages (or the trigger)."""
+        again unchanged: the previous request and its answer when this one continues it, else
+        the system prompt and the conversation, up to the label of the other messages (or the
+        trigger)."""
+        if self.reused is not None:
+            return self.reused
         nodes = self.graph.snapshot().nodes()
         for index, node in enumerate(nodes):
             if is_others_label(node):
@@ -56,6 +64,8 @@ class PreparedPrompt:
     def cache_key(self) -> str:
         """One key per conversation (its oldest message), the same for its follow-ups, so a
         server that routes by key sends them to the cache that holds their start."""
+        if self.key is not None:
+            return self.key
         root = self.layout.root if self.layout else self.selection.trigger.id
         return f"conversation-{root}"
 
@@ -235,10 +245,16 @@ def _with_time(nodes: list[MessageNode]) -> list[MessageNode]:
     without the prompt's beginning changing from one answer to the next."""
     if not nodes or nodes[-1].created_at is None:
         return nodes
-    trigger = nodes[-1]
-    when = trigger.created_at.astimezone(UTC).strftime("%A %Y-%m-%d %H:%M UTC")
-    stamped = trigger.model_copy(update={"content": f"{trigger.content}\n[sent {when}]"})
-    return [*nodes[:-1], stamped]
+    return [*nodes[:-1], time_stamped(nodes[-1])]
+
+
+def time_stamped(node: MessageNode) -> MessageNode:
+    """``node`` with its time to the minute after its text (unchanged without a time): the
+    trigger's, and a message joining a follow-up's request after the answer it is older than."""
+    if node.created_at is None:
+        return node
+    when = node.created_at.astimezone(UTC).strftime("%A %Y-%m-%d %H:%M UTC")
+    return node.model_copy(update={"content": f"{node.content}\n[sent {when}]"})
 
 
 def persona_for(template: str, bot_name: str, channel: object) -> Persona:
