@@ -47,8 +47,9 @@ from conversation.sources.cache import UNKNOWN, ChannelCache
 from conversation.sources.source import reference_id
 
 KEEP_SHARE = 0.7
-"""A previous request is continued when at least this share of its messages is still selected:
-below it the conversation has moved on, and a fresh request reads better."""
+"""A previous request is continued when at least this share of its conversation's messages (not
+the other recent talk it carried) is still selected: below it the conversation has moved on, and
+a fresh request reads better."""
 
 CUT_SHARE = 0.6
 """A conversation that outgrows its room is cut to this share of the budget and of
@@ -111,6 +112,9 @@ def sent_prompt(
     for message in [*selection.messages, selection.trigger]:
         digests[message.id] = content_digest(message.content)
     sent_ids = {int(node.message_id) for node in nodes if node.message_id is not None}
+    others = {m.id for m in prepared.layout.others} if prepared.layout else set()
+    if previous is not None:
+        others |= set(previous.others)
     return SentPrompt(
         channel_id=channel_id,
         trigger_id=selection.trigger.id,
@@ -120,6 +124,7 @@ def sent_prompt(
         answer_ids=tuple(answer_ids),
         cache_key=prepared.cache_key,
         digests={k: v for k, v in digests.items() if k in sent_ids},
+        others=tuple(sorted(others & sent_ids)),
     )
 
 
@@ -139,8 +144,10 @@ def continue_prompt(
     if previous is None or not previous.nodes or previous.nodes[0] != fresh.system:
         return fresh
     selected = {*fresh.selection.ids, fresh.selection.trigger.id}
+    # The conversation's part of it (the other recent talk comes and goes by design).
     sent = [int(n.message_id) for n in previous.nodes if n.message_id is not None]
-    if sent and sum(i in selected for i in sent) < continuity.keep_share * len(sent):
+    sent = [i for i in sent if i not in previous.others] or sent
+    if sum(i in selected for i in sent) < continuity.keep_share * len(sent):
         return fresh
     current = {
         int(n.message_id): n
@@ -152,7 +159,7 @@ def continue_prompt(
         kept.append(previous.answer)
         tokens.append(counter.node(previous.answer))
     reused = len(kept) if not broken else None
-    added, added_tokens = _new_part(previous, fresh, kept, counter)
+    added, added_tokens = _new_part(previous, fresh, kept, counter, now)
     nodes, tokens = [*kept, *added], [*tokens, *added_tokens]
     total = counter.scale(REPLY_PRIMING) + sum(tokens)
     messages = sum(1 for node in nodes if node.message_id is not None)
@@ -279,6 +286,7 @@ def _new_part(
     fresh: PreparedPrompt,
     kept: list[MessageNode],
     counter: TokenCounter,
+    now: ChannelNow,
 ) -> tuple[list[MessageNode], list[int]]:
     """What the fresh request holds that the previous one and its answer do not: the
     conversation's new messages, the label and the other recent ones, the trigger last."""
@@ -289,7 +297,7 @@ def _new_part(
     conversation: list[MessageNode] = []
     recent: list[MessageNode] = []
     for node in nodes[1:-1]:
-        if node.message_id is None or node.message_id in have:
+        if node.message_id is None or node.message_id in have or now.deleted(int(node.message_id)):
             continue
         if int(node.message_id) < previous.trigger_id:  # joins after the answer: with its time
             node = time_stamped(node).model_copy(update={"metadata": _uncounted(node)})

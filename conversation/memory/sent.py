@@ -29,6 +29,7 @@ class SentPrompt(BaseModel):
     answer_ids: tuple[int, ...] = ()  # the Discord messages the answer was posted as
     cache_key: str
     digests: dict[int, str] = {}  # message id -> digest of its text when sent
+    others: tuple[int, ...] = ()  # the messages sent as other recent talk, not the conversation
 
     @property
     def message_ids(self) -> set[int]:
