@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import logging
 from collections.abc import Coroutine
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import nextcord
@@ -49,6 +49,10 @@ INTENT_HELP = (
     "Discord refused the Message Content intent. Enable it for your bot in the developer "
     "portal (Applications > your bot > Bot > Privileged Gateway Intents > Message Content)."
 )
+
+
+RECALLED_INTERACTIONS = 200
+"""The latest interactions read at start for the bot's recent answers (one per channel kept)."""
 
 
 def make_intents() -> nextcord.Intents:
@@ -253,10 +257,50 @@ class ThreadwiseClient(nextcord.Client):
             notices=bot_notices(),
         )
         log.info("connected as %s (%s) to %d guild(s)", self.user, self.user.id, len(self.guilds))
+        if self._sessions == 1:
+            await self._recall_recent_answers()
         if self._sessions == 1 and self.application_id is not None:
             from bot.serve.startup import invite_url
 
             log.info("invite it with: %s", invite_url(self.application_id))
+
+    async def _recall_recent_answers(self) -> None:
+        """The bot's latest answer per channel within the follow window, from the store: a
+        follow-up right after a restart is followed as it was before it."""
+        if self.store is None or self.user is None:
+            return
+        from bot.storage import StoreError
+
+        store, bot_id = self.store, self.user.id
+        since = datetime.now(UTC) - timedelta(minutes=self.config.triggers.follow_minutes)
+
+        def recent() -> list[Any]:
+            latest: dict[int, Any] = {}
+            for summary in store.recent_interactions(limit=RECALLED_INTERACTIONS):
+                if summary.ended_at < since or summary.outcome != "success":
+                    continue
+                if summary.channel_id not in latest:
+                    latest[summary.channel_id] = store.get_interaction(summary.interaction_id)
+            return list(latest.values())
+
+        try:
+            records = await asyncio.to_thread(recent)
+        except StoreError as error:
+            log.warning("could not read the recent answers from the store: %s", error)
+            return
+        for record in records:
+            if not record.answer_message_ids:
+                continue
+            sent = record.request_messages[-1].get("content") if record.request_messages else ""
+            self.follower.recall_answer(
+                record.channel_id,
+                bot_id,
+                (record.trigger_message_id, record.trigger_author_id, str(sent or "")),
+                record.answer_message_ids,
+                record.answer,
+            )
+        if records:
+            log.info("recalled the latest answer in %d channel(s) from the store", len(records))
 
     # ------------------------------------------------------------------ gateway events
 
