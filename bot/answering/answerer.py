@@ -38,6 +38,7 @@ from conversation.memory.sent import SentPrompt
 from conversation.prompt.materialize import Materializer
 from conversation.prompt.pipeline import PreparedPrompt, persona_for, prepare_prompt, refit_prompt
 from conversation.selection.builder import ContextBuilder
+from conversation.selection.seal import sealed
 from conversation.sources.cache import CacheRegistry
 from conversation.sources.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
 from conversation.sources.read_access import RestrictedReader
@@ -201,6 +202,7 @@ class Answerer:
                 offer = offer_for(self.tools, runtime.config.tools, trigger)
                 if offer is not None:  # room for the tool definitions and the results
                     budget = offer.with_room(budget)
+                cache, bot_id = self.caches.for_channel(channel.id), self._bot_id()
                 fresh = await prepare_prompt(
                     trigger,
                     reader,
@@ -209,6 +211,7 @@ class Answerer:
                     persona,
                     budget=budget,
                     counter=runtime.budgeter.counter(),
+                    narrow=lambda selection: sealed(selection, cache, bot_id),
                 )
                 result.prepared, previous = await remembered_prompt(
                     fresh,
@@ -217,7 +220,7 @@ class Answerer:
                     continuity=Continuity(max_total=runtime.config.context.max_total),
                     budget=budget,
                     counter=runtime.budgeter.counter(),
-                    now=ChannelNow.of_cache(self.caches.for_channel(channel.id)),
+                    now=ChannelNow.of_cache(cache),
                 )
                 result.overhead_seconds = time.perf_counter() - began
                 completion = await self._complete(result, on_delta, streamer.status, runtime, offer)
@@ -308,6 +311,10 @@ class Answerer:
             await self.memory.remember(sent)
         except Exception:  # a memory that cannot keep it costs the next answer its prefix only
             log.exception("could not remember what the answer to %s sent", result.trigger.id)
+
+    def _bot_id(self) -> int:
+        """The bot's user id (0 before the gateway said it: then no message is its own)."""
+        return self.materializer.options.bot_user_id or 0
 
     def _reader(self, trigger: TriggerMessage) -> ChannelReader:
         """The channel as the trigger's author may read it: all of it, or (without Read Message

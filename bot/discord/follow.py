@@ -25,6 +25,7 @@ from conversation.selection.follow import (
     load_follow_model,
 )
 from conversation.selection.relevance import RelevanceModel
+from conversation.selection.seal import is_seal
 from conversation.selection.weights import load_model
 from conversation.sources.cache import ChannelCache, Unknown
 from conversation.sources.source import DISCORD_EPOCH_MS, MessageLike, created_ms
@@ -117,8 +118,8 @@ class Follower:
         current: Any = message
         while len(found) < MAX_WALK:
             previous = cache.previous(current.id)
-            if previous is None or isinstance(previous, Unknown):
-                break
+            if previous is None or isinstance(previous, Unknown) or is_seal(previous, bot_id):
+                break  # a /fresh seal: the talk before it is over, the seal no turn of the bot's
             if len(found) >= window and (seen_bot or created_ms(previous) < oldest):
                 break
             found.append(self.clue(previous))

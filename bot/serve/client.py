@@ -40,6 +40,7 @@ from conversation.articles.service import ArticleService
 from conversation.common.text import clean_text
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.names import bot_name_in, shown_name
+from conversation.selection.seal import SEAL_TEXT, is_seal
 from conversation.sources.cache import CacheRegistry
 from conversation.sources.slim import Slimmer
 
@@ -51,6 +52,7 @@ INTENT_HELP = (
 )
 
 
+FRESH_REFUSED = "Only members who may manage messages here can start the context over."
 RECALLED_INTERACTIONS = 200
 """The latest interactions read at start for the bot's recent answers (one per channel kept)."""
 
@@ -151,6 +153,17 @@ class ThreadwiseClient(nextcord.Client):
             )
             await interaction.response.send_message(text, ephemeral=True)
 
+        @self.slash_command(
+            name="fresh",
+            description="Start the conversation over: the bot reads nothing said here before it.",
+        )
+        async def fresh_command(interaction: nextcord.Interaction) -> None:
+            in_dm = interaction.guild_id is None
+            if not in_dm and not interaction.permissions.manage_messages:
+                await interaction.response.send_message(FRESH_REFUSED, ephemeral=True)
+                return
+            await interaction.response.send_message(SEAL_TEXT)
+
         from bot.serve.model_command import model_choices
 
         @self.slash_command(
@@ -202,7 +215,12 @@ class ThreadwiseClient(nextcord.Client):
                 return "That is not a message id (right-click a message, Copy Message ID)."
         elif channel_id is not None and self.user is not None:
             cache = self.caches.get(channel_id)
-            mine = [m for m in cache.messages() if m.author.id == self.user.id] if cache else []
+            me = self.user.id
+            mine = (
+                [m for m in cache.messages() if m.author.id == me and not is_seal(m, me)]
+                if cache
+                else []
+            )
             target = mine[-1].id if mine else None
         if target is None:
             return "I have not answered anything in this channel since I started."
@@ -311,7 +329,7 @@ class ThreadwiseClient(nextcord.Client):
             self._channels[message.channel.id] = message.channel
         if self.user is None:
             return
-        if message.author.id == self.user.id:
+        if message.author.id == self.user.id and not is_seal(message, self.user.id):
             self.follower.saw_bot_message(message, message.channel.id)
         reference = message.reference
         replies_to_bot = False

@@ -10,6 +10,7 @@ after the trigger's text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -90,13 +91,17 @@ async def prepare_prompt(
     now: datetime | None = None,
     budget: Budget | None = None,
     counter: TokenCounter | None = None,
+    narrow: Callable[[ContextSelection], ContextSelection] | None = None,
 ) -> PreparedPrompt:
     """Build, materialize and, given a ``budget``, cut the context to fit it.
 
     ``now`` only matters to a persona that uses ``{now}``; otherwise the trigger's own time is
-    written after it, so the prompt of a message is the same whenever it is built.
+    written after it, so the prompt of a message is the same whenever it is built. ``narrow``
+    takes messages out of the selection before it is materialized (the ``/fresh`` seal).
     """
     selection = await builder.build(trigger, reader)
+    if narrow is not None:
+        selection = narrow(selection)
     return await prompt_for(
         selection,
         materializer,
