@@ -22,6 +22,7 @@ from bot.answering.metrics import Metrics
 from bot.answering.notices import bot_notices
 from bot.answering.once import AnsweredOnce
 from bot.answering.prompt_budget import PromptBudgeter
+from bot.answering.prompt_memory import StoredPromptMemory
 from bot.answering.queue import AnswerQueue, AnswerSlots
 from bot.config.schema import Config, ConfigError, TriggerSettings
 from bot.config.validators import snowflake
@@ -110,6 +111,7 @@ class ThreadwiseClient(nextcord.Client):
             budgeter=PromptBudgeter(config.model, store),
             tools=tools,
             metrics=self.metrics,
+            memory=StoredPromptMemory(store) if store is not None else None,
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.

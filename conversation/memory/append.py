@@ -68,10 +68,13 @@ class Continuity:
 @dataclass(frozen=True)
 class ChannelNow:
     """The channel as it is now, for the messages an earlier request sent: ``deleted`` (known
-    to be gone) and ``content`` (the text now, None when not known here)."""
+    to be gone), ``content`` (the text now, None when not known here) and ``edited`` (whether it
+    was ever edited: what a request read back from the store, with no digest of the text it
+    sent, goes by)."""
 
     deleted: Callable[[int], bool] = field(default=lambda _message_id: False)
     content: Callable[[int], str | None] = field(default=lambda _message_id: None)
+    edited: Callable[[int], bool] = field(default=lambda _message_id: False)
 
     @classmethod
     def of_cache(cls, cache: ChannelCache) -> ChannelNow:
@@ -81,7 +84,11 @@ class ChannelNow:
             message = cache.get(message_id)
             return None if message is None or message is UNKNOWN else message.content
 
-        return cls(deleted=cache.is_deleted, content=content)
+        def edited(message_id: int) -> bool:
+            message = cache.get(message_id)
+            return message is not None and getattr(message, "edited_at", None) is not None
+
+        return cls(deleted=cache.is_deleted, content=content, edited=edited)
 
 
 def candidates(fresh: PreparedPrompt) -> list[int]:
@@ -270,7 +277,11 @@ def _still_valid(
                 continue
             text = now.content(message_id)
             digest = previous.digests.get(message_id)
-            if text is not None and digest is not None and content_digest(text) != digest:
+            if digest is None:
+                changed = now.edited(message_id)
+            else:
+                changed = text is not None and content_digest(text) != digest
+            if changed:
                 broken = True
                 if message_id not in current:
                     continue

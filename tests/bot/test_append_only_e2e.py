@@ -4,11 +4,30 @@ Anthropic servers)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+from bot.answering.recording import InteractionRecorder
+from bot.model.client import ModelClient
+from bot.serve.client import ThreadwiseClient
+from bot.storage import Store
 from tests.bot.test_anthropic_e2e import claude_bot
 from tests.bot.test_prompt_cache_e2e import conversation_with_lunch_between
-from tests.fakes.harness import CHANNEL, running_bot
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.harness import (
+    BOT_ID,
+    CHANNEL,
+    CHLOE,
+    ELI,
+    EXAMPLE,
+    Harness,
+    make_config,
+    running_bot,
+    settled,
+)
+from tests.fakes.openai_server import FakeOpenAI
 
 
 async def test_a_follow_up_request_starts_with_the_previous_request_and_answer():
@@ -51,3 +70,51 @@ async def test_claude_reads_the_previous_request_and_answer_then_what_is_new():
     ]
     assert marked == [len(before)]
     assert third.cache_read_tokens > 0
+
+
+@contextlib.asynccontextmanager
+async def bot_runs(store: Store) -> AsyncIterator[Callable[[], Any]]:
+    """One fake Discord and one fake model, and a way to run the bot on them again (a restart:
+    a new client, the same store)."""
+    async with (
+        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise", bot_nick="Threadwise") as discord,
+        FakeOpenAI() as fake,
+    ):
+        await discord.load_log(EXAMPLE)
+        config = make_config(discord, fake)
+
+        @contextlib.asynccontextmanager
+        async def run() -> AsyncIterator[Harness]:
+            async with ModelClient(config.model) as model:
+                client = ThreadwiseClient(
+                    config, articles=None, model=model,
+                    recorder=InteractionRecorder(store, config), store=store,
+                )  # fmt: skip
+                with discord.nextcord_pointed_here():
+                    async with discord.running(client) as ready:
+                        yield Harness(discord=discord, model=fake, client=ready)
+
+        yield run
+
+
+async def test_after_a_restart_the_follow_up_starts_with_the_stored_request(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with bot_runs(store) as run:
+            async with run() as bot:
+                answer = await bot.answer_to(
+                    CHANNEL, CHLOE, f"<@{BOT_ID}> can I use the hard-link mode for 800 GB?"
+                )
+                await settled(bot)
+                said = bot.discord.message(CHANNEL, answer["id"])["content"]  # streamed: whole
+                await bot.discord.user_says(CHANNEL, ELI, "lunch at the noodle place?")
+            async with run() as bot:  # restarted: nothing in memory, the store remembers
+                await bot.answer_to(
+                    CHANNEL, CHLOE, "and if the upgrade fails halfway, what then?",
+                    reply_to=int(answer["id"]), mention_author=False,
+                )  # fmt: skip
+                await settled(bot)
+                first, second = bot.model.chat_requests
+    start = len(first.messages)
+    assert json.dumps(second.messages[:start]) == json.dumps(first.messages)
+    assert second.messages[start] == {"role": "assistant", "content": said}
+    assert "fails halfway" in second.messages[-1]["content"]
