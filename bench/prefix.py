@@ -11,10 +11,15 @@ way chat templates lay messages out, with:
 That prefix is what the server does not read again (OpenAI and Anthropic bill it as cached).
 Reported as the share of all prompt tokens, for two layouts of the same selection, built once per
 trigger: time order (before) and the conversation first, the channel's other recent messages after a
-label (``conversation.prompt.layout``). Context F1 and parent recall of the selection are printed
-beside them: the layout moves no message in or out.
+label (``conversation.prompt.layout``); then append-only (``conversation.memory``): every trigger
+counted as answered, in order, a follow-up's request starting with the one before it (no answer:
+the log has none); and append-only with an active speaker standing in for the bot (the log's three
+most active annotated speakers in turn, as ``lab.follow`` picks them), the triggers being the
+messages they answered and their answers the assistant's turns. Context F1 and parent recall of
+the selection are printed beside them: neither the layout nor the memory moves a selected message
+in or out (the memory keeps earlier ones in).
 
-    python -m bench.prefix [DATA_DIR] [--window 64]
+    python -m bench.prefix [DATA_DIR] [--window 64] [--keep-share 0.7] [--cut-share 0.6]
 """
 
 from __future__ import annotations
@@ -32,7 +37,13 @@ from bot.config.model_settings import DEFAULT_SYSTEM_PROMPT
 from conversation.common.settings import ContextSettings
 from conversation.graph.formats import to_openai
 from conversation.graph.node import MessageNode
-from conversation.memory.append import Continuity, remembered_prompt, sent_prompt
+from conversation.memory.append import (
+    CUT_SHARE,
+    KEEP_SHARE,
+    Continuity,
+    remembered_prompt,
+    sent_prompt,
+)
 from conversation.memory.recall import BoundedMemory
 from conversation.prompt.budget import Budget
 from conversation.prompt.materialize import MaterializeOptions, Materializer
@@ -108,14 +119,16 @@ def shared_prefix(previous: list[str], current: list[str]) -> str:
     return "".join(parts)
 
 
-async def replay(data: Path, window: int) -> tuple[dict[str, Tally], Score]:
+async def replay(
+    data: Path, window: int, continuity: Continuity | None = None
+) -> tuple[dict[str, Tally], Score]:
     tallies = {name: Tally() for name in [*LAYOUTS, APPEND, STAND_IN]}
     score = Score()
     budget = Budget(window=8192, reserve=1024)
     settings = ContextSettings()
     builder = ContextBuilder(settings)
     threshold = conversation_threshold(builder)
-    continuity = Continuity(max_total=settings.max_total)
+    continuity = continuity or Continuity(max_total=settings.max_total)
     materializer = Materializer(MaterializeOptions())
     for log_path in sorted(data.glob("*.json")):
         if log_path.name.endswith(".gold.json"):
@@ -216,8 +229,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--window", type=int, default=64, help="prompts a server keeps (64)")
+    parser.add_argument("--keep-share", type=float, default=KEEP_SHARE, help="(0.7)")
+    parser.add_argument("--cut-share", type=float, default=CUT_SHARE, help="(0.6)")
     args = parser.parse_args()
-    tallies, score = asyncio.run(replay(args.data, args.window))
+    continuity = Continuity(
+        max_total=ContextSettings().max_total, keep_share=args.keep_share, cut_share=args.cut_share
+    )
+    tallies, score = asyncio.run(replay(args.data, args.window, continuity))
     first = next(iter(tallies.values()))
     print(f"{first.prompts} triggers of {args.data.name}, replayed in order per channel\n")
     print(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from bot.storage import InteractionRecord, Store, StoreError
 from conversation.graph.formats import node_from_openai, to_openai
@@ -20,6 +21,7 @@ from conversation.memory.recall import BoundedMemory
 from conversation.memory.sent import SentPrompt
 from conversation.prompt.layout import OTHERS_LABEL
 from conversation.prompt.tokens import TokenCounter
+from conversation.sources.snowflakes import time_snowflake
 
 log = logging.getLogger(__name__)
 
@@ -30,15 +32,18 @@ class StoredPromptMemory:
     def __init__(self, store: Store, recent: BoundedMemory | None = None) -> None:
         self.store = store
         self.recent = recent or BoundedMemory()
+        # Messages said since this process started were answered (if at all) by it, and are in
+        # its memory: the store is asked only about older ones (the usual new conversation
+        # costs no query).
+        self._started = time_snowflake(datetime.now(UTC))
 
     async def recall(self, channel_id: int, candidates: Sequence[int]) -> SentPrompt | None:
         found = self.recent.recall_now(channel_id, candidates)
-        if found is not None or not candidates:
+        older = [i for i in candidates if i < self._started]
+        if found is not None or not older:
             return found
         try:
-            record = await asyncio.to_thread(
-                self.store.latest_answered, channel_id, list(candidates)
-            )
+            record = await asyncio.to_thread(self.store.latest_answered, channel_id, older)
         except StoreError as error:
             log.warning("could not read the previous request from the store: %s", error)
             return None
