@@ -27,6 +27,7 @@ LAYERS = (
     "conversation.graph",
     "conversation.selection",
     "conversation.prompt",
+    "conversation.memory",
     "conversation.replay",
     "conversation",  # the package's own entry point, above its layers
     "bot.errors",

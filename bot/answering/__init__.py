@@ -2,8 +2,10 @@
 
 What lives here: the answer itself (``answerer``), each channel's settings made into working
 parts, model clients per endpoint included (``channels``), the line of triggers waiting for one
-(``queue``), the token budget learned per model (``prompt_budget``), tools in an answer and their
-stored rounds (``tool_use``, ``tool_record``), the stored record of each answer
+(``queue``), each trigger claimed once against duplicate deliveries and restarts
+(``once``), what each answer sent, for its follow-ups, from memory or the store
+(``prompt_memory``), the token budget learned per model (``prompt_budget``), tools in an
+answer and their stored rounds (``tool_use``, ``tool_record``), the stored record of each answer
 (``recording``), the Prometheus counts of answers (``metrics``) and the texts the bot posts
 about itself (``notices``).
 

@@ -31,9 +31,14 @@ from bot.model.errors import ModelContextTooLongError, ModelError
 from bot.model.tool_loop import ToolProgress
 from bot.tools.toolbox import Toolbox
 from conversation.common.text import clean_text
+from conversation.graph.node import MessageNode
+from conversation.memory.append import ChannelNow, Continuity, remembered_prompt, sent_prompt
+from conversation.memory.recall import BoundedMemory, PromptMemory
+from conversation.memory.sent import SentPrompt
 from conversation.prompt.materialize import Materializer
 from conversation.prompt.pipeline import PreparedPrompt, persona_for, prepare_prompt, refit_prompt
 from conversation.selection.builder import ContextBuilder
+from conversation.selection.seal import sealed
 from conversation.sources.cache import CacheRegistry
 from conversation.sources.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
 from conversation.sources.read_access import RestrictedReader
@@ -129,8 +134,11 @@ class Answerer:
         budgeter: PromptBudgeter | None = None,
         tools: Toolbox | None = None,
         metrics: Metrics | None = None,
+        memory: PromptMemory | None = None,
     ) -> None:
         self.config = config
+        # What each answer sent, so a follow-up's request starts with it (conversation.memory).
+        self.memory: PromptMemory = memory or BoundedMemory()
         self.caches = caches
         self.builder = ContextBuilder(config.context, links=DiscordLinkResolver())
         self.materializer = materializer
@@ -194,7 +202,8 @@ class Answerer:
                 offer = offer_for(self.tools, runtime.config.tools, trigger)
                 if offer is not None:  # room for the tool definitions and the results
                     budget = offer.with_room(budget)
-                result.prepared = await prepare_prompt(
+                cache, bot_id = self.caches.for_channel(channel.id), self._bot_id()
+                fresh = await prepare_prompt(
                     trigger,
                     reader,
                     runtime.builder,
@@ -202,6 +211,16 @@ class Answerer:
                     persona,
                     budget=budget,
                     counter=runtime.budgeter.counter(),
+                    narrow=lambda selection: sealed(selection, cache, bot_id),
+                )
+                result.prepared, previous = await remembered_prompt(
+                    fresh,
+                    self.memory,
+                    channel.id,
+                    continuity=Continuity(max_total=runtime.config.context.max_total),
+                    budget=budget,
+                    counter=runtime.budgeter.counter(),
+                    now=ChannelNow.of_cache(cache),
                 )
                 result.overhead_seconds = time.perf_counter() - began
                 completion = await self._complete(result, on_delta, streamer.status, runtime, offer)
@@ -221,6 +240,7 @@ class Answerer:
                 shown = f"{shown}\n\n*({HISTORY_UNREADABLE})*"
             await streamer.finish(shown)
             result.outcome = "success"
+            await self._remember(result, previous, streamer.message_ids)
         except ModelError as error:
             log.warning("model failed for message %s: %s", trigger.id, error.detail)
             result.error = error.detail
@@ -266,6 +286,35 @@ class Answerer:
         if abandoned:
             raise asyncio.CancelledError
         return result
+
+    async def _remember(
+        self, result: AnswerResult, previous: SentPrompt | None, posted: list[int]
+    ) -> None:
+        """What this answer sent and said, for the next request in its conversation. Only an
+        answer that was posted whole: a failed one is no turn the conversation went on from."""
+        if result.prepared is None:
+            return
+        ids = list(posted)
+        answer = MessageNode(
+            role="assistant",
+            content=result.answer,
+            message_id=str(ids[0]) if ids else None,
+        )
+        sent = sent_prompt(
+            result.prepared,
+            result.trigger.channel.id,
+            answer=answer,
+            answer_ids=ids,
+            previous=previous,
+        )
+        try:
+            await self.memory.remember(sent)
+        except Exception:  # a memory that cannot keep it costs the next answer its prefix only
+            log.exception("could not remember what the answer to %s sent", result.trigger.id)
+
+    def _bot_id(self) -> int:
+        """The bot's user id (0 before the gateway said it: then no message is its own)."""
+        return self.materializer.options.bot_user_id or 0
 
     def _reader(self, trigger: TriggerMessage) -> ChannelReader:
         """The channel as the trigger's author may read it: all of it, or (without Read Message

@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--prompts",
         action="store_true",
         help='each line also holds "prompt": the messages exactly as they would be sent (as '
-        "replay --format json shows them)",
+        "replay --format json shows them), each trigger counted as answered by the bot in order: "
+        "one that continues an earlier one's conversation starts with that one's request",
     )
     contexts.add_argument("--warm", action="store_true", help=WARM_HELP)
     contexts.set_defaults(handler=_contexts)
@@ -232,7 +233,9 @@ def _contexts(args: argparse.Namespace, config: Config) -> int:
 
         wanted = [source.message(t) for t in triggers] if triggers else source.messages
         pages = offline_pages(args.log)
-        async for prepared in log_prompts(source, wanted, config, pages, warm=args.warm):
+        async for prepared in log_prompts(
+            source, wanted, config, pages, warm=args.warm, answered=True
+        ):
             report = prepared.selection.report().model_dump(mode="json", exclude={"problems"})
             report["prompt"] = prepared.request_messages
             sys.stdout.write(json.dumps(report, ensure_ascii=False, separators=(",", ":")) + "\n")

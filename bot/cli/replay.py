@@ -26,6 +26,8 @@ from bot.errors import CommandError
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError
 from conversation.articles.service import ArticleService
+from conversation.memory.append import Continuity, remembered_prompt, sent_prompt
+from conversation.memory.recall import BoundedMemory
 from conversation.prompt.budget import SHORTENED
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.pipeline import (
@@ -108,10 +110,15 @@ async def log_prompts(
     pages: dict[str, Path],
     *,
     warm: bool = False,
+    answered: bool = False,
 ) -> AsyncIterator[PreparedPrompt]:
     """The prompt of each trigger as the bot would send it at the time (``{now}`` is the
     trigger's time), each built from a cold cache (``warm``: the cache of a bot that saw the
-    log's messages arrive); one article service for them all."""
+    log's messages arrive); one article service for them all.
+
+    ``answered``: each trigger counts as answered by the bot, in order, so a trigger that
+    continues an earlier one's conversation gets the request that starts with that one's
+    (``conversation.memory``; the log holds no answers, so none follows it)."""
     options = MaterializeOptions(
         bot_user_id=source.bot_user_id,
         vision=config.model.vision,
@@ -125,9 +132,11 @@ async def log_prompts(
         persona = persona_for(config.model.system_prompt, source.bot_name, source.channel)
         budgeter = PromptBudgeter(config.model)  # the conservative count: no store here
         caches = ReplayCaches(source, warm=warm)
+        memory = BoundedMemory() if answered else None
+        continuity = Continuity(max_total=config.context.max_total)
         for trigger in triggers:
             reader = ChannelReader(source, caches.for_trigger(trigger.id))
-            yield await prepare_prompt(
+            prepared = await prepare_prompt(
                 trigger,
                 reader,
                 builder,
@@ -137,6 +146,13 @@ async def log_prompts(
                 counter=budgeter.counter(),
                 now=trigger.created_at,
             )
+            if memory is not None:
+                prepared, previous = await remembered_prompt(
+                    prepared, memory, source.channel_id, continuity=continuity,
+                    budget=budgeter.budget(), counter=budgeter.counter(),
+                )  # fmt: skip
+                memory.remember_now(sent_prompt(prepared, source.channel_id, previous=previous))
+            yield prepared
 
 
 async def _ask_model(prepared: PreparedPrompt, config: Config) -> ModelAnswer:

@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.config.schema import TriggerSettings
 from conversation.prompt.names import shown_name
-from conversation.selection.clues import Clue, clue_of
+from conversation.selection.clues import Clue, clue_of, words_of
 from conversation.selection.follow import (
     FollowDecision,
     FollowModel,
@@ -25,9 +25,10 @@ from conversation.selection.follow import (
     load_follow_model,
 )
 from conversation.selection.relevance import RelevanceModel
+from conversation.selection.seal import is_seal
 from conversation.selection.weights import load_model
 from conversation.sources.cache import ChannelCache, Unknown
-from conversation.sources.source import MessageLike, created_ms
+from conversation.sources.source import DISCORD_EPOCH_MS, MessageLike, created_ms
 
 # Messages walked back at most per decision: the bot's latest answer further back than this is
 # not a conversation it is still in.
@@ -57,12 +58,36 @@ class Follower:
         # Channel id -> when the bot last spoke there (ms), from the gateway: a channel where it
         # did not speak lately costs no walk at all.
         self._spoke: OrderedDict[int, int] = OrderedDict()
+        # Channel id -> the clues of the bot's latest answer there and its trigger, from the
+        # store at start: after a restart the cache holds nothing of the conversation yet.
+        self._remembered: dict[int, list[Clue]] = {}
 
     def saw_bot_message(self, message: MessageLike, channel_id: int) -> None:
         self._spoke[channel_id] = created_ms(message)
         self._spoke.move_to_end(channel_id)
         if len(self._spoke) > CHANNELS_KEPT:
             self._spoke.popitem(last=False)
+
+    def recall_answer(
+        self,
+        channel_id: int,
+        bot_id: int,
+        trigger: tuple[int, int, str],
+        answer_ids: Sequence[int],
+        answer: str,
+    ) -> None:
+        """The bot's answer in a channel as the store recorded it before a restart (``trigger``:
+        its id, author id and text): the follow-ups right after the restart are decided as
+        before it, although the cache does not know the conversation yet."""
+        trigger_id, author_id, text = trigger
+        clues = [_stored_clue(trigger_id, author_id, text, None)]
+        clues += [_stored_clue(i, bot_id, answer, trigger_id) for i in answer_ids]
+        if clues[-1].at_ms <= self._spoke.get(channel_id, 0):
+            return  # the gateway (or a later record) showed a later answer
+        self._remembered[channel_id] = clues
+        self._spoke[channel_id] = clues[-1].at_ms
+        if len(self._remembered) > CHANNELS_KEPT:
+            self._remembered.pop(next(iter(self._remembered)))
 
     def spoke_lately(self, message: MessageLike, channel_id: int, minutes: float) -> bool:
         """Whether the bot spoke in the channel within ``minutes`` before ``message`` (as the
@@ -93,14 +118,17 @@ class Follower:
         current: Any = message
         while len(found) < MAX_WALK:
             previous = cache.previous(current.id)
-            if previous is None or isinstance(previous, Unknown):
-                break
+            if previous is None or isinstance(previous, Unknown) or is_seal(previous, bot_id):
+                break  # a /fresh seal: the talk before it is over, the seal no turn of the bot's
             if len(found) >= window and (seen_bot or created_ms(previous) < oldest):
                 break
             found.append(self.clue(previous))
             seen_bot = seen_bot or previous.author.id == bot_id
             current = previous
         found.reverse()
+        if not seen_bot:  # the cache stops before the bot's answer: the store's, if older
+            start = found[0].id if found else message.id
+            found = [c for c in self._remembered.get(cache.channel_id, ()) if c.id < start] + found
         return found
 
     def author_in(self, cache: ChannelCache, message: MessageLike, user_id: int) -> Any | None:
@@ -145,6 +173,20 @@ class Follower:
             threshold=settings.follow_threshold,
             relevance=self.relevance,
         )
+
+
+def _stored_clue(message_id: int, author_id: int, text: str, reference: int | None) -> Clue:
+    """A clue from what the store kept of a message (no message object: its id, author, text)."""
+    return Clue(
+        id=message_id,
+        at_ms=(message_id >> 22) + DISCORD_EPOCH_MS,
+        author=author_id,
+        mentions=frozenset(),
+        reference=reference,
+        words=words_of(text),
+        question="?" in text,
+        size=len(text.split()),
+    )
 
 
 @dataclass(frozen=True)

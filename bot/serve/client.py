@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import logging
 from collections.abc import Coroutine
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import nextcord
@@ -20,7 +20,9 @@ import nextcord
 from bot.answering.answerer import Answerer, Recorder
 from bot.answering.metrics import Metrics
 from bot.answering.notices import bot_notices
+from bot.answering.once import AnsweredOnce
 from bot.answering.prompt_budget import PromptBudgeter
+from bot.answering.prompt_memory import StoredPromptMemory
 from bot.answering.queue import AnswerQueue, AnswerSlots
 from bot.config.schema import Config, ConfigError, TriggerSettings
 from bot.config.validators import snowflake
@@ -39,6 +41,7 @@ from conversation.articles.service import ArticleService
 from conversation.common.text import clean_text
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.names import bot_name_in, shown_name
+from conversation.selection.seal import SEAL_TEXT, is_seal
 from conversation.sources.cache import CacheRegistry
 from conversation.sources.slim import Slimmer
 
@@ -48,6 +51,11 @@ INTENT_HELP = (
     "Discord refused the Message Content intent. Enable it for your bot in the developer "
     "portal (Applications > your bot > Bot > Privileged Gateway Intents > Message Content)."
 )
+
+
+FRESH_REFUSED = "Only members who may manage messages here can start the context over."
+RECALLED_INTERACTIONS = 200
+"""The latest interactions read at start for the bot's recent answers (one per channel kept)."""
 
 
 def make_intents() -> nextcord.Intents:
@@ -103,6 +111,7 @@ class ThreadwiseClient(nextcord.Client):
             budgeter=PromptBudgeter(config.model, store),
             tools=tools,
             metrics=self.metrics,
+            memory=StoredPromptMemory(store) if store is not None else None,
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
@@ -115,6 +124,7 @@ class ThreadwiseClient(nextcord.Client):
         # Trigger id -> why it is answered, until answered or dropped: its kind (for the
         # metrics) and, for a follow-up, the explanation line.
         self._kinds: dict[int, tuple[str, str | None]] = {}
+        self.answered_once = AnsweredOnce(store.answered_async if store is not None else None)
         if self.metrics is not None:
             self.metrics.watch(
                 queue_length=self.queue.waiting_total,
@@ -144,6 +154,17 @@ class ThreadwiseClient(nextcord.Client):
                 else "I cannot tell who is asking."
             )
             await interaction.response.send_message(text, ephemeral=True)
+
+        @self.slash_command(
+            name="fresh",
+            description="Start the conversation over: the bot reads nothing said here before it.",
+        )
+        async def fresh_command(interaction: nextcord.Interaction) -> None:
+            in_dm = interaction.guild_id is None
+            if not in_dm and not interaction.permissions.manage_messages:
+                await interaction.response.send_message(FRESH_REFUSED, ephemeral=True)
+                return
+            await interaction.response.send_message(SEAL_TEXT)
 
         from bot.serve.model_command import model_choices
 
@@ -196,7 +217,12 @@ class ThreadwiseClient(nextcord.Client):
                 return "That is not a message id (right-click a message, Copy Message ID)."
         elif channel_id is not None and self.user is not None:
             cache = self.caches.get(channel_id)
-            mine = [m for m in cache.messages() if m.author.id == self.user.id] if cache else []
+            me = self.user.id
+            mine = (
+                [m for m in cache.messages() if m.author.id == me and not is_seal(m, me)]
+                if cache
+                else []
+            )
             target = mine[-1].id if mine else None
         if target is None:
             return "I have not answered anything in this channel since I started."
@@ -251,10 +277,50 @@ class ThreadwiseClient(nextcord.Client):
             notices=bot_notices(),
         )
         log.info("connected as %s (%s) to %d guild(s)", self.user, self.user.id, len(self.guilds))
+        if self._sessions == 1:
+            await self._recall_recent_answers()
         if self._sessions == 1 and self.application_id is not None:
             from bot.serve.startup import invite_url
 
             log.info("invite it with: %s", invite_url(self.application_id))
+
+    async def _recall_recent_answers(self) -> None:
+        """The bot's latest answer per channel within the follow window, from the store: a
+        follow-up right after a restart is followed as it was before it."""
+        if self.store is None or self.user is None:
+            return
+        from bot.storage import StoreError
+
+        store, bot_id = self.store, self.user.id
+        since = datetime.now(UTC) - timedelta(minutes=self.config.triggers.follow_minutes)
+
+        def recent() -> list[Any]:
+            latest: dict[int, Any] = {}
+            for summary in store.recent_interactions(limit=RECALLED_INTERACTIONS):
+                if summary.ended_at < since or summary.outcome != "success":
+                    continue
+                if summary.channel_id not in latest:
+                    latest[summary.channel_id] = store.get_interaction(summary.interaction_id)
+            return list(latest.values())
+
+        try:
+            records = await asyncio.to_thread(recent)
+        except StoreError as error:
+            log.warning("could not read the recent answers from the store: %s", error)
+            return
+        for record in records:
+            if not record.answer_message_ids:
+                continue
+            sent = record.request_messages[-1].get("content") if record.request_messages else ""
+            self.follower.recall_answer(
+                record.channel_id,
+                bot_id,
+                (record.trigger_message_id, record.trigger_author_id, str(sent or "")),
+                record.answer_message_ids,
+                record.answer,
+            )
+        if records:
+            log.info("recalled the latest answer in %d channel(s) from the store", len(records))
 
     # ------------------------------------------------------------------ gateway events
 
@@ -265,7 +331,7 @@ class ThreadwiseClient(nextcord.Client):
             self._channels[message.channel.id] = message.channel
         if self.user is None:
             return
-        if message.author.id == self.user.id:
+        if message.author.id == self.user.id and not is_seal(message, self.user.id):
             self.follower.saw_bot_message(message, message.channel.id)
         reference = message.reference
         replies_to_bot = False
@@ -278,6 +344,9 @@ class ThreadwiseClient(nextcord.Client):
         if followed is not None:
             kind = "follow"
         if kind is None:
+            return
+        if not await self.answered_once.claim(message.id):
+            log.info("message %s delivered again or answered before; not answering", message.id)
             return
         if not await self._permitted(message):
             log.info("ignored message %s from %s: not permitted", message.id, message.author.id)

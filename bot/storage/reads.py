@@ -42,6 +42,30 @@ def find_seq(conn: Db, message_id: int) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
+def answered(conn: Db, message_id: int) -> bool:
+    """Whether an interaction was triggered by this Discord message (whatever its outcome: an
+    answer abandoned at a restart was answered with a line saying so)."""
+    row = conn.execute(
+        "SELECT 1 FROM interactions WHERE trigger_message_id = ? LIMIT 1", (message_id,)
+    ).fetchone()
+    return row is not None
+
+
+def latest_answered(conn: Db, channel_id: int, message_ids: list[int]) -> int | None:
+    """The latest successful interaction in the channel triggered by, or answered with, one of
+    these Discord messages (a follow-up's request continues it)."""
+    if not message_ids:
+        return None
+    marks = ", ".join("?" for _ in message_ids)
+    row = conn.execute(
+        "SELECT MAX(i.seq) FROM interactions i WHERE i.channel_id = ? AND i.outcome = 'success' "
+        f"AND (i.trigger_message_id IN ({marks}) OR i.seq IN (SELECT a.seq FROM answer_messages a "
+        f"WHERE a.message_id IN ({marks})))",
+        (channel_id, *message_ids, *message_ids),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def seq_of(conn: Db, interaction_id: str) -> int:
     row = conn.execute("SELECT seq FROM interactions WHERE id = ?", (interaction_id,)).fetchone()
     if row is None:

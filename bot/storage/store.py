@@ -221,6 +221,22 @@ class Store:
                 conn.execute("SELECT id FROM interactions WHERE seq = ?", (seq,)).fetchone()[0]
             )
 
+    def answered(self, message_id: int) -> bool:
+        """Whether this Discord message triggered an interaction already (on any shard, before
+        any restart): the bot answers a message once."""
+        with self._reader() as conn:
+            return reads.answered(conn, message_id)
+
+    async def answered_async(self, message_id: int) -> bool:
+        return await asyncio.to_thread(self.answered, message_id)
+
+    def latest_answered(self, channel_id: int, message_ids: list[int]) -> InteractionRecord | None:
+        """The latest successful interaction in the channel whose trigger or answer is one of
+        ``message_ids`` (what a follow-up's request starts with), None when there is none."""
+        with self._reader() as conn:
+            seq = reads.latest_answered(conn, channel_id, message_ids)
+            return None if seq is None else reads.load_record(conn, seq)
+
     def explain(self, message_id: int) -> Explanation:
         """Raises StoreError when no interaction has this trigger or answer message."""
         with self._reader() as conn:

@@ -10,6 +10,7 @@ after the trigger's text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -36,6 +37,11 @@ class PreparedPrompt:
     system: MessageNode
     fitted: FittedPrompt | None = None  # None when no budget was given
     layout: Layout | None = None  # None: time order (a graph built elsewhere)
+    # A follow-up's request that starts with the previous one (``conversation.memory``): how
+    # many of its messages (the previous request and the answer) are sent again unchanged, and
+    # the conversation's cache key, kept from its first request.
+    reused: int | None = None
+    key: str | None = None
 
     @property
     def request_messages(self) -> list[dict]:
@@ -44,8 +50,11 @@ class PreparedPrompt:
     @property
     def stable_end(self) -> int:
         """How many request messages make the part a follow-up in the same conversation sends
-        again unchanged: the system prompt and the conversation, up to the label of the other
-        messages (or the trigger)."""
+        again unchanged: the previous request and its answer when this one continues it, else
+        the system prompt and the conversation, up to the label of the other messages (or the
+        trigger)."""
+        if self.reused is not None:
+            return self.reused
         nodes = self.graph.snapshot().nodes()
         for index, node in enumerate(nodes):
             if is_others_label(node):
@@ -56,6 +65,8 @@ class PreparedPrompt:
     def cache_key(self) -> str:
         """One key per conversation (its oldest message), the same for its follow-ups, so a
         server that routes by key sends them to the cache that holds their start."""
+        if self.key is not None:
+            return self.key
         root = self.layout.root if self.layout else self.selection.trigger.id
         return f"conversation-{root}"
 
@@ -80,13 +91,17 @@ async def prepare_prompt(
     now: datetime | None = None,
     budget: Budget | None = None,
     counter: TokenCounter | None = None,
+    narrow: Callable[[ContextSelection], ContextSelection] | None = None,
 ) -> PreparedPrompt:
     """Build, materialize and, given a ``budget``, cut the context to fit it.
 
     ``now`` only matters to a persona that uses ``{now}``; otherwise the trigger's own time is
-    written after it, so the prompt of a message is the same whenever it is built.
+    written after it, so the prompt of a message is the same whenever it is built. ``narrow``
+    takes messages out of the selection before it is materialized (the ``/fresh`` seal).
     """
     selection = await builder.build(trigger, reader)
+    if narrow is not None:
+        selection = narrow(selection)
     return await prompt_for(
         selection,
         materializer,
@@ -235,10 +250,16 @@ def _with_time(nodes: list[MessageNode]) -> list[MessageNode]:
     without the prompt's beginning changing from one answer to the next."""
     if not nodes or nodes[-1].created_at is None:
         return nodes
-    trigger = nodes[-1]
-    when = trigger.created_at.astimezone(UTC).strftime("%A %Y-%m-%d %H:%M UTC")
-    stamped = trigger.model_copy(update={"content": f"{trigger.content}\n[sent {when}]"})
-    return [*nodes[:-1], stamped]
+    return [*nodes[:-1], time_stamped(nodes[-1])]
+
+
+def time_stamped(node: MessageNode) -> MessageNode:
+    """``node`` with its time to the minute after its text (unchanged without a time): the
+    trigger's, and a message joining a follow-up's request after the answer it is older than."""
+    if node.created_at is None:
+        return node
+    when = node.created_at.astimezone(UTC).strftime("%A %Y-%m-%d %H:%M UTC")
+    return node.model_copy(update={"content": f"{node.content}\n[sent {when}]"})
 
 
 def persona_for(template: str, bot_name: str, channel: object) -> Persona:

@@ -5,21 +5,12 @@ and Anthropic servers with their simulated prompt caches, a real SQLite store)."
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from bot.storage import Store, render_text
 from conversation.prompt.layout import OTHERS_LABEL
 from tests.bot.test_anthropic_e2e import claude_bot
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, ELI, Harness, running_bot, settled
 from tests.fakes.openai_server import count_tokens
-
-
-def stable_end(messages: list[dict[str, Any]]) -> int:
-    """The messages before the label of the other recent messages (else before the trigger)."""
-    for index, message in enumerate(messages):
-        if message["content"] == OTHERS_LABEL:
-            return index
-    return len(messages) - 1
 
 
 async def conversation_with_lunch_between(bot: Harness) -> None:
@@ -58,8 +49,9 @@ async def test_follow_ups_send_the_same_start_keyed_by_their_conversation(tmp_pa
     # One cache key for the conversation: its first message, the same for both follow-ups.
     key = second.body["prompt_cache_key"]
     assert key == third.body["prompt_cache_key"] == f"conversation-{recorded[0].trigger_message_id}"
-    end = stable_end(second.messages)
-    assert end == 3  # the system prompt, Chloé's question and the bot's answer
+    # The follow-up's request starts with the request before it and the bot's answer (issue 42).
+    end = len(second.messages)
+    assert third.messages[end]["role"] == "assistant"
     # Byte for byte the same start, although the lunch talk went on in between.
     assert json.dumps(third.messages[:end]) == json.dumps(second.messages[:end])
     assert third.cached_tokens >= count_tokens(second.messages[:end])
@@ -99,7 +91,8 @@ async def test_claude_caches_the_conversation_and_reads_it_on_the_follow_up(tmp_
     blocks = [b for turn in second.body["messages"] for b in turn["content"]]
     end = next(i for i, b in enumerate(blocks) if "cache_control" in b) + 1
     conversation = sum(len(b["text"].split()) + 3 for b in blocks[:end])
-    assert end == 2  # Chloé's question and the bot's answer
+    # The request before it and the bot's answer (issue 42).
+    assert end == sum(len(turn["content"]) for turn in first.body["messages"]) + 1
     # The second follow-up read the system prompt and the whole conversation from the cache.
     assert third.cache_read_tokens >= system + conversation
     for record, request in zip(recorded, (first, second, third), strict=True):

@@ -117,6 +117,27 @@ def test_contexts_with_prompts_gives_each_trigger_the_prompt_replay_would_send(t
     assert any('<embedding type="article"' in m["content"] for m in lines[0]["prompt"])
 
 
+def test_contexts_with_prompts_counts_each_trigger_as_answered_in_order(tmp_path):
+    """A trigger continuing an earlier listed one's conversation gets the request that starts
+    with that one's, byte for byte (the log has no answer to put after it); the selection
+    reported beside it does not change."""
+    example = LOGS.parents[1] / "examples" / "support-channel.json"
+    ids = [m["id"] for m in json.loads(example.read_text())["messages"]]
+    triggers = tmp_path / "triggers.txt"
+    triggers.write_text(f"{ids[10]}\n{ids[-1]}\n")  # Chloé's "About 800 GB", then her question
+    result = run_cli("contexts", str(example), "--triggers", str(triggers), "--prompts")
+    assert result.returncode == 0, result.stderr
+    first, second = (json.loads(line) for line in result.stdout.splitlines())
+    assert second["prompt"][: len(first["prompt"])] == first["prompt"]
+    replayed = run_cli("replay", "--no-model", "--format", "json", str(example),
+                       "--trigger", second["trigger"])  # fmt: skip
+    assert second["prompt"] != json.loads(replayed.stdout)["messages"]  # alone, it starts anew
+    plain = run_cli("contexts", str(example), "--triggers", str(triggers))
+    assert [json.loads(line) for line in plain.stdout.splitlines()] == [
+        {k: v for k, v in line.items() if k != "prompt"} for line in (first, second)
+    ]
+
+
 def test_contexts_on_a_missing_trigger_is_one_line(tmp_path):
     triggers = tmp_path / "t.txt"
     triggers.write_text("123\n")

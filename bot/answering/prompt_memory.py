@@ -1,0 +1,116 @@
+"""What each answer sent, for the next request in its conversation: in this process first (the
+exact messages, bounded), else from the store, so a follow-up after a restart, or answered by
+another shard on PostgreSQL, still starts with the request before it.
+
+The store already keeps every request as sent (``request_messages``) and where each message came
+from; a request read back is used only when it translates back to exactly the recorded messages,
+so a follow-up never starts with something that was not sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from bot.storage import InteractionRecord, Store, StoreError
+from conversation.graph.formats import node_from_openai, to_openai
+from conversation.graph.node import MessageFormatError, MessageNode
+from conversation.memory.recall import BoundedMemory
+from conversation.memory.sent import SentPrompt
+from conversation.prompt.layout import OTHERS_LABEL
+from conversation.prompt.tokens import TokenCounter
+from conversation.sources.snowflakes import time_snowflake
+
+log = logging.getLogger(__name__)
+
+
+class StoredPromptMemory:
+    """A ``PromptMemory``: the bounded in-process one, with the store behind it."""
+
+    def __init__(self, store: Store, recent: BoundedMemory | None = None) -> None:
+        self.store = store
+        self.recent = recent or BoundedMemory()
+        # Messages said since this process started were answered (if at all) by it, and are in
+        # its memory: the store is asked only about older ones (the usual new conversation
+        # costs no query).
+        self._started = time_snowflake(datetime.now(UTC))
+
+    async def recall(self, channel_id: int, candidates: Sequence[int]) -> SentPrompt | None:
+        found = self.recent.recall_now(channel_id, candidates)
+        older = [i for i in candidates if i < self._started]
+        if found is not None or not older:
+            return found
+        try:
+            record = await asyncio.to_thread(self.store.latest_answered, channel_id, older)
+        except StoreError as error:
+            log.warning("could not read the previous request from the store: %s", error)
+            return None
+        return sent_from_record(record) if record is not None else None
+
+    async def remember(self, sent: SentPrompt) -> None:
+        # The store records the interaction itself (the recorder): nothing more to write.
+        self.recent.remember_now(sent)
+
+
+def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
+    """The request an interaction sent (its tool rounds left out) and its answer, or None when
+    it does not translate back to exactly what was recorded."""
+    context = record.context
+    trigger = next(
+        (i for i, entry in enumerate(context) if entry is not None and "trigger" in entry.reasons),
+        None,
+    )
+    if trigger is None or not record.answer:
+        return None
+    messages = record.request_messages[: trigger + 1]
+    try:
+        nodes = [
+            node_from_openai(message).model_copy(
+                update={"message_id": str(entry.message_id) if entry else None}
+            )
+            for message, entry in zip(messages, context, strict=False)
+        ]
+    except MessageFormatError:
+        return None
+    if to_openai(nodes) != messages:
+        return None
+    ids = record.answer_message_ids
+    counter = TokenCounter()
+    answer = MessageNode(
+        role="assistant", content=record.answer, message_id=str(ids[0]) if ids else None
+    )
+    return SentPrompt(
+        channel_id=record.channel_id,
+        trigger_id=record.trigger_message_id,
+        nodes=tuple(nodes),
+        tokens=tuple(
+            (entry.tokens if entry else None) or counter.node(node)
+            for node, entry in zip(nodes, context, strict=False)
+        ),
+        answer=answer,
+        answer_ids=tuple(ids),
+        cache_key=f"conversation-{_root(nodes, record.trigger_message_id)}",
+        others=_others(nodes),
+    )
+
+
+def _root(nodes: list[MessageNode], trigger_id: int) -> int:
+    """The conversation's first message, as the request's key was made from (the layout's)."""
+    first = next((n.message_id for n in nodes[1:] if n.message_id is not None), None)
+    return int(first) if first is not None else trigger_id
+
+
+def _others(nodes: list[MessageNode]) -> tuple[int, ...]:
+    """The messages sent after a label of other recent talk, up to the next answer or trigger."""
+    found: list[int] = []
+    after_label = False
+    for node in nodes[:-1]:
+        if node.content == OTHERS_LABEL and node.message_id is None:
+            after_label = True
+        elif node.role == "assistant":
+            after_label = False
+        elif after_label and node.message_id is not None:
+            found.append(int(node.message_id))
+    return tuple(found)

@@ -1,0 +1,12 @@
+"""Conversations that remember what they sent: a follow-up's request starts with the previous
+request and the bot's answer, byte for byte, so a prefix-caching server reads only what is new.
+
+Modules: ``sent`` (what one request sent, as remembered: its messages, its answer, the content
+each message had), ``recall`` (where that memory lives: the interface the bot's store feeds and
+the bounded in-process one), ``append`` (the follow-up's request: the previous one, the answer,
+what is new; edits and deletions breaking the prefix once; the cut, in one step to a share of
+the budget, where a summary of what falls out will be spliced in).
+
+May import ``conversation.common``, ``sources``, ``articles``, ``graph``, ``selection`` and
+``prompt``. A change goes here when what a request keeps from the one before changes.
+"""

@@ -1,0 +1,351 @@
+"""A follow-up's request: the previous request and the bot's answer, byte for byte, then what
+is new; or, when the conversation has outgrown its room, a cut in one step.
+
+Prefix-caching servers (vLLM, SGLang, llama.cpp slots, OpenAI, Anthropic) reuse a prompt's
+start only while it stays byte-identical. Rebuilt from nothing at every answer, a conversation's
+oldest messages slide out and messages near the score's threshold come and go, so the start
+changes and the cache is lost. Here, when the trigger continues a conversation the bot answered
+(the answer it replies to, or the latest answer or trigger in its conversation) and most of
+that request is still selected (``keep_share``), the request is:
+
+1. the previous request, as sent (its trigger keeps its time; nothing per request moved);
+2. the bot's answer to it;
+3. the conversation's messages selected since, then the other recent ones after the label, then
+   the trigger with its time. A message selected now that is older than the previous trigger
+   joins here too, with its time, rather than being inserted where it was said.
+
+An edited message is sent as edited and a deleted one never again: the prefix breaks at the
+first such message, once (the next follow-up starts with this request).
+
+The cut: when the request would exceed the budget or ``max_total`` messages, it is built afresh
+from the current selection, fitted to ``cut_share`` of both, so the following answers append
+again for a while instead of cutting a message per answer. The cut is one ``Cut`` in the work
+log. A summary of what falls out (issue 46) belongs at ``cut_prompt``'s head, after the system
+prompt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from conversation.graph.message_graph import MessageGraph
+from conversation.graph.node import FrozenMap, MessageNode
+from conversation.memory.recall import PromptMemory
+from conversation.memory.sent import SentPrompt, content_digest
+from conversation.prompt.budget import Budget, Cut, FittedPrompt
+from conversation.prompt.pipeline import (
+    OTHERS_NODE,
+    PreparedPrompt,
+    is_others_label,
+    refit_prompt,
+    time_stamped,
+)
+from conversation.prompt.tokens import REPLY_PRIMING, TokenCounter
+from conversation.sources.cache import UNKNOWN, ChannelCache
+from conversation.sources.source import reference_id
+
+KEEP_SHARE = 0.7
+"""A previous request is continued when at least this share of its conversation's messages (not
+the other recent talk it carried) is still selected: below it the conversation has moved on, and
+a fresh request reads better."""
+
+CUT_SHARE = 0.6
+"""A conversation that outgrows its room is cut to this share of the budget and of
+``max_total`` (hysteresis: the next answers append again before the next cut)."""
+
+
+@dataclass(frozen=True)
+class Continuity:
+    """When a follow-up continues the previous request, and how far a cut goes."""
+
+    max_total: int
+    keep_share: float = KEEP_SHARE
+    cut_share: float = CUT_SHARE
+
+
+@dataclass(frozen=True)
+class ChannelNow:
+    """The channel as it is now, for the messages an earlier request sent: ``deleted`` (known
+    to be gone), ``content`` (the text now, None when not known here) and ``edited`` (whether it
+    was ever edited: what a request read back from the store, with no digest of the text it
+    sent, goes by)."""
+
+    deleted: Callable[[int], bool] = field(default=lambda _message_id: False)
+    content: Callable[[int], str | None] = field(default=lambda _message_id: None)
+    edited: Callable[[int], bool] = field(default=lambda _message_id: False)
+
+    @classmethod
+    def of_cache(cls, cache: ChannelCache) -> ChannelNow:
+        """What the channel's cache knows (gateway edits and deletions included)."""
+
+        def content(message_id: int) -> str | None:
+            message = cache.get(message_id)
+            return None if message is None or message is UNKNOWN else message.content
+
+        def edited(message_id: int) -> bool:
+            message = cache.get(message_id)
+            return message is not None and getattr(message, "edited_at", None) is not None
+
+        return cls(deleted=cache.is_deleted, content=content, edited=edited)
+
+
+def candidates(fresh: PreparedPrompt) -> list[int]:
+    """The messages whose request the trigger may continue, best first: the message it replies
+    to, then its conversation's messages, latest first."""
+    trigger = fresh.selection.trigger
+    found: list[int] = []
+    parent = reference_id(trigger)
+    if parent is not None:
+        found.append(parent)
+    conversation = fresh.layout.conversation if fresh.layout else fresh.selection.messages
+    found.extend(sorted((m.id for m in conversation), reverse=True))
+    return found
+
+
+def sent_prompt(
+    prepared: PreparedPrompt,
+    channel_id: int,
+    *,
+    answer: MessageNode | None = None,
+    answer_ids: Sequence[int] = (),
+    previous: SentPrompt | None = None,
+) -> SentPrompt:
+    """What ``prepared`` sent, to remember for its follow-ups."""
+    nodes = prepared.graph.snapshot().nodes()
+    selection = prepared.selection
+    digests = dict(previous.digests) if previous is not None else {}
+    for message in [*selection.messages, selection.trigger]:
+        digests[message.id] = content_digest(message.content)
+    sent_ids = {int(node.message_id) for node in nodes if node.message_id is not None}
+    others = {m.id for m in prepared.layout.others} if prepared.layout else set()
+    if previous is not None:
+        others |= set(previous.others)
+    return SentPrompt(
+        channel_id=channel_id,
+        trigger_id=selection.trigger.id,
+        nodes=tuple(nodes),
+        tokens=tuple(_tokens_of(nodes, TokenCounter())),
+        answer=answer,
+        answer_ids=tuple(answer_ids),
+        cache_key=prepared.cache_key,
+        digests={k: v for k, v in digests.items() if k in sent_ids},
+        others=tuple(sorted(others & sent_ids)),
+    )
+
+
+def continue_prompt(
+    previous: SentPrompt | None,
+    fresh: PreparedPrompt,
+    *,
+    continuity: Continuity,
+    budget: Budget | None,
+    counter: TokenCounter | None = None,
+    now: ChannelNow | None = None,
+) -> PreparedPrompt:
+    """The request for ``fresh``'s trigger: ``previous`` continued when the trigger continues
+    it, else ``fresh`` (cut to ``cut_share`` when the conversation outgrew its room)."""
+    counter = counter or TokenCounter()
+    now = now or ChannelNow()
+    if previous is None or not previous.nodes or previous.nodes[0] != fresh.system:
+        return fresh
+    selected = {*fresh.selection.ids, fresh.selection.trigger.id}
+    # The conversation's part of it (the other recent talk comes and goes by design).
+    sent = [int(n.message_id) for n in previous.nodes if n.message_id is not None]
+    sent = [i for i in sent if i not in previous.others] or sent
+    if sum(i in selected for i in sent) < continuity.keep_share * len(sent):
+        return fresh
+    current = {
+        int(n.message_id): n
+        for n in _nodes(fresh)
+        if n.message_id is not None and not is_others_label(n)
+    }
+    kept, tokens, broken = _still_valid(previous, current, now, counter)
+    if previous.answer is not None:
+        kept.append(previous.answer)
+        tokens.append(counter.node(previous.answer))
+    reused = len(kept) if not broken else None
+    added, added_tokens = _new_part(previous, fresh, kept, counter, now)
+    nodes, tokens = [*kept, *added], [*tokens, *added_tokens]
+    total = counter.scale(REPLY_PRIMING) + sum(tokens)
+    messages = sum(1 for node in nodes if node.message_id is not None)
+    over_budget = budget is not None and total > budget.limit
+    if over_budget or messages > continuity.max_total + 1:  # the trigger is not counted
+        return cut_prompt(fresh, continuity, budget, counter, total)
+    fitted = None
+    if budget is not None:
+        fitted = FittedPrompt(nodes=nodes, tokens=tokens, total=total, budget=budget)
+    return _assembled(fresh, nodes, fitted, reused=reused, key=previous.cache_key)
+
+
+def cut_prompt(
+    fresh: PreparedPrompt,
+    continuity: Continuity,
+    budget: Budget | None,
+    counter: TokenCounter,
+    outgrown: int,
+) -> PreparedPrompt:
+    """``fresh`` fitted to ``cut_share`` of the budget and of ``max_total``, the cut recorded.
+
+    A summary of what the cut leaves out (issue 46) would go right after the system prompt."""
+    share = continuity.cut_share
+    smaller = budget
+    if budget is not None:
+        room = max(1, math.floor(budget.limit * share))
+        smaller = budget.model_copy(update={"reserve": budget.window - room})
+    prepared = refit_prompt(fresh, smaller, counter)
+    nodes = prepared.graph.snapshot().nodes()
+    keep = max(1, math.floor(continuity.max_total * share))
+    protected = {str(fresh.selection.trigger.id)}
+    parent = reference_id(fresh.selection.trigger)
+    if parent is not None:
+        protected.add(str(parent))
+    ids = sorted(
+        (int(n.message_id) for n in nodes if n.message_id and n.message_id not in protected),
+        reverse=True,
+    )
+    dropped = {str(i) for i in ids[max(0, keep - len(protected)) :]}
+    kept_nodes = _without_stray_label([n for n in nodes if n.message_id not in dropped])
+    tokens = _tokens_of(kept_nodes, counter)
+    total = counter.scale(REPLY_PRIMING) + sum(tokens)
+    cut = Cut(
+        action="dropped",
+        what=f"conversation cut to {share:.0%} of its room (it had outgrown it)",
+        message_id=None,
+        tokens_before=outgrown,
+        tokens_after=total,
+    )
+    fitted = None
+    if prepared.fitted is not None and budget is not None:
+        cuts = [*prepared.fitted.cuts, cut]
+        fitted = FittedPrompt(
+            nodes=kept_nodes, tokens=tokens, total=total, budget=budget, cuts=cuts
+        )
+    return _assembled(fresh, kept_nodes, fitted)
+
+
+def _assembled(
+    fresh: PreparedPrompt,
+    nodes: list[MessageNode],
+    fitted: FittedPrompt | None,
+    *,
+    reused: int | None = None,
+    key: str | None = None,
+) -> PreparedPrompt:
+    """``fresh``'s selection and materialized messages, sent as ``nodes``."""
+    graph = MessageGraph()
+    graph.extend(nodes)
+    return PreparedPrompt(
+        selection=fresh.selection,
+        materialized=fresh.materialized,
+        graph=graph,
+        system=fresh.system,
+        fitted=fitted,
+        layout=fresh.layout,
+        reused=reused,
+        key=key,
+    )
+
+
+def _nodes(prepared: PreparedPrompt) -> list[MessageNode]:
+    return prepared.graph.snapshot().nodes()
+
+
+def _tokens_of(nodes: Sequence[MessageNode], counter: TokenCounter) -> list[int]:
+    """Each node's tokens: as the budget counted it when it did, else estimated now."""
+    found = []
+    for node in nodes:
+        counted = (node.metadata or {}).get("tokens")
+        found.append(int(counted) if isinstance(counted, int) else counter.node(node))
+    return found
+
+
+def _still_valid(
+    previous: SentPrompt, current: dict[int, MessageNode], now: ChannelNow, counter: TokenCounter
+) -> tuple[list[MessageNode], list[int], bool]:
+    """The previous request with deleted messages taken out and edited ones sent as they are
+    now (left out when not selected now); whether anything changed (the prefix broke)."""
+    kept: list[MessageNode] = []
+    tokens: list[int] = []
+    broken = False
+    for node, counted in zip(previous.nodes, previous.tokens, strict=True):
+        if node.message_id is not None:
+            message_id = int(node.message_id)
+            if now.deleted(message_id):
+                broken = True
+                continue
+            text = now.content(message_id)
+            digest = previous.digests.get(message_id)
+            if digest is None:
+                changed = now.edited(message_id)
+            else:
+                changed = text is not None and content_digest(text) != digest
+            if changed:
+                broken = True
+                if message_id not in current:
+                    continue
+                node = current[message_id]
+                counted = counter.node(node)
+        kept.append(node)
+        tokens.append(counted)
+    return kept, tokens, broken
+
+
+def _new_part(
+    previous: SentPrompt,
+    fresh: PreparedPrompt,
+    kept: list[MessageNode],
+    counter: TokenCounter,
+    now: ChannelNow,
+) -> tuple[list[MessageNode], list[int]]:
+    """What the fresh request holds that the previous one and its answer do not: the
+    conversation's new messages, the label and the other recent ones, the trigger last."""
+    have = {n.message_id for n in kept if n.message_id is not None}
+    have |= {str(i) for i in (*previous.answer_ids, previous.trigger_id)}
+    others = {str(m.id) for m in fresh.layout.others} if fresh.layout else set()
+    nodes = _nodes(fresh)
+    conversation: list[MessageNode] = []
+    recent: list[MessageNode] = []
+    for node in nodes[1:-1]:
+        if node.message_id is None or node.message_id in have or now.deleted(int(node.message_id)):
+            continue
+        if int(node.message_id) < previous.trigger_id:  # joins after the answer: with its time
+            node = time_stamped(node).model_copy(update={"metadata": _uncounted(node)})
+        (recent if node.message_id in others else conversation).append(node)
+    added = [*conversation, *([OTHERS_NODE, *recent] if recent else []), nodes[-1]]
+    return added, _tokens_of(added, counter)
+
+
+def _uncounted(node: MessageNode) -> FrozenMap:
+    """The node's metadata without its token count (its text changed: counted again)."""
+    return FrozenMap({k: v for k, v in (node.metadata or {}).items() if k != "tokens"})
+
+
+def _without_stray_label(nodes: list[MessageNode]) -> list[MessageNode]:
+    """The label before the other recent messages, dropped when none of them is left after it."""
+    for index, node in enumerate(nodes):
+        if is_others_label(node):
+            rest = nodes[index + 1 : -1]
+            if not rest:
+                return [*nodes[:index], *nodes[index + 1 :]]
+    return nodes
+
+
+async def remembered_prompt(
+    fresh: PreparedPrompt,
+    memory: PromptMemory,
+    channel_id: int,
+    *,
+    continuity: Continuity,
+    budget: Budget | None,
+    counter: TokenCounter | None = None,
+    now: ChannelNow | None = None,
+) -> tuple[PreparedPrompt, SentPrompt | None]:
+    """The request for ``fresh``'s trigger given what ``memory`` holds of the channel, and the
+    previous request it continues or cuts from (None: none found), for ``sent_prompt``."""
+    previous = await memory.recall(channel_id, candidates(fresh))
+    prepared = continue_prompt(
+        previous, fresh, continuity=continuity, budget=budget, counter=counter, now=now
+    )
+    return prepared, previous

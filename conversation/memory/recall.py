@@ -1,0 +1,65 @@
+"""Where the requests sent are remembered: an interface (the bot's store can stand behind it)
+and the bounded in-process memory used without one (and by the replay tools)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from typing import Protocol
+
+from conversation.memory.sent import SentPrompt
+
+PROMPTS_PER_CHANNEL = 64
+CHANNELS_KEPT = 1024
+
+
+class PromptMemory(Protocol):
+    """The requests a channel's answers sent, found by a trigger or answer message."""
+
+    async def recall(self, channel_id: int, candidates: Sequence[int]) -> SentPrompt | None:
+        """The latest request whose trigger or answer is the first of ``candidates`` that has
+        one (candidates come latest first)."""
+        ...
+
+    async def remember(self, sent: SentPrompt) -> None: ...
+
+
+class BoundedMemory:
+    """The last ``per_channel`` requests of the ``channels`` channels used most recently: a
+    bounded memory when there is no store (and for the replay tools)."""
+
+    def __init__(
+        self, per_channel: int = PROMPTS_PER_CHANNEL, channels: int = CHANNELS_KEPT
+    ) -> None:
+        self._per_channel = per_channel
+        self._channels = channels
+        self._sent: OrderedDict[int, deque[SentPrompt]] = OrderedDict()
+
+    async def recall(self, channel_id: int, candidates: Sequence[int]) -> SentPrompt | None:
+        return self.recall_now(channel_id, candidates)
+
+    def recall_now(self, channel_id: int, candidates: Sequence[int]) -> SentPrompt | None:
+        kept = self._sent.get(channel_id)
+        if not kept:
+            return None
+        self._sent.move_to_end(channel_id)
+        by_message: dict[int, SentPrompt] = {}
+        for sent in kept:  # oldest first: the latest request with a message wins
+            by_message[sent.trigger_id] = sent
+            by_message.update(dict.fromkeys(sent.answer_ids, sent))
+        for candidate in candidates:
+            if candidate in by_message:
+                return by_message[candidate]
+        return None
+
+    async def remember(self, sent: SentPrompt) -> None:
+        self.remember_now(sent)
+
+    def remember_now(self, sent: SentPrompt) -> None:
+        kept = self._sent.get(sent.channel_id)
+        if kept is None:
+            kept = self._sent[sent.channel_id] = deque(maxlen=self._per_channel)
+        self._sent.move_to_end(sent.channel_id)
+        kept.append(sent)
+        while len(self._sent) > self._channels:
+            self._sent.popitem(last=False)

@@ -1,0 +1,42 @@
+"""One request as remembered for its follow-ups: what it sent, what the bot answered, and the
+text each message had then (an edit since breaks the prefix at that message)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from pydantic import BaseModel, ConfigDict
+
+from conversation.graph.node import MessageNode
+
+
+def content_digest(content: str) -> str:
+    """A short, stable digest of a message's text: enough to tell an edit, without keeping
+    a second copy of every message in memory (or in the store)."""
+    return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+class SentPrompt(BaseModel):
+    """What one answer sent and got back, for the next request in its conversation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    channel_id: int
+    trigger_id: int
+    nodes: tuple[MessageNode, ...]  # the request as sent, system prompt first
+    tokens: tuple[int, ...]  # per node, as the budget counted them
+    answer: MessageNode | None = None  # the bot's answer (None: replayed logs have none)
+    answer_ids: tuple[int, ...] = ()  # the Discord messages the answer was posted as
+    cache_key: str
+    digests: dict[int, str] = {}  # message id -> digest of its text when sent
+    others: tuple[int, ...] = ()  # the messages sent as other recent talk, not the conversation
+
+    @property
+    def message_ids(self) -> set[int]:
+        """Every Discord message the request and its answer hold."""
+        ids = {int(node.message_id) for node in self.nodes if node.message_id is not None}
+        return ids | set(self.answer_ids) | {self.trigger_id}
+
+    def answers(self, message_id: int) -> bool:
+        """Whether ``message_id`` is this request's trigger or one of its answer's messages."""
+        return message_id == self.trigger_id or message_id in self.answer_ids

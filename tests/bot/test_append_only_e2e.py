@@ -1,0 +1,120 @@
+"""A follow-up's request starts with the previous request and the bot's answer, byte for byte,
+with other talk in the channel between them (real nextcord client, fake Discord, fake OpenAI and
+Anthropic servers)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from bot.answering.recording import InteractionRecorder
+from bot.model.client import ModelClient
+from bot.serve.client import ThreadwiseClient
+from bot.storage import Store
+from tests.bot.test_anthropic_e2e import claude_bot
+from tests.bot.test_prompt_cache_e2e import conversation_with_lunch_between
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.harness import (
+    BOT_ID,
+    CHANNEL,
+    CHLOE,
+    ELI,
+    EXAMPLE,
+    Harness,
+    make_config,
+    running_bot,
+    settled,
+)
+from tests.fakes.openai_server import FakeOpenAI
+
+
+async def test_a_follow_up_request_starts_with_the_previous_request_and_answer():
+    async with running_bot() as bot:
+        await conversation_with_lunch_between(bot)
+        _first, second, third = bot.model.chat_requests
+        answers = [m["content"] for m in bot.discord.bot_messages(CHANNEL)]
+    start = len(second.messages)
+    assert json.dumps(third.messages[:start]) == json.dumps(second.messages)
+    assert third.messages[start]["role"] == "assistant"
+    assert third.messages[start]["content"] == answers[-2]  # the answer to the second
+    # The lunch talk since is after the answer, the follow-up last.
+    later = [m["content"] for m in third.messages[start + 1 :]]
+    assert any("book a table" in c for c in later)
+    assert "analyze step" in later[-1]
+
+
+def _blocks(body: dict) -> list[tuple[str, dict]]:
+    """Each content block with its turn's role, the cache marks taken off."""
+    return [
+        (turn["role"], {k: v for k, v in block.items() if k != "cache_control"})
+        for turn in body["messages"]
+        for block in turn["content"]
+    ]
+
+
+async def test_claude_reads_the_previous_request_and_answer_then_what_is_new():
+    async with claude_bot() as bot:
+        await conversation_with_lunch_between(bot)
+        _first, second, third = bot.model.message_requests
+        answers = [m["content"] for m in bot.discord.bot_messages(CHANNEL)]
+    before, after = _blocks(second.body), _blocks(third.body)
+    assert json.dumps(after[: len(before)]) == json.dumps(before)
+    assert after[len(before)] == ("assistant", {"type": "text", "text": answers[-2]})
+    # The cache breakpoint is at the end of the part sent before: the answer.
+    marked = [
+        i
+        for i, block in enumerate(b for turn in third.body["messages"] for b in turn["content"])
+        if "cache_control" in block
+    ]
+    assert marked == [len(before)]
+    assert third.cache_read_tokens > 0
+
+
+@contextlib.asynccontextmanager
+async def bot_runs(store: Store) -> AsyncIterator[Callable[[], Any]]:
+    """One fake Discord and one fake model, and a way to run the bot on them again (a restart:
+    a new client, the same store)."""
+    async with (
+        FakeDiscord(bot_id=BOT_ID, bot_name="threadwise", bot_nick="Threadwise") as discord,
+        FakeOpenAI() as fake,
+    ):
+        await discord.load_log(EXAMPLE)
+        config = make_config(discord, fake)
+
+        @contextlib.asynccontextmanager
+        async def run() -> AsyncIterator[Harness]:
+            async with ModelClient(config.model) as model:
+                client = ThreadwiseClient(
+                    config, articles=None, model=model,
+                    recorder=InteractionRecorder(store, config), store=store,
+                )  # fmt: skip
+                with discord.nextcord_pointed_here():
+                    async with discord.running(client) as ready:
+                        yield Harness(discord=discord, model=fake, client=ready)
+
+        yield run
+
+
+async def test_after_a_restart_the_follow_up_starts_with_the_stored_request(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with bot_runs(store) as run:
+            async with run() as bot:
+                answer = await bot.answer_to(
+                    CHANNEL, CHLOE, f"<@{BOT_ID}> can I use the hard-link mode for 800 GB?"
+                )
+                await settled(bot)
+                said = bot.discord.message(CHANNEL, answer["id"])["content"]  # streamed: whole
+                await bot.discord.user_says(CHANNEL, ELI, "lunch at the noodle place?")
+            async with run() as bot:  # restarted: nothing in memory, the store remembers
+                await bot.answer_to(
+                    CHANNEL, CHLOE, "and if the upgrade fails halfway, what then?",
+                    reply_to=int(answer["id"]), mention_author=False,
+                )  # fmt: skip
+                await settled(bot)
+                first, second = bot.model.chat_requests
+    start = len(first.messages)
+    assert json.dumps(second.messages[:start]) == json.dumps(first.messages)
+    assert second.messages[start] == {"role": "assistant", "content": said}
+    assert "fails halfway" in second.messages[-1]["content"]

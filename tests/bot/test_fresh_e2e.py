@@ -1,0 +1,70 @@
+"""``/fresh`` end to end (real nextcord client, fake Discord, fake model): the bot posts "Context
+starts here", and no answer after it reads anything said before it; a member without Manage
+Messages is refused in one line; the seal is no turn of the bot's for following."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.serve.client import FRESH_REFUSED
+from conversation.selection.seal import SEAL_TEXT
+from tests.bot.test_follow_e2e import answered, follow_up, talk_to_bot
+from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, DEV, Harness, running_bot, settled
+from tests.fakes.openai_server import Answer
+
+MEMBER = 0x400 | 0x800 | 0x10000  # view the channel, send messages, read its history
+MANAGE_MESSAGES = 0x2000
+QUESTION = f"<@{BOT_ID}> can I use the hard-link mode for the upgrade?"
+
+
+async def fresh(bot: Harness, permissions: int) -> dict:
+    record = await bot.discord.invoke_command(CHANNEL, DEV, "fresh", permissions=permissions)
+    return await bot.discord.wait_for_interaction_response(record, timeout=10)
+
+
+def sent_text(bot: Harness) -> str:
+    return "\n".join(str(m["content"]) for m in bot.model.chat_requests[-1].messages)
+
+
+async def test_fresh_seals_the_channel_for_the_next_answers():
+    async with running_bot() as bot:
+        body = await fresh(bot, MEMBER | MANAGE_MESSAGES)
+        assert body["data"]["content"] == SEAL_TEXT
+        assert not (body["data"].get("flags") or 0) & 64  # in the channel, for everyone
+        await bot.discord.user_says(CHANNEL, DEV, "the staging box is back up")
+        bot.model.queue(Answer(text="Yes, with a backup first."))
+        await bot.answer_to(CHANNEL, CHLOE, QUESTION)
+        await settled(bot)
+        sent = sent_text(bot)
+    assert "fails halfway" not in sent and "ramen" not in sent  # the talk before the seal
+    assert "staging box" in sent
+    assert SEAL_TEXT not in sent
+    assert "hard-link mode" in sent
+
+
+async def test_fresh_is_refused_to_a_member_without_manage_messages():
+    async with running_bot() as bot:
+        body = await fresh(bot, MEMBER)
+        assert body["data"]["content"] == FRESH_REFUSED
+        assert body["data"]["flags"] & 64  # only they see it
+        bot.model.queue(Answer(text="Yes, with a backup first."))
+        await bot.answer_to(CHANNEL, CHLOE, QUESTION)
+        await settled(bot)
+        # Nothing was sealed: the log's talk is read (the upgrade talk before it).
+        assert "fails halfway" in sent_text(bot)
+
+
+async def test_after_the_seal_the_conversation_before_it_is_not_followed():
+    """Following reads the conversation before a message: after ``/fresh`` there is none, and
+    the seal itself is no turn of the bot's to follow."""
+    async with running_bot() as bot:
+        await talk_to_bot(bot)
+        assert await answered(bot, await follow_up(bot))  # following works here
+        await fresh(bot, MEMBER | MANAGE_MESSAGES)
+        await asyncio.sleep(0.2)
+        requests = len(bot.model.chat_requests)
+        said = await bot.discord.user_says(
+            CHANNEL, CHLOE, "and does the link mode also keep the planner statistics?"
+        )
+        assert not await answered(bot, said)
+        assert len(bot.model.chat_requests) == requests

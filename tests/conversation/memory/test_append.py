@@ -1,0 +1,119 @@
+"""A follow-up's request continues the previous one (on the example channel's log): the previous
+request and the answer byte for byte, then what is new; edits and deletions still win; a
+conversation that outgrows its room is cut once, to a share of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conversation.common.settings import ContextSettings
+from conversation.graph.node import MessageNode
+from conversation.memory.append import ChannelNow, Continuity, remembered_prompt, sent_prompt
+from conversation.memory.recall import BoundedMemory
+from conversation.prompt.budget import Budget
+from conversation.prompt.materialize import MaterializeOptions, Materializer
+from conversation.prompt.pipeline import PreparedPrompt, persona_for
+from conversation.prompt.pipeline import prepare_prompt as build_prompt
+from conversation.replay.log_source import LogSource
+from conversation.selection.builder import ContextBuilder
+from conversation.sources.cache import ChannelCache
+from conversation.sources.reader import ChannelReader
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "support-channel.json"
+FIRST = 1350095370977280000  # Chloé: "About 800 GB, so a dump would take hours." (to the bot)
+SECOND = 1350098139217920000  # Chloé, later: "given the guide Dev linked, can I use..."
+BOTS_ANSWER = 1350094616002560000  # the bot's answer before the first
+GUIDE = 1350094112686080000  # Dev's message with the guide
+BUDGET = Budget(window=8192, reserve=1024)
+ANSWER = MessageNode(role="assistant", content="Then the in-place upgrade with --link it is.")
+
+
+async def fresh_prompt(source: LogSource, trigger_id: int) -> PreparedPrompt:
+    builder = ContextBuilder(ContextSettings(min_linear=4))
+    return await build_prompt(
+        source.message(trigger_id),
+        ChannelReader(source, ChannelCache(source.channel_id)),
+        builder,
+        Materializer(MaterializeOptions(bot_user_id=source.bot_user_id)),
+        persona_for("You are {bot_name}.", "Threadwise", source.channel),
+        budget=BUDGET,
+    )
+
+
+async def follow_up(
+    continuity: Continuity | None = None,
+    now: ChannelNow | None = None,
+    edits: dict[int, str] | None = None,
+) -> tuple[PreparedPrompt, PreparedPrompt]:
+    """The request answered first (remembered with its answer), and the follow-up's, after
+    ``edits`` (message id -> new text) were made in between."""
+    source = LogSource.from_file(EXAMPLE)
+    memory = BoundedMemory()
+    continuity = continuity or Continuity(max_total=50)
+    first, previous = await remembered_prompt(
+        await fresh_prompt(source, FIRST), memory, source.channel_id,
+        continuity=continuity, budget=BUDGET,
+    )  # fmt: skip
+    assert previous is None
+    memory.remember_now(sent_prompt(first, source.channel_id, answer=ANSWER))
+    for message_id, text in (edits or {}).items():
+        source.message(message_id).content = text
+    if edits:
+        now = ChannelNow(content=lambda i: source.message(i).content if i in edits else None)
+    second, previous = await remembered_prompt(
+        await fresh_prompt(source, SECOND), memory, source.channel_id,
+        continuity=continuity, budget=BUDGET, now=now,
+    )  # fmt: skip
+    return first, second
+
+
+def texts(prepared: PreparedPrompt) -> list[str]:
+    return [m["content"] for m in prepared.request_messages]
+
+
+async def test_the_follow_up_starts_with_the_request_before_and_its_answer():
+    first, second = await follow_up()
+    before = first.request_messages
+    assert second.request_messages[: len(before)] == before
+    assert second.request_messages[len(before)]["content"] == ANSWER.content
+    assert second.stable_end == len(before) + 1  # the cache breakpoint: after the answer
+    assert second.cache_key == first.cache_key
+    assert "given the guide Dev linked" in texts(second)[-1]
+    # Nothing is sent twice.
+    ids = [n.message_id for n in second.graph.snapshot().nodes() if n.message_id]
+    assert len(ids) == len(set(ids))
+
+
+async def test_an_edited_message_is_sent_as_edited_and_the_prefix_breaks_there():
+    first, _ = await follow_up()
+    index = next(i for i, n in enumerate(first.graph.snapshot().nodes()) if n.message_id)
+    edited = int(first.graph.snapshot().nodes()[index].message_id or 0)
+    old = texts(first)[index]
+    _, second = await follow_up(edits={edited: "rewritten entirely"})
+    assert second.stable_end != len(first.request_messages) + 1  # not the continued start
+    assert second.request_messages[:index] == first.request_messages[:index]
+    assert old not in texts(second)
+    assert any(text.endswith(": rewritten entirely") for text in texts(second))
+
+
+async def test_a_deleted_message_is_never_sent_again():
+    first, _ = await follow_up()
+    assert any(str(BOTS_ANSWER) == n.message_id for n in first.graph.snapshot().nodes())
+    _, second = await follow_up(now=ChannelNow(deleted=lambda i: i == BOTS_ANSWER))
+    assert all(n.message_id != str(BOTS_ANSWER) for n in second.graph.snapshot().nodes())
+    assert ANSWER.content in texts(second)  # the rest of the conversation goes on
+
+
+async def test_a_conversation_past_max_total_is_cut_once_to_a_share_of_it():
+    first, second = await follow_up(Continuity(max_total=8, cut_share=0.5))
+    sent = [n for n in second.graph.snapshot().nodes() if n.message_id]
+    assert len(sent) <= 4  # half of max_total, the trigger included
+    assert (
+        second.reused is None
+        and second.request_messages[-1]
+        == (await follow_up(Continuity(max_total=50)))[1].request_messages[-1]
+    )
+    assert second.fitted is not None
+    assert "conversation cut to 50%" in second.fitted.cuts[-1].describe()
+    assert len([n for n in first.graph.snapshot().nodes() if n.message_id]) > 4
