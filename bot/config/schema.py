@@ -378,6 +378,9 @@ def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None
         config = Config.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as error:
         raise ConfigError(*describe_errors(path, error, Config)) from error
+    unsafe = [line for server in config.tools.mcp for line in server.unsafe_values(env)]
+    if unsafe:
+        raise ConfigError(*(f"{path}: {line}" for line in unsafe))
     anchor = _data_folder(source, env)
     if not config.storage.path.is_absolute() and anchor is not None:
         anchored = anchor / config.storage.path
