@@ -261,3 +261,33 @@ def test_url_credentials_and_an_authorization_header_are_refused(tmp_path: Path)
         )
     message = str(raised.value)
     assert "user:password" in message and "Authorization" in message and "\n" not in message
+
+
+THINKING = 'extra_body = { thinking = { type = "enabled", budget_tokens = 2048 } }\n'
+
+
+@pytest.mark.parametrize(
+    ("tables", "refused"),
+    [
+        (THINKING + "[tools]\nenabled = true\n", "[model] extra_body.thinking"),
+        (
+            "[tools]\nenabled = true\n[[channels]]\nmatch = { channel_ids = [5] }\n"
+            "[channels.model]\n" + THINKING,
+            "[[channels]] 1 [model] extra_body.thinking",
+        ),
+        (THINKING + "[tools]\nenabled = false\n", None),
+    ],
+)
+def test_extended_thinking_with_tools_is_refused_in_one_line(
+    tmp_path: Path, tables: str, refused: str | None
+) -> None:
+    """Anthropic wants the signed thinking blocks back in every tool round; the bot does not
+    keep them, so every answer that used a tool would fail: refused at load instead."""
+    text = '[model]\nprovider = "anthropic"\nname = "claude"\n' + tables
+    if refused is None:
+        assert load(tmp_path, text).model.extra_body["thinking"]["type"] == "enabled"
+        return
+    with pytest.raises(ConfigError) as raised:
+        load(tmp_path, text)
+    message = str(raised.value)
+    assert refused in message and "tools" in message and "\n" not in message, message
