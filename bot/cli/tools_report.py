@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.config.tool_settings import ToolSettings
-from bot.tools.mcp_servers import McpServers
+from bot.tools.mcp_servers import McpServers, response_limit
 from bot.tools.read_page import READ_PAGE
 
 CHECK_WAIT_SECONDS = 20.0
@@ -33,7 +33,11 @@ def tool_lines(
 
 
 async def _servers(settings: ToolSettings, wait: float) -> list[str]:
-    servers = McpServers.from_settings(settings.mcp, restart_delays=(wait * 2,))
+    servers = McpServers.from_settings(
+        settings.mcp,
+        restart_delays=(wait * 2,),
+        max_response_bytes=response_limit(settings.max_result_chars),
+    )
     try:
         await servers.start(wait=wait)
         return [f"#   {line}" for line in servers.summary()]

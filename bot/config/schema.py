@@ -41,7 +41,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
-from bot.config.channels import ChannelRule, check_models, effective_configs
+from bot.config.channels import ChannelRule, check_models, effective_configs, top_level
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, keys_from_env
@@ -325,7 +325,17 @@ class Config(StrictSection):
     def _channels_resolve(self) -> Config:
         """Each named model and ``[[channels]]`` table makes a valid config."""
         check_models(self.models)
-        effective_configs(self)
+        channels = effective_configs(self)
+        anthropic_named = any(m.provider == "anthropic" for m in self.models.values())
+        for where, config in [("", top_level(self)), *_numbered(channels)]:
+            model = config.model
+            anthropic = model.provider == "anthropic" or anthropic_named
+            if config.tools.enabled and anthropic and thinks(model.extra_body):
+                raise ValueError(
+                    f"{where}[model] extra_body.thinking: Anthropic's extended thinking cannot "
+                    "be used with [tools] enabled (each tool round would have to send back the "
+                    "signed thinking blocks, which the bot does not keep); turn one of them off"
+                )
         return self
 
     @model_validator(mode="after")
@@ -350,6 +360,16 @@ class Config(StrictSection):
         """The effective settings as plain data, secrets shown as ``**********``."""
         data = json.loads(self.model_dump_json())
         return data | {"tools": masked_tools(data["tools"], "**********")}
+
+
+def thinks(extra_body: Mapping[str, Any]) -> bool:
+    """Whether ``extra_body`` turns Anthropic's extended thinking on."""
+    thinking = extra_body.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type") != "disabled"
+
+
+def _numbered(channels: list[Config]) -> list[tuple[str, Config]]:
+    return [(f"[[channels]] {n} ", config) for n, config in enumerate(channels, start=1)]
 
 
 def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None = None) -> Config:
@@ -379,6 +399,9 @@ def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None
         config = Config.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as error:
         raise ConfigError(*describe_errors(path, error, Config)) from error
+    unsafe = [line for server in config.tools.mcp for line in server.unsafe_values(env)]
+    if unsafe:
+        raise ConfigError(*(f"{path}: {line}" for line in unsafe))
     anchor = _data_folder(source, env)
     if not config.storage.path.is_absolute() and anchor is not None:
         anchored = anchor / config.storage.path

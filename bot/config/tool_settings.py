@@ -26,6 +26,9 @@ SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# In a header or a url a line break splits the request (HTTP clients refuse it, quoting the
+# value in their error): a .env with Windows line endings leaves a CR on every value.
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Read for each answer, so an edit applies while running; enabled and the servers are read
 # when the bot starts (the servers are started then).
 LIVE_KEYS = frozenset({"read_page", "max_steps", "call_timeout_seconds", "max_result_chars",
@@ -120,7 +123,18 @@ class McpServerSettings(StrictSection):
             raise ValueError(f"server {self.name!r}: headers are for url servers only")
         if self.command is None and (self.args or self.env):
             raise ValueError(f"server {self.name!r}: args and env are for command servers only")
+        if self._url_has_credentials and any(h.lower() == "authorization" for h in self.headers):
+            raise ValueError(
+                f"server {self.name!r}: the url's user:password and headers.Authorization would "
+                "both authorize; keep one"
+            )
         return self
+
+    @property
+    def _url_has_credentials(self) -> bool:
+        """The url as written has ``user[:password]@`` (sent as Basic auth). A url taken whole
+        from a variable is not known here: an ``Authorization`` header then wins."""
+        return self.url is not None and "@" in urlsplit(self.url).netloc
 
     @property
     def transport(self) -> str:
@@ -133,7 +147,34 @@ class McpServerSettings(StrictSection):
 
     def url_value(self, env: Mapping[str, str] | None = None) -> str:
         assert self.url is not None
-        return self._expand(self.url, env, "url")
+        return self._sendable(self._expand(self.url, env, "url"), "url")
+
+    def unsafe_values(self, env: Mapping[str, str] | None = None) -> list[str]:
+        """A line for the url and each header that, with the variables set now, would hold a
+        line break or another control character; naming the key, never the value. Checked at
+        load, so that such a secret never reaches the HTTP client (whose error quotes it)."""
+        env = os.environ if env is None else env
+        texts = {"url": self.url} if self.url is not None else {}
+        texts |= {f"headers.{header}": value for header, value in self.headers.items()}
+        lines = []
+        for where, text in texts.items():
+            whole = where != "url" and ENV_NAME.fullmatch(text)
+            names = [text] if whole else ENV_REFERENCE.findall(text)
+            if CONTROL.search(text) or any(CONTROL.search(env.get(name) or "") for name in names):
+                lines.append(self._unsafe(where))
+        return lines
+
+    def _sendable(self, value: str, where: str) -> str:
+        if CONTROL.search(value):
+            raise ValueError(self._unsafe(where))
+        return value
+
+    def _unsafe(self, where: str) -> str:
+        return (
+            f"[[tools.mcp]] {self.name}: {where} holds a line break or another control "
+            "character once its environment variables are read (a .env file with Windows "
+            "line endings?); remove it from the variable"
+        )
 
     def _expand(self, value: str, env: Mapping[str, str] | None, where: str) -> str:
         env = os.environ if env is None else env
@@ -162,6 +203,7 @@ class McpServerSettings(StrictSection):
                 values[header] = env[value]
             else:
                 values[header] = ENV_REFERENCE.sub(lambda m: env[m[1]], value)
+            self._sendable(values[header], f"headers.{header}")
         return values
 
 

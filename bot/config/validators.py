@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import argparse
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, SecretStr
 
 
 def _http_url(value: str) -> str:
     value = value.strip().rstrip("/")
+    credentials = "@" in urlsplit(value).netloc
     if not value.startswith(("http://", "https://")):
-        raise ValueError(f"must start with http:// or https://, got {value!r}")
+        shown = "" if credentials else f", got {value!r}"  # never a password
+        raise ValueError(f"must start with http:// or https://{shown}")
+    if credentials:
+        # The HTTP client logs every request's url, and errors quote it.
+        raise ValueError(
+            "holds a user:password, which would be logged with every request; send them as a "
+            'header instead (extra_headers = { Authorization = "Basic ..." }, or api_key)'
+        )
     return value
 
 

@@ -12,6 +12,13 @@ gets an error result saying why. An answer cut at its token limit (``max_tokens`
 while asking for calls has none run (their arguments may be cut short); the next request asks
 for the final answer, as does the one after the answer's last allowed call.
 
+The ids of the calls are the bot's: a server's id is kept when it is well formed (what
+Anthropic takes: letters, digits, ``_`` and ``-``) and not yet used in the request, else the
+call gets a fresh one (``own_ids``). Servers repeat ids (gateways number calls per answer) or
+use characters the API refuses in the next request; the record keeps the ids sent, so every
+later round and the export agree with them. Nothing needs the server's id back: a provider
+reads only the ids of the request it is sent.
+
 The loop knows tools only through :class:`ToolRunner` (the bot's toolbox, or a test's);
 running them never raises here: a failing or slow tool is an error result the model reads.
 """
@@ -19,6 +26,7 @@ running them never raises here: a failing or slow tool is an error result the mo
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +41,7 @@ from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec
 log = logging.getLogger(__name__)
 
 CUT_OFF = ("max_tokens", "length")  # Anthropic's and OpenAI's "the token limit ended it"
+CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # Anthropic's pattern (OpenAI takes any)
 
 StatusCallback = Callable[[str], Awaitable[None]]
 
@@ -93,6 +102,30 @@ def assistant_turn(text: str, calls: Sequence[ToolCallRequest]) -> dict[str, Any
     }
 
 
+def ids_in(messages: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The tool call ids the messages already use."""
+    return {
+        str(call.get("id"))
+        for message in messages
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, Mapping)
+    }
+
+
+def own_ids(calls: Sequence[ToolCallRequest], taken: set[str]) -> tuple[ToolCallRequest, ...]:
+    """The calls with ids the request can carry: the server's when well formed and not in
+    ``taken``, else ``call_N`` (the first N free); ``taken`` gains them."""
+    owned = []
+    for call in calls:
+        call_id = call.id
+        if not CALL_ID.fullmatch(call_id) or call_id in taken:
+            call_id = next(f"call_{n}" for n in range(len(taken) + 1) if f"call_{n}" not in taken)
+            call = call.model_copy(update={"id": call_id})
+        taken.add(call_id)
+        owned.append(call)
+    return tuple(owned)
+
+
 def tool_turn(outcome: ToolOutcome) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": outcome.call_id, "content": outcome.content}
 
@@ -123,6 +156,7 @@ async def complete_with_tools(
     attempts = progress.attempts
     step = used = 0
     must_answer = False
+    taken = ids_in(messages)
     while True:
         final = step >= max_steps or not specs or must_answer
         try:
@@ -136,7 +170,7 @@ async def complete_with_tools(
         attempts.extend(completion.attempts)
         if step == 0:
             progress.first_usage = completion.usage
-        calls = completion.tool_calls
+        calls = own_ids(completion.tool_calls, taken)
         if not calls or final:
             if calls:
                 log.info("the model asked for %d tool call(s) after the last round", len(calls))

@@ -474,10 +474,9 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
     characters (see :mod:`bot.storage.names`). Elsewhere that loose match would take a common
     word ("will", "mark") out of every message in the store, for good.
     """
-    if not names:
-        return 0
-    exact = names_pattern(names, free_text=False)
+    exact = names_pattern(names, free_text=False, user_id=user_id)
     loose = names_pattern(names, free_text=True)
+    id_hint = re.compile(rf"(?<!\d){user_id}(?!\d)")
     by_id = {
         int(node_id)
         for (node_id,) in conn.execute(
@@ -510,7 +509,7 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
     exact_hint = _hint_pattern(name_spellings(names, free_text=False), ignore_case=False)
 
     def may_name(text: str) -> bool:
-        if loose_hint is not None and loose_hint.search(text):
+        if id_hint.search(text) or (loose_hint is not None and loose_hint.search(text)):
             return True
         if '"tool_calls"' in text:  # arguments may escape a name ("Chlo\\u00e9"): parsed
             return True
@@ -540,26 +539,26 @@ def _redact_names(conn: Db, cache: NodeCache, user_id: int, names: set[str]) -> 
             "UPDATE context SET node_id = ? WHERE node_id = ?", (new, old)
         ).rowcount
         conn.execute("UPDATE message_versions SET node_id = ? WHERE node_id = ?", (new, old))
-    answers = [
-        (redact_text(redact_text(answer, exact), loose if seq in near_answers else None), seq)
-        for seq, answer in conn.dialect.stream(
-            conn, "SELECT seq, answer FROM interactions WHERE answer IS NOT NULL", ()
-        )
-        if may_name(answer) or (exact_hint is not None and exact_hint.search(answer))
-    ]
-    conn.executemany("UPDATE interactions SET answer = ? WHERE seq = ?", answers)
-    edits = [
-        (redact_text(redact_text(content, exact), loose if m in near_messages else None), m, v)
-        for m, v, content in conn.dialect.stream(
-            conn,
-            "SELECT message_id, version, content FROM message_versions WHERE content IS NOT NULL",
-            (),
-        )
-        if may_name(content) or (exact_hint is not None and exact_hint.search(content))
-    ]
-    conn.executemany(
-        "UPDATE message_versions SET content = ? WHERE message_id = ? AND version = ?", edits
-    )
+
+    def rewrite(table: str, column: str, keys: tuple[str, ...], near_keys: set[int]) -> None:
+        """The column's texts that may hold them, redacted: exactly everywhere, loosely where
+        the row's first key is in ``near_keys``."""
+        select = f"SELECT {column}, {', '.join(keys)} FROM {table} WHERE {column} IS NOT NULL"
+        rows = []
+        for text, *key in conn.dialect.stream(conn, select, ()):
+            if may_name(text) or (exact_hint is not None and exact_hint.search(text)):
+                new = redact_text(redact_text(text, exact), loose if key[0] in near_keys else None)
+                if new != text:
+                    rows.append((new, *key))
+        where = " AND ".join(f"{key} = ?" for key in keys)
+        conn.executemany(f"UPDATE {table} SET {column} = ? WHERE {where}", rows)
+
+    # The bot's answers and errors, recorded edits, and the work log's lines (a tool call's
+    # arguments as the model wrote them, the error a tool gave).
+    rewrite("interactions", "answer", ("seq",), near_answers)
+    rewrite("interactions", "error", ("seq",), near_answers)
+    rewrite("message_versions", "content", ("message_id", "version"), near_messages)
+    rewrite("work_log", "detail", ("seq", "position"), near_answers)
     conn.execute("DELETE FROM context_names WHERE user_id = ?", (user_id,))
     conn.execute("DELETE FROM person_names WHERE user_id = ?", (user_id,))
     return changed

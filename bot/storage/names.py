@@ -6,6 +6,10 @@ exactly as it was shown. In any free text (a member typing "do you agree with ch
 accents are also ignored, so "chloe" goes with "Chloé"; except for names shorter than
 ``FREE_TEXT_MIN_LENGTH``, which ignoring case would take common words ("al", "jo") out of every
 message in the store.
+
+The person's id goes too, in every spelling text gives it (``<@id>``, ``<@!id>``, a bare
+``"user_id": id`` in a tool's arguments or result), and a name as JSON escapes it
+(``Chlo\\u00e9``: a tool's arguments as the model wrote them, a server's JSON result).
 """
 
 from __future__ import annotations
@@ -49,22 +53,32 @@ def name_spellings(names: Iterable[str], *, free_text: bool) -> list[str]:
         if not name:
             continue
         if not free_text:
-            spellings.add(name)
+            spellings.update((name, _json_escaped(name)))
             continue
         for base in (name, folded(name)):
             for spelling in (base, base.replace(" ", "_")):  # the second as OpenAI names go
                 if len(spelling) >= FREE_TEXT_MIN_LENGTH:
-                    spellings.add(spelling)
+                    spellings.update((spelling, _json_escaped(spelling)))
     return sorted(spellings, key=lambda s: (-len(s), s))
 
 
-def names_pattern(names: Iterable[str], *, free_text: bool) -> re.Pattern[str] | None:
-    """Whole-word matches of the names (``free_text``: ignoring case), or None if none apply."""
+def _json_escaped(name: str) -> str:
+    """The name as JSON writes it with only ASCII ("Chlo\\u00e9"); itself when it is ASCII."""
+    return json.dumps(name)[1:-1]
+
+
+def names_pattern(
+    names: Iterable[str], *, free_text: bool, user_id: int | None = None
+) -> re.Pattern[str] | None:
+    """Whole-word matches of the names (``free_text``: ignoring case), and of the ``user_id``
+    when given (a mention whole, ``<@!id>``); None if nothing applies."""
     spellings = name_spellings(names, free_text=free_text)
-    if not spellings:
+    alternatives = [rf"(?<!\w){re.escape(s)}(?!\w)" for s in spellings]
+    if user_id is not None:
+        alternatives += [rf"<@!?{user_id}>", rf"(?<!\d){user_id}(?!\d)"]
+    if not alternatives:
         return None
-    alternatives = "|".join(rf"(?<!\w){re.escape(s)}(?!\w)" for s in spellings)
-    return re.compile(alternatives, re.IGNORECASE if free_text else 0)
+    return re.compile("|".join(alternatives), re.IGNORECASE if free_text else 0)
 
 
 def redact_text(text: str, pattern: re.Pattern[str] | None) -> str:
@@ -120,6 +134,8 @@ def _redacted_call(call: Any, pattern: re.Pattern[str] | None) -> Any:
 def _redacted_value(value: Any, pattern: re.Pattern[str] | None) -> Any:
     if isinstance(value, str):
         return redact_text(value, pattern)
+    if isinstance(value, int) and pattern is not None and pattern.fullmatch(str(value)):
+        return REMOVED  # their id as a number ("user_id": 3123...)
     if isinstance(value, list):
         return [_redacted_value(item, pattern) for item in value]
     if isinstance(value, dict):

@@ -4,11 +4,12 @@ and the built-in ``read_page``.
 What lives here: the tool specs and results every tool speaks in (``spec``), making a result
 inert before the model reads it (``defuse``), the MCP connections and their restarts
 (``mcp_servers``), a stdio server's stderr into the bot's log (``server_stderr``),
-``read_page`` on the article reader (``read_page``), the hosts it may read in one answer
-(``page_hosts``), the toolbox that runs a round of calls in parallel under the limits
-(``toolbox``), and what an answer's calls returned, given back to a prompt rebuilt after
-"context too long" instead of running them again (``call_memory``). The ``[tools]`` settings
-are in ``bot.config.tool_settings``.
+the HTTP client of a server reached by url, its secrets kept out of the logs and its
+reads bounded (``mcp_http``), ``read_page`` on the article reader (``read_page``), the hosts
+it may read in one answer (``page_hosts``), the toolbox that runs a round of calls in
+parallel under the limits (``toolbox``), and what an answer's calls returned, given back to
+a prompt rebuilt after "context too long" instead of running them again (``call_memory``).
+The ``[tools]`` settings are in ``bot.config.tool_settings``.
 
 What it may import: ``bot.errors``, ``bot.config``, ``bot.storage`` (the layers below it),
 ``conversation/`` (the article reader) and the ``mcp`` SDK. The model client (``bot.model``,

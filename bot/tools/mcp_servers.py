@@ -35,6 +35,14 @@ CLOSE_SECONDS = 5.0  # how long close waits for a supervisor to stop
 MAX_TOOLS = 64  # per server; the rest are not offered (the tool list is part of every prompt)
 MAX_DESCRIPTION_CHARS = 1000
 MAX_SCHEMA_BYTES = 8192  # a larger input schema: the tool is not offered
+MIN_RESPONSE_BYTES = 2 * 1024 * 1024  # a tool listing page of 64 tools with 8 KB schemas fits
+BYTES_PER_RESULT_CHAR = 12  # UTF-8, JSON-escaped, as text and as structured content
+
+
+def response_limit(max_result_chars: int) -> int:
+    """The bytes read of one answer over HTTP (``bot.tools.mcp_http``): room for a result of
+    ``max_result_chars`` however it is spelled, never less than a full tool listing."""
+    return max(MIN_RESPONSE_BYTES, BYTES_PER_RESULT_CHAR * max_result_chars)
 
 
 class ServerDown(Exception):
@@ -52,9 +60,11 @@ class McpServer:
         restart_delays: Sequence[float] = RESTART_DELAYS,
         ping_interval: float = PING_INTERVAL_SECONDS,
         connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
+        max_response_bytes: int = MIN_RESPONSE_BYTES,
     ) -> None:
         self.settings, self.name = settings, settings.name
         self._env = env
+        self._max_bytes = max_response_bytes
         self._delays, self._ping_interval = tuple(restart_delays), ping_interval
         self._connect_timeout = connect_timeout
         self.tools: list[ToolSpec] = []
@@ -147,15 +157,15 @@ class McpServer:
             self._stderr = StderrToLog(self.name)
             errlog = await stack.enter_async_context(self._stderr)
             return stdio_client(parameters, errlog=errlog)
-        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        http = httpx2.AsyncClient(
-            headers=settings.header_values(self._env),
-            timeout=httpx2.Timeout(30.0, read=300.0),
+        from bot.tools.mcp_http import http_client
+
+        http, url = http_client(
+            settings.url_value(self._env), settings.header_values(self._env), self._max_bytes
         )
         stack.push_async_callback(http.aclose)
-        return streamable_http_client(settings.url_value(self._env), http_client=http)
+        return streamable_http_client(url, http_client=http, max_sse_event_size=self._max_bytes)
 
     async def _supervise(self) -> None:
         failures = 0

@@ -22,13 +22,18 @@ Behaviours (one per request; streamed or not as the request asks):
   overloaded mid-stream, as Anthropic sends);
 * :class:`UseTools` — ``stop_reason: "tool_use"`` with a ``tool_use`` block per call (after some
   text if given), streamed as Anthropic does: the block's id and name, then its input as
-  ``input_json_delta`` pieces;
+  ``input_json_delta`` pieces; ``ids`` gives the blocks' ids as a server may (repeated, or
+  with characters the API refuses in a request), else each is unique;
 
 The prompt cache is simulated: every prefix of content blocks ending at a ``cache_control``
 breakpoint is written; a later request whose blocks start with a written prefix reports its
 tokens (words + 3 per block) as ``cache_read_input_tokens``. ``api_key`` makes requests
 without it (as ``x-api-key`` or ``Authorization: Bearer``) get a 401; every request must carry
-``anthropic-version``, and its ``messages`` must start with a user turn and alternate.
+``anthropic-version``, and its ``messages`` must start with a user turn and alternate. Tool
+blocks follow the documented rules: each ``tool_use`` id matches ``^[a-zA-Z0-9_-]+$`` and is
+unique in the request, each ``tool_use`` is answered by a ``tool_result`` in the next turn, and
+each ``tool_result`` answers a ``tool_use`` of the turn before; a request breaking one gets the
+API's 400 ``invalid_request_error``.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -86,6 +92,7 @@ class UseTools:
     text: str = ""
     chunk_chars: int = 8
     stop_reason: str = "tool_use"  # "max_tokens": the input text may be cut short
+    ids: tuple[str, ...] | None = None  # the blocks' ids as given (None: unique ones)
 
 
 def _input(text: str) -> Any:
@@ -186,6 +193,9 @@ class FakeAnthropic:
             return _error(
                 400, "invalid_request_error", "messages: roles must alternate, user first"
             )
+        refused = _tool_blocks_refused(body["messages"])
+        if refused is not None:
+            return _error(400, "invalid_request_error", refused)
         behaviour = self._queue.pop(0) if self._queue else self.default
         match behaviour:
             case RateLimited(retry_after=wait):
@@ -265,7 +275,7 @@ class FakeAnthropic:
         self, request: web.Request, asked: UseTools, body: dict, model: str, usage: dict
     ) -> web.StreamResponse:
         number = len(self.message_requests)
-        ids = [f"toolu_{number}_{i}" for i in range(len(asked.calls))]
+        ids = list(asked.ids or (f"toolu_{number}_{i}" for i in range(len(asked.calls))))
         blocks: list[dict[str, Any]] = [{"type": "text", "text": asked.text}] if asked.text else []
         blocks += [
             {"type": "tool_use", "id": i, "name": n, "input": _input(a)}
@@ -288,7 +298,7 @@ class FakeAnthropic:
             else:
                 await _event(response, "content_block_start", {"index": index, "content_block": {
                     **block, "input": {}}})  # fmt: skip
-                text = asked.calls[ids.index(block["id"])][1]
+                text = asked.calls[index - (1 if asked.text else 0)][1]
                 for i in range(0, len(text), asked.chunk_chars):
                     delta = {
                         "type": "input_json_delta",
@@ -319,6 +329,48 @@ class FakeAnthropic:
                 await self._closing.wait()
         except TimeoutError:
             pass
+
+
+TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def _tool_blocks_refused(messages: list[dict]) -> str | None:
+    """The API's message for the first rule on tool blocks the request breaks; None if none."""
+    seen: set[str] = set()
+    asked: list[str] = []  # the tool_use ids of the turn before
+    for number, message in enumerate(messages):
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        answered = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
+        for answer in answered:
+            if answer not in asked:
+                return (
+                    f"messages.{number}: unexpected `tool_use_id` found in `tool_result` "
+                    f"blocks: {answer}. Each `tool_result` block must have a corresponding "
+                    "`tool_use` block in the previous message."
+                )
+        missing = [i for i in asked if i not in answered]
+        if missing:
+            return (
+                f"messages.{number - 1}: `tool_use` ids were found without `tool_result` "
+                f"blocks immediately after: {', '.join(missing)}. Each `tool_use` block must "
+                "have a corresponding `tool_result` block in the next message."
+            )
+        asked = []
+        for position, block in enumerate(blocks):
+            if block.get("type") != "tool_use":
+                continue
+            block_id = block.get("id")
+            if not isinstance(block_id, str) or not TOOL_USE_ID.fullmatch(block_id):
+                return (
+                    f"messages.{number}.content.{position}.tool_use.id: String should match "
+                    "pattern '^[a-zA-Z0-9_-]+$'"
+                )
+            if block_id in seen:
+                return f"messages.{number}.content.{position}: `tool_use` ids must be unique"
+            seen.add(block_id)
+            asked.append(block_id)
+    return None
 
 
 def _blocks(body: dict) -> list[dict]:

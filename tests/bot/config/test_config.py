@@ -394,3 +394,21 @@ def test_a_data_folder_from_the_environment_holds_a_relative_store(tmp_path):
     absolute = write(tmp_path, '[storage]\npath = "/srv/store.sqlite3"\n')
     config = load_config(absolute, env={"THREADWISE_DATA_DIR": str(tmp_path)})
     assert config.storage.path == Path("/srv/store.sqlite3")
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('[model]\nbase_url = "http://bot:pw-S3CRET@gateway.internal/v1"', "[model] base_url"),
+        ('[models.big]\nname = "m"\nbase_url = "https://bot:pw-S3CRET@x/v1"', "[models.big]"),
+        ('[model]\nbase_url = "htp://bot:pw-S3CRET@gateway.internal/v1"', "[model] base_url"),
+    ],
+)
+def test_credentials_in_a_model_base_url_are_refused_without_quoting_them(tmp_path, text, key):
+    """The HTTP client logs each request's url at INFO, and errors quote it."""
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path, env={})
+    message = str(raised.value)
+    assert key in message and "pw-S3CRET" not in message and "\n" not in message, message

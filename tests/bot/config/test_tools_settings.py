@@ -218,3 +218,76 @@ def test_check_config_reports_a_server_failing_at_once_at_once(tmp_path: Path) -
         why = "FileNotFoundError" if name == "gone" else "ConnectError"
         assert line.startswith(f"#   MCP {name} ") and f": down: {why}" in line, line
         assert took < 10, f"{name}: {took:.1f} s"
+
+
+@pytest.mark.parametrize(
+    ("written", "where"),
+    [
+        ('headers = { Authorization = "Bearer ${SEARCH_KEY}" }', "headers.Authorization"),
+        ('headers = { X-Api-Key = "SEARCH_KEY" }', "headers.X-Api-Key"),
+        ("", "url"),
+    ],
+)
+def test_a_secret_with_a_line_break_is_refused_at_load_by_its_key(
+    tmp_path: Path, written: str, where: str
+) -> None:
+    """A .env with Windows line endings leaves a CR at the end of each value: the HTTP
+    client's error (and the warning quoting it) would print the secret."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[[tools.mcp]]\nname = "search"\n'
+        f'url = "https://search.example.com/mcp?key=${{URL_KEY}}"\n{written}\n'
+    )
+    env = {"SEARCH_KEY": "sk-live-1234", "URL_KEY": "uk-5678"}
+    bad = "URL_KEY" if where == "url" else "SEARCH_KEY"
+    env[bad] += "\r"
+    with pytest.raises(ConfigError) as raised:
+        load_config(path, env=env)
+    message = str(raised.value)
+    assert f"[[tools.mcp]] search: {where}" in message and "line break" in message
+    assert "sk-live" not in message and "uk-5678" not in message and "\n" not in message
+    server = load_config(path, env={}).tools.mcp[0]  # not set at load: refused when connecting
+    with pytest.raises(ValueError, match=rf"{where}.*line break"):
+        server.header_values(env)
+        server.url_value(env)
+
+
+def test_url_credentials_and_an_authorization_header_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load(
+            tmp_path,
+            '[[tools.mcp]]\nname = "a"\nurl = "https://bot:${PW}@h/mcp"\n'
+            'headers = { authorization = "Bearer ${KEY}" }',
+        )
+    message = str(raised.value)
+    assert "user:password" in message and "Authorization" in message and "\n" not in message
+
+
+THINKING = 'extra_body = { thinking = { type = "enabled", budget_tokens = 2048 } }\n'
+
+
+@pytest.mark.parametrize(
+    ("tables", "refused"),
+    [
+        (THINKING + "[tools]\nenabled = true\n", "[model] extra_body.thinking"),
+        (
+            "[tools]\nenabled = true\n[[channels]]\nmatch = { channel_ids = [5] }\n"
+            "[channels.model]\n" + THINKING,
+            "[[channels]] 1 [model] extra_body.thinking",
+        ),
+        (THINKING + "[tools]\nenabled = false\n", None),
+    ],
+)
+def test_extended_thinking_with_tools_is_refused_in_one_line(
+    tmp_path: Path, tables: str, refused: str | None
+) -> None:
+    """Anthropic wants the signed thinking blocks back in every tool round; the bot does not
+    keep them, so every answer that used a tool would fail: refused at load instead."""
+    text = '[model]\nprovider = "anthropic"\nname = "claude"\n' + tables
+    if refused is None:
+        assert load(tmp_path, text).model.extra_body["thinking"]["type"] == "enabled"
+        return
+    with pytest.raises(ConfigError) as raised:
+        load(tmp_path, text)
+    message = str(raised.value)
+    assert refused in message and "tools" in message and "\n" not in message, message

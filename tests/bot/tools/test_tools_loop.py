@@ -217,3 +217,42 @@ async def test_results_share_the_budgets_room_and_stay_as_read(toolbox: Toolbox)
     assert len(first) + len(second) < 12_000 and "[result truncated" in second
     # The first result is sent unchanged in every later request: the prefix of what followed.
     assert fake.chat_requests[2].messages[3]["content"] == first
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_anthropic_ids_that_repeat_or_the_api_refuses_are_made_the_bots(
+    toolbox: Toolbox, stream: bool
+) -> None:
+    """A gateway numbering calls per answer repeats ids across rounds (and some repeat them in
+    one answer, or use characters the API refuses): the next request must still be valid."""
+    async with anthropic_fake.FakeAnthropic() as fake, ModelClient(
+        settings_for(fake.url, "anthropic", stream)
+    ) as model:  # fmt: skip
+        echo = '{"text": "x"}'
+        fake.queue(
+            anthropic_fake.UseTools((("echo", echo), ("echo", echo)), ids=("call_0", "call_0")),
+            anthropic_fake.UseTools((("echo", echo),), ids=("call_0",)),
+            anthropic_fake.UseTools((("echo", echo),), ids=("tool use #1 (ü)",)),
+            anthropic_fake.Answer(text="Echoed thrice."),
+        )
+        result = await complete_with_tools(model, PROMPT, toolbox, max_steps=4)
+    assert result.completion.text == "Echoed thrice."  # no request was refused
+    assert [r.body["messages"][-1]["role"] for r in fake.message_requests[1:]] == ["user"] * 3
+    ids = [c["id"] for turn in result.added for c in turn.get("tool_calls") or ()]
+    assert len(ids) == len(set(ids)) == 4 and ids[0] == "call_0"
+    assert [t["tool_call_id"] for t in result.added if t["role"] == "tool"] == ids
+    assert [c.id for r in result.rounds for c in r.calls] == ids  # the work log's too
+
+
+async def test_openai_ids_go_through_the_same_renaming(toolbox: Toolbox) -> None:
+    async with openai_fake.FakeOpenAI() as fake, ModelClient(
+        settings_for(fake.url, "openai", True)
+    ) as model:  # fmt: skip
+        odd = openai_fake.CallTools((("echo", '{"text": "x"}'),), id_prefix="id with spaces ")
+        fake.queue(odd, odd, openai_fake.Answer(text="Done."))
+        result = await complete_with_tools(model, PROMPT, toolbox, max_steps=4)
+    sent = fake.chat_requests[2].messages
+    ids = [c["id"] for m in sent for c in m.get("tool_calls") or ()]
+    assert ids == ["call_0", "call_1"]
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ids
+    assert result.completion.text == "Done."
