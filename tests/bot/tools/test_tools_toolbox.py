@@ -275,7 +275,7 @@ async def test_read_page_uses_the_article_reader(site: str) -> None:
     opened = ArticleSettings(allowed_networks=["127.0.0.1/32"])
     async with ArticleService(opened, resolver=resolver) as articles:
         box = Toolbox(ToolSettings(enabled=True), pages=PageReader(articles))
-        box = box.for_prompt([{"role": "user", "content": f"see {site}/deploy"}])
+        box = box.for_prompt(["wiki.example.org"])
         assert [s.name for s in box.specs()] == ["read_page"]
         request = call("read_page", f'{{"url": "{site}/deploy"}}')
         assert box.status([request]) == "reading wiki.example.org …"
