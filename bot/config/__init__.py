@@ -4,8 +4,9 @@ What lives here: the sections' models (``schema``; the model's own in ``model_se
 tools' in ``tool_settings``), the ``[models.NAME]`` endpoints (``named_models``), the
 ``[[channels]]`` tables with the effective settings of each (``channels``), the checks they
 share (``validators``), the one-line error texts (``errors``), ``check-config``'s printout
-(``report``), the reload watcher that tells live edits from restart ones (``reload``) and the
-store URL masking (``store_url``). A new setting goes into the section model that reads it.
+(``report``), the file itself read only when it is a regular file of a config's size
+(``config_file``), the reload watcher that tells live edits from restart ones (``reload``) and
+the store URL masking (``store_url``). A new setting goes into the section model that reads it.
 
 May import: ``bot.errors`` and ``conversation`` (whose own sections live in
 ``conversation.common.settings``). Nothing here talks to Discord, the model or the store: the layers
