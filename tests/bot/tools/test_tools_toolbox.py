@@ -20,7 +20,7 @@ from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.tools.call_memory import CallMemory
 from bot.tools.mcp_servers import McpServers
 from bot.tools.read_page import PageReader
-from bot.tools.server_stderr import MAX_LINE_CHARS
+from bot.tools.server_stderr import MAX_LINE_CHARS, MAX_LINES, WINDOW_SECONDS
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService, StaticResolver
@@ -83,6 +83,27 @@ async def test_a_stdio_servers_stderr_goes_to_the_log_under_its_name(caplog) -> 
         "MCP server test: starting up",
         "MCP server test: " + "x" * (MAX_LINE_CHARS - 1) + "…",
         "MCP server test: ready",
+    ]
+
+
+async def test_a_servers_stderr_cannot_flood_the_log_or_forge_a_line(caplog) -> None:
+    """Issue 43: bounded. A server writing without end has MAX_LINES logged, then one line
+    says how many were not; a terminal escape or a carriage return (which would show a forged
+    line over the record) is replaced."""
+    said = "\x1b[2K\rINFO bot: all fine\n" + "".join(f"line {n}\n" for n in range(300))
+    settings = stdio_server(env={"FAKE_MCP_STDERR": said})
+    started = McpServers.from_settings([settings], restart_delays=(30.0,), ping_interval=30)
+    caplog.set_level(logging.INFO, logger="bot.tools.server_stderr")
+    try:
+        await started.start(wait=30)
+    finally:
+        await started.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "bot.tools.server_stderr"]
+    assert lines[0] == "MCP server test: \ufffd[2K\ufffdINFO bot: all fine"
+    assert lines[1:MAX_LINES] == [f"MCP server test: line {n}" for n in range(MAX_LINES - 1)]
+    assert lines[MAX_LINES:] == [
+        f"MCP server test: {301 - MAX_LINES} more stderr line(s) not logged "
+        f"(at most {MAX_LINES} per {WINDOW_SECONDS:g} s)"
     ]
 
 
