@@ -91,13 +91,8 @@ async def test_a_servers_stderr_cannot_flood_the_log_or_forge_a_line(caplog) -> 
     says how many were not; a terminal escape or a carriage return (which would show a forged
     line over the record) is replaced."""
     said = "\x1b[2K\rINFO bot: all fine\n" + "".join(f"line {n}\n" for n in range(300))
-    settings = stdio_server(env={"FAKE_MCP_STDERR": said})
-    started = McpServers.from_settings([settings], restart_delays=(30.0,), ping_interval=30)
     caplog.set_level(logging.INFO, logger="bot.tools.server_stderr")
-    try:
-        await started.start(wait=30)
-    finally:
-        await started.close()
+    await started_and_closed({"FAKE_MCP_STDERR": said})
     lines = [r.getMessage() for r in caplog.records if r.name == "bot.tools.server_stderr"]
     assert lines[0] == "MCP server test: \ufffd[2K\ufffdINFO bot: all fine"
     assert lines[1:MAX_LINES] == [f"MCP server test: line {n}" for n in range(MAX_LINES - 1)]
@@ -107,16 +102,21 @@ async def test_a_servers_stderr_cannot_flood_the_log_or_forge_a_line(caplog) -> 
     ]
 
 
-async def test_a_server_that_cannot_start_is_reported_with_its_last_words(caplog) -> None:
-    """Its traceback is usually why: the warning (what check-config shows) quotes it."""
-    why = "Traceback (most recent call last):\nKeyError: 'SEARCH_API_KEY'"
-    settings = stdio_server(env={"FAKE_MCP_STDERR": why, "FAKE_MCP_EXIT": "1"})
+async def started_and_closed(env: dict[str, str]) -> None:
+    """The test server with ``env`` started (or failing to), then closed at once."""
+    settings = stdio_server(env=env)
     started = McpServers.from_settings([settings], restart_delays=(30.0,), ping_interval=30)
-    caplog.set_level(logging.WARNING, logger="bot.tools.mcp_servers")
     try:
         await started.start(wait=30)
     finally:
         await started.close()
+
+
+async def test_a_server_that_cannot_start_is_reported_with_its_last_words(caplog) -> None:
+    """Its traceback is usually why: the warning (what check-config shows) quotes it."""
+    why = "Traceback (most recent call last):\nKeyError: 'SEARCH_API_KEY'"
+    caplog.set_level(logging.WARNING, logger="bot.tools.mcp_servers")
+    await started_and_closed({"FAKE_MCP_STDERR": why, "FAKE_MCP_EXIT": "1"})
     said = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
     warnings = [
         m for name, level, m in said if name == "bot.tools.mcp_servers" and level == "WARNING"
