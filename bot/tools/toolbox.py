@@ -151,7 +151,7 @@ class Toolbox:
         """What the streamed message says while the calls run ("reading wiki.example.org …")."""
         shown: list[str] = []
         for call in calls:
-            if call.name == READ_PAGE.name:
+            if call.name == READ_PAGE.name and self._reads_pages:  # else it will not be read
                 arguments = _arguments(call) or {}
                 line = f"reading {host_of(arguments)}"
                 if self._refused_host(arguments) is not None:  # its host is not shown either

@@ -179,16 +179,26 @@ async def test_a_refused_address_is_blocked_for_the_model_and_detailed_in_the_lo
     ],
 )
 def test_the_status_line_names_only_a_valid_host(url: str, shown: str) -> None:
-    box = Toolbox(ToolSettings(enabled=True, read_page_any_host=True))
     request = call("read_page", json.dumps({"url": url}))
-    assert box.status([request]) == f"reading {shown} …"
+    assert reads_any_host().status([request]) == f"reading {shown} …"
 
 
 def test_a_long_valid_host_is_named() -> None:
     host = "abcdefgh." * 27 + "example"  # 250 characters
-    box = Toolbox(ToolSettings(enabled=True, read_page_any_host=True))
     request = call("read_page", json.dumps({"url": f"https://{host}/"}))
-    assert box.status([request]) == f"reading {host} …"
+    assert reads_any_host().status([request]) == f"reading {host} …"
+
+
+def test_the_status_line_reads_no_page_when_read_page_is_not_offered() -> None:
+    """Issue 43: the call will be refused as an unknown tool; no host is said to be read."""
+    request = call("read_page", json.dumps({"url": "https://wiki.example.org/a"}))
+    off = Toolbox(ToolSettings(enabled=True, read_page=False, read_page_any_host=True))
+    assert off.status([request]) == "using read_page …"
+
+
+def reads_any_host() -> Toolbox:
+    settings = ToolSettings(enabled=True, read_page_any_host=True)
+    return Toolbox(settings, pages=PageReader(ArticleService(ArticleSettings())))
 
 
 async def test_only_what_members_wrote_names_a_host(port: int) -> None:
