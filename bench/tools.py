@@ -29,6 +29,7 @@ from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.model.client import ModelClient
 from bot.model.tool_loop import complete_with_tools
 from bot.tools.mcp_servers import McpServers
+from bot.tools.page_hosts import hosts_in
 from bot.tools.read_page import PageReader
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
@@ -57,7 +58,7 @@ async def run(answers: int, rounds: int) -> None:
         ModelClient(ModelSettings(base_url=fake.url, name="fake-model")) as model,
     ):
         toolbox = Toolbox(ToolSettings(enabled=True), pages=PageReader(articles))
-        toolbox = toolbox.for_prompt([{"role": "user", "content": PAGE_URL}])  # a named page
+        toolbox = toolbox.for_prompt(hosts_in(PAGE_URL))  # a named page
 
         def script(request):  # type: ignore[no-untyped-def]
             done = sum(1 for m in request.messages if m.get("role") == "tool")

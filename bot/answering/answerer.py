@@ -352,7 +352,7 @@ class Answerer:
                     )
                 fitted = result.prepared.fitted
                 loop = await complete_using(
-                    runtime.model, result.prepared.request_messages, offer,
+                    runtime.model, result.prepared, offer,
                     on_delta=on_delta, on_status=on_status, cache=cache,
                     room_tokens=runtime.budgeter.budget().limit - fitted.total if fitted else None,
                 )  # fmt: skip

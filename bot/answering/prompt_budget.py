@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import time
 from collections.abc import Callable
 
 from bot.config.model_settings import ModelSettings
@@ -23,6 +24,11 @@ log = logging.getLogger(__name__)
 
 SHRINK_WITHOUT_NUMBERS = 0.7  # a refused prompt, the server not saying why: 30% smaller
 MIN_PROMPT_TOKENS = 256
+SAVED_SAMPLES = 10
+"""A calibration is stored at each of its first samples (they move it most); then at most once
+per ``SAVE_SECONDS`` per model, not at every answer (a store write each, through the writer
+thread, for an average that barely moves): a restart loses at most that much learning."""
+SAVE_SECONDS = 60.0
 
 
 class PromptBudgeter:
@@ -32,6 +38,7 @@ class PromptBudgeter:
         self.settings = settings
         self.store = store
         self._limits: dict[str, ModelLimits] = {}
+        self._saved_at: dict[str, float] = {}  # when each model's calibration was last stored
         if store is not None:
             try:
                 self._limits = store.model_limits()
@@ -75,8 +82,13 @@ class PromptBudgeter:
         definitions), which the server counted too."""
         if fitted is None or reported is None or reported > fitted.budget.window:
             return  # over the window the count cannot be trusted (the server may have cut)
-        if self._calibrate(prompt_tokens(fitted.nodes) + beside, reported):
-            await self._save(self.limits())
+        if not self._calibrate(prompt_tokens(fitted.nodes) + beside, reported):
+            return
+        limits = self.limits()
+        now = time.monotonic()
+        last = self._saved_at.get(limits.model)
+        if limits.samples <= SAVED_SAMPLES or last is None or now - last >= SAVE_SECONDS:
+            await self._save(limits)
 
     async def after_overflow(
         self,
@@ -133,6 +145,7 @@ class PromptBudgeter:
     async def _save(self, limits: ModelLimits) -> None:
         if self.store is None:
             return
+        self._saved_at[limits.model] = time.monotonic()
         try:
             await self.store.save_model_limits(limits)
         except Exception as error:  # losing a calibration is no reason to lose an answer

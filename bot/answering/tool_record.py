@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.model.tool_loop import ToolProgress
+from bot.storage.explain import one_line
 from bot.storage.models import ContextEntry, WorkLogEntry
 
 TOOL_CALL = "tool call"
@@ -41,8 +42,7 @@ def tool_work_log(loop: ToolProgress, refused: int | None = None) -> list[WorkLo
     where = "" if refused is None else f"prompt {refused} (refused as too long), "
     for number, round_ in enumerate(loop.rounds, start=1):
         for call, outcome in zip(round_.calls, round_.outcomes, strict=True):
-            arguments = " ".join(call.arguments.split())
-            arguments = arguments if len(arguments) <= 160 else arguments[:159] + "…"
+            arguments = one_line(call.arguments, 160)
             ran = (
                 "not run again (its result for the refused prompt)"
                 if outcome.reused

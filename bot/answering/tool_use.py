@@ -9,7 +9,7 @@ they come, decide through the same ``ToolSettings``. The streamed message names 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +18,11 @@ from bot.model.call import CacheHints, DeltaCallback
 from bot.model.client import ModelClient
 from bot.model.tool_loop import LoopResult, complete_with_tools
 from bot.tools.call_memory import CallMemory
+from bot.tools.page_hosts import hosts_in_prompt
 from bot.tools.spec import ToolSpec
 from bot.tools.toolbox import Toolbox
 from conversation.prompt.budget import Budget
+from conversation.prompt.pipeline import PreparedPrompt
 from conversation.prompt.tokens import text_tokens
 
 CHARS_PER_TOKEN = 3
@@ -70,11 +72,13 @@ class Offer:
         reserve = budget.reserve + tool_reserve(budget, self.settings, self.tokens)
         return budget.model_copy(update={"reserve": reserve})
 
-    def for_prompt(self, messages: Sequence[Mapping[str, Any]]) -> Toolbox:
-        """The toolbox the tool loop runs with for this prompt, offering exactly ``specs``."""
+    def for_prompt(self, prepared: PreparedPrompt) -> Toolbox:
+        """The toolbox the tool loop runs with for this prompt, offering exactly ``specs``;
+        read_page may read the hosts its members named (``bot.tools.page_hosts``)."""
         return self.toolbox.for_prompt(
-            messages, settings=self.settings, specs=self.specs, memory=self.memory
-        )
+            hosts_in_prompt(prepared), settings=self.settings, specs=self.specs,
+            memory=self.memory,
+        )  # fmt: skip
 
 
 def offer_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Offer | None:
@@ -89,7 +93,7 @@ def offer_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> 
 
 async def complete_using(
     model: ModelClient,
-    messages: Sequence[Mapping[str, Any]],
+    prepared: PreparedPrompt,
     offer: Offer,
     *,
     on_delta: DeltaCallback,
@@ -97,15 +101,16 @@ async def complete_using(
     room_tokens: int | None = None,
     cache: CacheHints | None = None,
 ) -> LoopResult:
-    """The tool loop; ``room_tokens``: what the prompt's budget leaves for the tool turns."""
+    """The tool loop on ``prepared``'s request; ``room_tokens``: what the prompt's budget
+    leaves for the tool turns."""
     if room_tokens is not None:  # the definitions take their share of the window first
         room_tokens -= offer.tokens
     room = None if room_tokens is None else max(room_tokens, 0) * CHARS_PER_TOKEN
     settings = offer.settings
     return await complete_with_tools(
         model,
-        messages,
-        offer.for_prompt(messages),
+        prepared.request_messages,
+        offer.for_prompt(prepared),
         max_steps=settings.max_steps,
         on_delta=on_delta,
         on_status=on_status,

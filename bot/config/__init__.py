@@ -4,7 +4,8 @@ What lives here: the sections' models (``schema``; the model's own in ``model_se
 tools' in ``tool_settings``), the ``[models.NAME]`` endpoints (``named_models``), the
 ``[[channels]]`` tables with the effective settings of each (``channels``), the checks they
 share (``validators``), the one-line error texts (``errors``), ``check-config``'s printout
-(``report``), the reload watcher that tells live edits from restart ones (``reload``), the
+(``report``), the file itself read only when it is a regular file of a config's size
+(``config_file``), the reload watcher that tells live edits from restart ones (``reload``), the
 store URL masking (``store_url``) and what to write instead for a TOML clash tomllib reports
 bare (``toml_hints``). A new setting goes into the section model that reads it.
 

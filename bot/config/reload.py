@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config.channels import effective_configs
+from bot.config.config_file import NotAConfigFile, read_config_bytes
 from bot.config.model_settings import CONNECTION_KEYS
 from bot.config.schema import Config, ConfigError, load_config
 from bot.config.tool_settings import LIVE_KEYS as TOOL_LIVE_KEYS
@@ -119,9 +120,18 @@ def _shown(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+class FileRefused(ConfigError):
+    """The config path holds no config file to read (``bot.config.config_file``)."""
+
+
 class ConfigWatcher:
     """Polls one config file; calls ``apply(old, new)`` for each valid new version, where
-    ``new`` keeps the running values of the keys that need a restart."""
+    ``new`` keeps the running values of the keys that need a restart.
+
+    The file is read off the event loop (``run``), once per poll and change (the new version is
+    validated from the bytes read), and only when it is a regular file of a config's size
+    (``bot.config.config_file``): anything else is one warning, until it changes again, and the
+    last good config keeps serving."""
 
     def __init__(
         self,
@@ -138,29 +148,49 @@ class ConfigWatcher:
         self.interval = POLL_SECONDS if interval is None else interval
         self._seen = self._read()
 
-    def _read(self) -> bytes | None:
+    def _read(self) -> bytes | str | None:
+        """The file's bytes; why it is not read (a pipe, too big); None when it cannot be."""
         try:
-            return self.path.read_bytes()
+            return read_config_bytes(self.path)
+        except NotAConfigFile as error:
+            return str(error)
         except OSError:
             return None
 
     async def run(self) -> None:
         while True:
             await asyncio.sleep(self.interval)
-            self.check()
+            self.take(await asyncio.to_thread(self.look))
 
     def check(self) -> bool:
-        """Reload if the file's content changed; True when a new config was applied."""
+        """Reload if the file changed; True when a new config was applied. Reads on the
+        calling thread: ``run`` reads in another."""
+        return self.take(self.look())
+
+    def look(self) -> Config | ConfigError | None:
+        """The file's new version, or why it cannot be used; None when nothing changed. Only
+        reads the file (safe off the event loop: the running bot is not touched)."""
         content = self._read()
         if content == self._seen:
-            return False
+            return None
         self._seen = content
+        if isinstance(content, str):
+            return FileRefused(f"{self.path}: {content}")
         try:
-            new = load_config(self.path)
+            return load_config(self.path, content=content)
         except ConfigError as error:
-            problems = "; ".join(error.lines)  # check-config's lines, as one log line
-            log.error("%s (edit refused: the last good config keeps serving)", problems)
+            return error
+
+    def take(self, looked: Config | ConfigError | None) -> bool:
+        """Apply what ``look`` found (on the event loop); True when a new config was applied."""
+        if looked is None:
             return False
+        if isinstance(looked, ConfigError):
+            problems = "; ".join(looked.lines)  # check-config's lines, as one log line
+            level = logging.WARNING if isinstance(looked, FileRefused) else logging.ERROR
+            log.log(level, "%s (edit refused: the last good config keeps serving)", problems)
+            return False
+        new = looked
         changes = changed_keys(self.loaded, new)
         restart = [key for key in changes if not is_live(key)]
         live = [key for key in changes if is_live(key)]

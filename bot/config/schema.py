@@ -42,6 +42,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
 from bot.config.channels import ChannelRule, check_models, effective_configs, top_level
+from bot.config.config_file import NotAConfigFile, read_config_bytes
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, keys_from_env
@@ -372,8 +373,14 @@ def _numbered(channels: list[Config]) -> list[tuple[str, Config]]:
     return [(f"[[channels]] {n} ", config) for n, config in enumerate(channels, start=1)]
 
 
-def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None = None) -> Config:
-    """Read, merge the environment into, and validate the config file.
+def load_config(
+    path: Path | str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    content: bytes | None = None,
+) -> Config:
+    """Read, merge the environment into, and validate the config file (``content``: its bytes,
+    already read by the reload watcher, so each change is read once).
 
     No ``path`` means ``THREADWISE_CONFIG``, else ``./config.toml`` if it exists, else the
     defaults; a named file that does not exist is an error (a typo there must not silently run
@@ -385,7 +392,7 @@ def load_config(path: Path | str | None = None, *, env: Mapping[str, str] | None
     path = source.path
     data: dict[str, Any] = {}
     if source.exists or source.explicit:
-        data = _read_toml(path)
+        data = _read_toml(path, content)
     if env.get("DISCORD_TOKEN"):
         data.setdefault("discord", {})["token"] = env["DISCORD_TOKEN"]
     if env.get("MODEL_API_KEY"):
@@ -420,12 +427,16 @@ def _data_folder(source: ConfigSource, env: Mapping[str, str]) -> Path | None:
     return source.path.resolve().parent if source.exists else None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path, content: bytes | None = None) -> dict[str, Any]:
     text = ""
     try:
-        # utf-8-sig: editors on Windows start files with a byte-order mark.
-        text = path.read_text(encoding="utf-8-sig")
+        data = read_config_bytes(path) if content is None else content
+        # utf-8-sig: editors on Windows start files with a byte-order mark; newlines as a text
+        # file reads them.
+        text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
         return tomllib.loads(text)
+    except NotAConfigFile as error:
+        raise ConfigError(f"{path}: {error}") from error
     except FileNotFoundError as error:
         raise ConfigError(f"{path}: config file not found") from error
     except tomllib.TOMLDecodeError as error:

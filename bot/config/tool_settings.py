@@ -187,24 +187,20 @@ class McpServerSettings(StrictSection):
         return ENV_REFERENCE.sub(lambda m: env[m[1]], value)
 
     def header_values(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The headers with their values from the environment; ``ValueError`` names the first
-        variable that is not set."""
-        env = os.environ if env is None else env
-        values: dict[str, str] = {}
-        for header, value in self.headers.items():
-            names = [value] if ENV_NAME.fullmatch(value) else ENV_REFERENCE.findall(value)
-            missing = [name for name in names if not env.get(name)]
-            if missing:
-                raise ValueError(
-                    f"[[tools.mcp]] {self.name}: environment variable {missing[0]} is not set "
-                    f"(named in headers.{header})"
-                )
-            if ENV_NAME.fullmatch(value):
-                values[header] = env[value]
-            else:
-                values[header] = ENV_REFERENCE.sub(lambda m: env[m[1]], value)
-            self._sendable(values[header], f"headers.{header}")
-        return values
+        """The headers with their values from the environment (a value that is a bare variable
+        name stands for ``${NAME}``); ``ValueError`` names the first variable that is not set, or
+        a value that would hold a line break."""
+        return {
+            header: self._sendable(
+                self._expand(
+                    f"${{{value}}}" if ENV_NAME.fullmatch(value) else value,
+                    env,
+                    f"headers.{header}",
+                ),
+                f"headers.{header}",
+            )
+            for header, value in self.headers.items()
+        }
 
 
 class ToolSettings(StrictSection):

@@ -138,17 +138,19 @@ class ModelClient:
         cache: CacheHints | None = None,
         tools: Sequence[ToolSpec] = (),
         final: bool = False,
+        bare: bool = False,
     ) -> Completion:
         """Answer ``messages`` (OpenAI chat format; a provider may translate them).
 
         ``on_delta`` gets the text as it arrives (once, whole, when not streaming); ``cache``
         tells the provider where the prompt's reusable start ends and whose it is. ``tools``
-        are offered to the model (``final``: declared, not to be called); the calls it asks
+        are offered to the model (``final``: declared, not to be called; ``bare``: not even
+        declared where the provider allows it, ``tool_wire.tool_fields``); the calls it asks
         for are in ``Completion.tool_calls`` (running them is ``tool_loop``'s job). Raises a
         :class:`ModelError`; an exception raised by ``on_delta`` propagates unchanged.
         """
         stream = self.settings.stream if stream is None else stream
-        extra = tool_fields(self.settings.provider, tools, final)
+        extra = tool_fields(self.settings.provider, tools, final, bare)
         # Built before any wait (a bad request fails fast) and sent by the first attempt; a
         # retry builds it again (the provider may have learned what the server refuses).
         body = self.build_request(messages, stream=stream, cache=cache, extra=extra)

@@ -1,11 +1,13 @@
 """The tool loop: ask the model, run the tools it calls, give it their results, ask again.
 
 At most ``max_steps`` rounds of calls; the request after the last round still declares the
-tools (the calls in its messages need them) but tells the model not to call them, so every
-answer ends with text. Each round appends, in OpenAI format, the assistant turn that asked
-(its text, if it wrote some first, and its ``tool_calls``) and one ``tool`` turn per call: the
-next request is the previous one plus those turns, so each assistant turn is recorded with
-exactly the prefix it was sampled from.
+tools (the calls in its messages need them) but tells the model not to call them. A model (or
+server) that calls them anyway and writes nothing has those calls answered "not run" and is
+asked once more without the tools offered at all (``bare``), so the answer ends with text.
+Each round appends, in OpenAI format, the assistant turn that asked (its text, if it wrote
+some first, and its ``tool_calls``) and one ``tool`` turn per call: the next request is the
+previous one plus those turns, so each assistant turn is recorded with exactly the prefix it
+was sampled from.
 
 Calls past ``max_calls`` in a round, or past ``max_total`` in the answer, are not run: each
 gets an error result saying why. An answer cut at its token limit (``max_tokens``, ``length``)
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 
 CUT_OFF = ("max_tokens", "length")  # Anthropic's and OpenAI's "the token limit ended it"
 CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # Anthropic's pattern (OpenAI takes any)
+NO_MORE_CALLS = "not run: this answer may call no more tools; answer now with what you have"
 
 StatusCallback = Callable[[str], Awaitable[None]]
 
@@ -155,14 +158,15 @@ async def complete_with_tools(
     specs, added, rounds = progress.specs, progress.added, progress.rounds  # filled as it goes
     attempts = progress.attempts
     step = used = 0
-    must_answer = False
+    must_answer = bare = False
     taken = ids_in(messages)
     while True:
         final = step >= max_steps or not specs or must_answer
         try:
             completion = await model.complete(
-                [*messages, *added], on_delta=on_delta, tools=specs, final=final, cache=cache
-            )
+                [*messages, *added], on_delta=on_delta, tools=specs, final=final, bare=bare,
+                cache=cache,
+            )  # fmt: skip
         except ModelError as error:
             error.attempts = (*attempts, *error.attempts)
             error.tool_progress = progress
@@ -171,6 +175,16 @@ async def complete_with_tools(
         if step == 0:
             progress.first_usage = completion.usage
         calls = own_ids(completion.tool_calls, taken)
+        if calls and final and not bare and not completion.text.strip():
+            # Told not to call, it called and wrote nothing: its calls are answered "not run"
+            # and it is asked once more, the tools not even offered, so the member gets text.
+            log.info("the model called tools when told to answer: one more request without")
+            bare = True
+            refused = [_not_run(call, NO_MORE_CALLS) for call in calls]
+            rounds.append(ToolRound(calls, refused, 0.0))
+            added.append(assistant_turn(completion.text, calls))
+            added.extend(tool_turn(outcome) for outcome in refused)
+            continue
         if not calls or final:
             if calls:
                 log.info("the model asked for %d tool call(s) after the last round", len(calls))

@@ -19,18 +19,22 @@ from bot.model.provider import as_dict
 from bot.tools.spec import ToolCallRequest, ToolSpec, parse_arguments
 
 
-def tool_fields(provider: str, tools: Sequence[ToolSpec], final: bool) -> dict[str, Any]:
+def tool_fields(
+    provider: str, tools: Sequence[ToolSpec], final: bool, bare: bool = False
+) -> dict[str, Any]:
     """The request fields offering ``tools``; ``final``: offered but not to be called (the
     last round must answer; the tools stay declared, as the earlier calls in the messages
-    need)."""
-    if not tools:
+    need); ``bare``: not offered at all where the format allows it (OpenAI's: for a model
+    that called tools although told not to), else as ``final`` (Anthropic refuses a request
+    whose messages hold calls without the tools declared, and keeps to ``tool_choice``)."""
+    if not tools or (bare and provider != "anthropic"):
         return {}
     if provider == "anthropic":
         offered = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
         ]
-        return {"tools": offered} | ({"tool_choice": {"type": "none"}} if final else {})
+        return {"tools": offered} | ({"tool_choice": {"type": "none"}} if final or bare else {})
     return {"tools": [t.openai() for t in tools]} | ({"tool_choice": "none"} if final else {})
 
 

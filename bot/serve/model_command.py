@@ -13,9 +13,11 @@ from typing import Any
 from bot.answering.channels import ChannelRuntimes
 from bot.config.schema import Config
 from bot.discord.places import place_of
+from conversation.prompt.names import neutral_name
 
 DEFAULT_CHOICE = "default"
 REFUSED = "Only members with the Manage Server permission can choose the model."
+SHOWN_NAME_CHARS = 60
 
 
 def model_choices(config: Config) -> dict[str, str]:
@@ -23,6 +25,14 @@ def model_choices(config: Config) -> dict[str, str]:
     if not config.models:
         return {}
     return {name: name for name in config.models} | {DEFAULT_CHOICE: DEFAULT_CHOICE}
+
+
+def shown_choice(name: str) -> str:
+    """A name a member typed, as the code span of a one-line answer shows it: one line, at most
+    ``SHOWN_NAME_CHARS``, its backticks look-alikes (one would close the span, and what follows
+    would render as markdown: a link, a heading, a mention)."""
+    flat = neutral_name(name, fallback="")[:SHOWN_NAME_CHARS].replace("`", "\u02cb")
+    return flat if len(flat) < SHOWN_NAME_CHARS else flat[:-1] + "\u2026"
 
 
 def model_command_text(
@@ -38,7 +48,7 @@ def model_command_text(
         known = channels.clients.models
         if name != DEFAULT_CHOICE and name not in known:
             listed = ", ".join(f"`{n}`" for n in known) or "none ([models.NAME] in config.toml)"
-            return f"There is no model `{name}`. The models: {listed}."
+            return f"There is no model `{shown_choice(name)}`. The models: {listed}."
         channels.choose(place_of(channel), None if name == DEFAULT_CHOICE else name)
     return _describe(channels, channel, changed=name is not None)
 

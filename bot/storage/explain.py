@@ -125,7 +125,7 @@ def render_text(explanation: Explanation, limit: int | None = None) -> str:
     # Answered without a mention: why comes first (see bot.discord.follow).
     head.extend(entry.detail for entry in e.work_log if entry.action == "followed")
     if e.error:
-        head.append(f"Error: {_one_line(e.error, 300)}")
+        head.append(f"Error: {one_line(e.error, 300)}")
     if e.removed:
         head.append("Content removed at the user's request.")
     budget = [entry.detail for entry in e.work_log if entry.action == "budget"]
@@ -210,6 +210,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
-def _one_line(text: str, limit: int) -> str:
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line, its runs of white space one space, cut to ``limit`` with "…"."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -4,8 +4,11 @@ A stdio server writes its own log and its tracebacks to stderr. Left on the bot'
 interleave with the bot's log lines without a time, a level or the server's name, and a bot
 with several servers cannot tell whose traceback it is. Here each line becomes a log record
 ``MCP server NAME: LINE`` at INFO (the servers' own levels are not known), cut to
-``MAX_LINE_CHARS``, under the logger ``bot.tools.server_stderr`` so an operator can quiet
-it alone. The last lines are kept (``tail``): when the program fails to start, the warning
+``MAX_LINE_CHARS``, its control characters (a terminal's escapes, a carriage return that
+would show a forged line over it) replaced, under the logger ``bot.tools.server_stderr`` so an
+operator can quiet it alone. A server that writes without end cannot flood the bot's log: at
+most ``MAX_LINES`` lines per ``WINDOW_SECONDS`` are logged, and one line then says how many
+were not. The last lines are kept (``tail``): when the program fails to start, the warning
 that says so quotes them, since its traceback is usually the reason, and a command like
 ``check-config`` shows only warnings.
 """
@@ -15,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import sys
+import time
 from collections import deque
 from typing import TextIO
 
@@ -25,6 +30,9 @@ MAX_LINE_CHARS = 1000
 TAIL_LINES = 3
 READ_BYTES = 4096
 DRAIN_SECONDS = 1.0  # after the program ended: time to log what it wrote last
+MAX_LINES = 50
+WINDOW_SECONDS = 10.0
+_CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # all but the tab
 
 
 class StderrToLog:
@@ -41,6 +49,8 @@ class StderrToLog:
         self._writer: TextIO | None = None
         self._transport: asyncio.ReadTransport | None = None
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)  # its last lines, for a failed start
+        self._window = (0.0, 0)  # when the current window began, lines logged in it
+        self._dropped = 0  # lines not logged in it
 
     async def __aenter__(self) -> TextIO:
         if sys.platform == "win32":
@@ -100,12 +110,31 @@ class StderrToLog:
                 pending, skipping = b"", True
         if pending and not skipping:
             self._log(pending)
+        self._report_dropped()
 
     def _log(self, raw: bytes) -> None:
-        line = raw.decode("utf-8", errors="replace").rstrip()
+        line = _CONTROLS.sub("\ufffd", raw.decode("utf-8", errors="replace").rstrip())
         if not line.strip():
             return
         if len(line) > MAX_LINE_CHARS:
             line = line[: MAX_LINE_CHARS - 1] + "…"
         self.tail.append(line)
-        log.info("MCP server %s: %s", self.server, line)
+        began, logged = self._window
+        now = time.monotonic()
+        if now - began >= WINDOW_SECONDS:
+            self._report_dropped()
+            began, logged = now, 0
+        if logged >= MAX_LINES:
+            self._dropped += 1
+        else:
+            log.info("MCP server %s: %s", self.server, line)
+            logged += 1
+        self._window = (began, logged)
+
+    def _report_dropped(self) -> None:
+        if self._dropped:
+            log.warning(
+                "MCP server %s: %d more stderr line(s) not logged (at most %d per %g s)",
+                self.server, self._dropped, MAX_LINES, WINDOW_SECONDS,
+            )  # fmt: skip
+            self._dropped = 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,7 +26,7 @@ from bot.config.tool_settings import TOOL_NAME, ToolSettings
 from bot.tools.call_memory import AttemptMemory, CallMemory, RawResult
 from bot.tools.defuse import cap, wrap
 from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
-from bot.tools.page_hosts import hosts_named, normal_host
+from bot.tools.page_hosts import normal_host
 from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of, page_url
 from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus, parse_arguments
 
@@ -76,22 +76,23 @@ class Toolbox:
 
     def for_prompt(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        hosts: Iterable[str] = (),
         *,
         settings: ToolSettings | None = None,
         specs: Sequence[ToolSpec] | None = None,
         memory: CallMemory | None = None,
     ) -> Toolbox:
         """The toolbox for one answer, the shared one unchanged under the answers running with
-        it: read_page may read the hosts people named in its prompt (``bot.tools.page_hosts``),
-        unless ``read_page_any_host``; ``settings``: other limits (a channel's own; None: these);
-        ``specs``: the tools it offers, fixed for the answer (None: those offered now), so the
-        room its prompt keeps for them and every request agree when a server comes or goes;
+        it: read_page may read the ``hosts`` people named in its prompt
+        (``bot.tools.page_hosts``), unless ``read_page_any_host``; ``settings``: other limits
+        (a channel's own; None: these); ``specs``: the tools it offers, fixed for the answer
+        (None: those offered now), so the room its prompt keeps for them and every request
+        agree when a server comes or goes;
         ``memory``: what the answer's calls returned for its earlier prompts, given back instead
         of running them again (``bot.tools.call_memory``)."""
         settings = self.settings if settings is None else settings
         view = Toolbox(settings, pages=self.pages, servers=self.servers)
-        view._warned, view.hosts = self._warned, hosts_named(messages)
+        view._warned, view.hosts = self._warned, {normal_host(host) for host in hosts}
         view._offered = None if specs is None else list(specs)
         view._memory = None if memory is None else memory.for_attempt()
         return view
@@ -150,7 +151,7 @@ class Toolbox:
         """What the streamed message says while the calls run ("reading wiki.example.org …")."""
         shown: list[str] = []
         for call in calls:
-            if call.name == READ_PAGE.name:
+            if call.name == READ_PAGE.name and self._reads_pages:  # else it will not be read
                 arguments = _arguments(call) or {}
                 line = f"reading {host_of(arguments)}"
                 if self._refused_host(arguments) is not None:  # its host is not shown either

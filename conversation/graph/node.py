@@ -77,18 +77,25 @@ def freeze_json(value: Any, path: str = "metadata") -> Any:
     that metadata survives storage and export unchanged and ``thaw_json`` gives back what came in
     (with tuples read back as lists, JSON having only one kind of array).
     """
-    if value is None or isinstance(value, str | bool | int | float):
+    if value is None or type(value) in _SCALARS or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, Mapping):
         frozen = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise MessageFormatError(f"{path}: keys must be strings, got {key!r}")
-            frozen[key] = freeze_json(item, f"{path}.{key}")
+            # A scalar is taken as it is: its path is written only on the way to a container.
+            frozen[key] = item if type(item) in _SCALARS else freeze_json(item, f"{path}.{key}")
         return FrozenMap(frozen)
     if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
-        return tuple(freeze_json(item, f"{path}[{i}]") for i, item in enumerate(value))
+        return tuple(
+            item if type(item) in _SCALARS else freeze_json(item, f"{path}[{i}]")
+            for i, item in enumerate(value)
+        )
     raise MessageFormatError(f"{path}: {type(value).__name__} is not a JSON value")
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # exactly these types, no subclass
 
 
 def thaw_json(value: Any) -> Any:

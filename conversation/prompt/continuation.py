@@ -20,8 +20,9 @@ So everything a message says after its header line is a *continuation line*:
 * a continuation line that would still read as the bot's structure once indented has the
   punctuation that makes it so escaped, Markdown style: ``[sent`` becomes ``\\[sent`` and the colon
   closing a ``... (replying to X):``, ``... (user 123):`` or ``... (user …0123):`` header
-  becomes ``\\:``. A reader (and a model, which has read much Markdown) sees the same words; the
-  exact spelling of the bot's structure is never produced. Plain ``Word:`` lines are left alone:
+  becomes ``\\:``, in their full-width spellings too (``（replying to X）：``). A reader (and a
+  model, which has read much Markdown) sees the same words; the exact spelling of the bot's
+  structure is never produced. Plain ``Word:`` lines are left alone:
   "Note:", "Error:" or a YAML key in a pasted file cannot be told from a name without knowing
   the context, and depending on the context would make a message render differently from one
   prompt to the next, breaking the prefix that model servers cache. The indent already marks
@@ -44,22 +45,26 @@ INDENT = "  "
 _LINE_BREAK = re.compile("\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 # After the indent: the stamp's opening, or a header ending in the bot's parenthesised forms
 # (bounded: names are at most 100 characters, and a long line must not cost a long search).
+# The brackets, parentheses and colon count in their full-width forms too (a model reads
+# "（replying to X）：" as the header it spells), and the space before the parenthesis may go.
 _LOOKALIKE = re.compile(
-    r"^(?P<lead>[ \t]*)(?:(?P<stamp>\[)(?=sent\b)"
-    r"|(?P<header>[^\n]{1,200}? \((?:replying to [^\n]{1,120}?|user (?:\u2026|\.\.\.)?\d+)\)):)",
+    r"^(?P<lead>[ \t]*)(?:(?P<stamp>[\[\uff3b])(?=sent\b)"
+    r"|(?P<header>[^\n]{1,200}? ?[(\uff08](?:replying to [^\n]{1,120}?"
+    r"|user (?:\u2026|\.\.\.)?\d+)[)\uff09])(?P<colon>[:\uff1a]))",
     re.MULTILINE | re.IGNORECASE | re.ASCII,
 )
 _CONTINUATION = re.compile(r"\n(?=[^\n])")
 # Plain substring tests are many times cheaper than a regular expression scan over a long text:
 # they decide whether the scans are needed at all (most messages need neither).
 _OTHER_BREAKS = ("\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
-_LOOKALIKE_HINTS = ("[sent", "(replying to ", "(user ")
+_LOOKALIKE_HINTS = ("[sent", "(replying to ", "(user ", "\uff3bsent", "\uff08replying to ",
+                    "\uff08user ")  # fmt: skip
 
 
 def _escaped(match: re.Match[str]) -> str:
     if match["stamp"]:
-        return f"{match['lead']}\\["
-    return f"{match['lead']}{match['header']}\\:"
+        return f"{match['lead']}\\{match['stamp']}"
+    return f"{match['lead']}{match['header']}\\{match['colon']}"
 
 
 def continuation_lines(text: str) -> str:

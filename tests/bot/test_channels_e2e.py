@@ -250,6 +250,20 @@ async def test_model_command_needs_manage_server(tmp_path):
         assert bot.model.chat_requests[-1].body["model"] == "fake-model"
 
 
+async def test_an_unknown_model_name_is_shown_escaped_and_short(tmp_path):
+    """Issue 43: the name is the member's: a backtick closed the code span around it (the rest
+    then rendered as markdown: a mention, a link, a heading), a line break started a line of
+    its own, and a 6000-character name was echoed whole."""
+    hostile = "x` @everyone [link](https://evil.example)\n# big" + "y" * 3000
+    async with channel_bot(tmp_path) as bot:
+        unknown = await model_command(bot, LOBBY, hostile, permissions=MANAGE_GUILD)
+    first, *rest = unknown.split("\n")
+    assert rest == [] and len(unknown) < 200
+    assert first.startswith("There is no model `x\u02cb @everyone [link](https://evil.example) ")
+    assert first.count("`") == 4  # the name's span and the model's, each closed
+    assert first.endswith("\u2026`. The models: `big`.")
+
+
 async def test_a_model_chosen_by_command_ends_at_the_next_reload(tmp_path):
     async with channel_bot(tmp_path) as bot:
         watcher = ConfigWatcher(

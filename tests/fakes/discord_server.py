@@ -288,12 +288,14 @@ class FakeDiscord:
         reply_to: int | str | None = None,
         mentions: Iterable[int | str | DceUser] = (),
         mention_author: bool = True,
+        extra: Payload | None = None,
     ) -> Payload:
         """A user posts a message: stored, then dispatched as MESSAGE_CREATE.
 
         Mentions are parsed from ``<@id>`` in the content as Discord does; ``mentions`` adds
         users as mentioned without changing the content. A reply carries ``referenced_message``
         and, with ``mention_author`` (the Discord client's default), pings the replied author.
+        ``extra``: more payload fields (``embeds``, a ``webhook_id``).
         """
         user = self.state.user(author)
         message = self.state.create_message(
@@ -304,6 +306,7 @@ class FakeDiscord:
             mentions=self._mentions(content, mentions, reply_to if mention_author else None),
             mention_roles=self._roles(channel_id, content),
             mention_everyone=self._everyone(channel_id, content),
+            extra=extra,
         )
         await self.gateway.dispatch_message("MESSAGE_CREATE", message)
         return message

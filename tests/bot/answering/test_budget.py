@@ -394,3 +394,24 @@ def test_a_dropped_message_hands_its_article_to_a_later_mention():
     assert f'<embedding type="article" url="{page.url}"' in kept  # maybe shortened, but there
     assert page.text[:100] in kept and 'shown="earlier"' not in kept
     assert "dropped" in [c.action for c in fitted.cuts]
+
+
+async def test_the_calibration_is_stored_at_its_first_samples_then_once_a_minute(tmp_path):
+    """CPU per answer (issue 43): each answer stored the model's limits, a store write for an
+    average that barely moves; now the first SAVED_SAMPLES are stored, then one a minute."""
+    from bot.answering import prompt_budget
+    from bot.answering.prompt_budget import SAVED_SAMPLES, PromptBudgeter
+    from bot.storage import Store
+
+    fitted = fit_prompt(
+        SYSTEM, [trigger(1, "word " * 200)], Budget(window=8000, reserve=100), TokenCounter()
+    )
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        budgeter = PromptBudgeter(ModelSettings(name="m"), store)
+        for _ in range(SAVED_SAMPLES + 5):
+            await budgeter.observe(fitted, fitted.total)
+        assert budgeter.limits("m").samples == SAVED_SAMPLES + 5
+        assert store.model_limits()["m"].samples == SAVED_SAMPLES  # the next five are not
+        budgeter._saved_at["m"] -= prompt_budget.SAVE_SECONDS  # a minute later
+        await budgeter.observe(fitted, fitted.total)
+        assert store.model_limits()["m"].samples == SAVED_SAMPLES + 6

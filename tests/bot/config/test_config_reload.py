@@ -5,16 +5,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from bot.config import reload as config_reload
+from bot.config.config_file import MAX_CONFIG_BYTES
 from bot.config.reload import ConfigWatcher, effective_config, is_live
-from bot.config.schema import Config, load_config
+from bot.config.schema import Config, ConfigError, load_config
 from bot.discord.compat import set_rest_base
 from bot.serve import live_config
 from bot.serve.run import serve
@@ -347,3 +351,84 @@ async def test_a_reload_keeps_links_to_other_channels_readable():
         assert client.answerer.builder.settings.max_total == 12
         assert client.answerer.builder.links is links
         await client.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+async def test_a_config_turned_into_a_named_pipe_never_blocks_the_bot(tmp_path, caplog):
+    """Issue 43, break 3: the config symlinked to a named pipe. The watcher read it on the event
+    loop and waited for a writer (for good: heartbeats stopped); here a writer comes after a
+    second, so the old code's stall shows as a gap in the loop's ticks. Now the pipe is not
+    read: one warning, the last good config keeps serving."""
+    caplog.set_level(logging.INFO, logger=config_reload.log.name)
+    real, pipe = tmp_path / "real.toml", tmp_path / "pipe"
+    write(real, "[context]\nmax_total = 20\n")
+    path = tmp_path / "config.toml"
+    path.symlink_to(real)
+    applied: list[Config] = []
+    watcher = ConfigWatcher(
+        path, load_config(path), lambda old, new: applied.append(new), interval=0.02
+    )
+    os.mkfifo(pipe)
+    path.unlink()
+    path.symlink_to(pipe)
+    writer = threading.Thread(target=open_for_writing, args=(pipe, 1.0, 3.0), daemon=True)
+    writer.start()
+    watching = asyncio.create_task(watcher.run())
+    longest, last = 0.0, time.monotonic()
+    for _ in range(100):  # about two seconds of ticks
+        await asyncio.sleep(0.02)
+        now = time.monotonic()
+        longest, last = max(longest, now - last), now
+    watching.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watching
+    assert longest < 0.5, f"the event loop stood still for {longest:.2f} s"
+    refused = [r for r in caplog.records if "named pipe" in r.getMessage()]
+    assert [r.getMessage() for r in refused] == [
+        f"{path}: not a regular file but a named pipe: not read "
+        "(edit refused: the last good config keeps serving)"
+    ]
+    assert refused[0].levelno == logging.WARNING
+    assert applied == [] and watcher.running.context.max_total == 20
+
+
+def open_for_writing(pipe: Path, after: float, within: float) -> None:
+    """Open ``pipe`` for writing once a reader waits on it, from ``after`` seconds on, and close
+    it at once (the reader then reads an empty file); give up ``within`` seconds later."""
+    time.sleep(after)
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+            return
+        except OSError:  # no reader yet
+            time.sleep(0.01)
+
+
+def test_a_config_too_big_is_not_read_and_the_last_good_one_kept(tmp_path, caplog):
+    """A file past MAX_CONFIG_BYTES (valid TOML, padded with a comment) is refused in one
+    warning, once until it changes, before any of it is read; a config file again applies."""
+    caplog.set_level(logging.INFO, logger=config_reload.log.name)
+    path = tmp_path / "config.toml"
+    write(path, "[context]\nmax_total = 20\n")
+    applied: list[Config] = []
+    watcher = ConfigWatcher(path, load_config(path), lambda old, new: applied.append(new))
+    write(path, "[context]\nmax_total = 30\n#" + "x" * MAX_CONFIG_BYTES + "\n")
+    assert not watcher.check()
+    assert not watcher.check()  # the same refusal is not repeated every poll
+    size = path.stat().st_size
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: {size:,} bytes, more than the {MAX_CONFIG_BYTES:,} a config file may have: "
+        "not read (edit refused: the last good config keeps serving)"
+    ]
+    assert caplog.records[0].levelno == logging.WARNING
+    assert applied == [] and watcher.running.context.max_total == 20
+    write(path, "[context]\nmax_total = 30\n")
+    assert watcher.check() and applied[-1].context.max_total == 30
+
+
+def test_check_config_refuses_a_path_that_is_no_config_file(tmp_path):
+    """The same rule when the bot starts or check-config reads: a folder is one line."""
+    with pytest.raises(ConfigError) as refused:
+        load_config(tmp_path)
+    assert refused.value.lines == (f"{tmp_path}: not a regular file but a folder: not read",)

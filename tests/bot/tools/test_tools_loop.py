@@ -256,3 +256,28 @@ async def test_openai_ids_go_through_the_same_renaming(toolbox: Toolbox) -> None
     assert ids == ["call_0", "call_1"]
     assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ids
     assert result.completion.text == "Done."
+
+
+async def test_a_model_calling_past_its_last_round_is_asked_once_more_without_tools(
+    toolbox: Toolbox,
+) -> None:
+    """Issue 43: a server that ignores ``tool_choice: none`` calls again after the last round
+    and writes nothing (the member got "(The model gave an empty answer.)"). Its calls are
+    answered "not run" and one more request, with no tools offered, gets the text."""
+    async with openai_fake.FakeOpenAI() as fake, ModelClient(
+        settings_for(fake.url, "openai", True)
+    ) as model:  # fmt: skip
+        again = openai_fake.CallTools((("echo", '{"text": "again"}'),), text="")
+        fake.script(lambda request: again if "tools" in request.body else None)
+        fake.default = openai_fake.Answer(text="Here is what the echo said.")
+        result = await complete_with_tools(model, PROMPT, toolbox, max_steps=1)
+    requests = fake.chat_requests
+    assert [r.body.get("tool_choice") for r in requests] == [None, "none", None]
+    assert ["tools" in r.body for r in requests] == [True, True, False]
+    assert result.completion.text == "Here is what the echo said."
+    assert len(result.rounds) == 2 and result.ignored_calls == 0
+    assert [o.status for o in result.rounds[1].outcomes] == ["not_run"]
+    last = requests[2].messages
+    assert [m["role"] for m in last[len(PROMPT) :]] == ["assistant", "tool"] * 2
+    assert "may call no more tools" in last[-1]["content"]
+    assert result.completion.request["messages"] == last  # recorded as sent

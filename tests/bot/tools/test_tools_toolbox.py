@@ -20,7 +20,7 @@ from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.tools.call_memory import CallMemory
 from bot.tools.mcp_servers import McpServers
 from bot.tools.read_page import PageReader
-from bot.tools.server_stderr import MAX_LINE_CHARS
+from bot.tools.server_stderr import MAX_LINE_CHARS, MAX_LINES, WINDOW_SECONDS
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService, StaticResolver
@@ -86,16 +86,37 @@ async def test_a_stdio_servers_stderr_goes_to_the_log_under_its_name(caplog) -> 
     ]
 
 
-async def test_a_server_that_cannot_start_is_reported_with_its_last_words(caplog) -> None:
-    """Its traceback is usually why: the warning (what check-config shows) quotes it."""
-    why = "Traceback (most recent call last):\nKeyError: 'SEARCH_API_KEY'"
-    settings = stdio_server(env={"FAKE_MCP_STDERR": why, "FAKE_MCP_EXIT": "1"})
+async def test_a_servers_stderr_cannot_flood_the_log_or_forge_a_line(caplog) -> None:
+    """Issue 43: bounded. A server writing without end has MAX_LINES logged, then one line
+    says how many were not; a terminal escape or a carriage return (which would show a forged
+    line over the record) is replaced."""
+    said = "\x1b[2K\rINFO bot: all fine\n" + "".join(f"line {n}\n" for n in range(300))
+    caplog.set_level(logging.INFO, logger="bot.tools.server_stderr")
+    await started_and_closed({"FAKE_MCP_STDERR": said})
+    lines = [r.getMessage() for r in caplog.records if r.name == "bot.tools.server_stderr"]
+    assert lines[0] == "MCP server test: \ufffd[2K\ufffdINFO bot: all fine"
+    assert lines[1:MAX_LINES] == [f"MCP server test: line {n}" for n in range(MAX_LINES - 1)]
+    assert lines[MAX_LINES:] == [
+        f"MCP server test: {301 - MAX_LINES} more stderr line(s) not logged "
+        f"(at most {MAX_LINES} per {WINDOW_SECONDS:g} s)"
+    ]
+
+
+async def started_and_closed(env: dict[str, str]) -> None:
+    """The test server with ``env`` started (or failing to), then closed at once."""
+    settings = stdio_server(env=env)
     started = McpServers.from_settings([settings], restart_delays=(30.0,), ping_interval=30)
-    caplog.set_level(logging.WARNING, logger="bot.tools.mcp_servers")
     try:
         await started.start(wait=30)
     finally:
         await started.close()
+
+
+async def test_a_server_that_cannot_start_is_reported_with_its_last_words(caplog) -> None:
+    """Its traceback is usually why: the warning (what check-config shows) quotes it."""
+    why = "Traceback (most recent call last):\nKeyError: 'SEARCH_API_KEY'"
+    caplog.set_level(logging.WARNING, logger="bot.tools.mcp_servers")
+    await started_and_closed({"FAKE_MCP_STDERR": why, "FAKE_MCP_EXIT": "1"})
     said = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
     warnings = [
         m for name, level, m in said if name == "bot.tools.mcp_servers" and level == "WARNING"
@@ -275,7 +296,7 @@ async def test_read_page_uses_the_article_reader(site: str) -> None:
     opened = ArticleSettings(allowed_networks=["127.0.0.1/32"])
     async with ArticleService(opened, resolver=resolver) as articles:
         box = Toolbox(ToolSettings(enabled=True), pages=PageReader(articles))
-        box = box.for_prompt([{"role": "user", "content": f"see {site}/deploy"}])
+        box = box.for_prompt(["wiki.example.org"])
         assert [s.name for s in box.specs()] == ["read_page"]
         request = call("read_page", f'{{"url": "{site}/deploy"}}')
         assert box.status([request]) == "reading wiki.example.org …"
