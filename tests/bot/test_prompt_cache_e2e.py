@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bot.demo.openai_server import count_tokens
 from bot.storage import Store, render_text
 from conversation.prompt.layout import OTHERS_LABEL
 from tests.bot.test_anthropic_e2e import claude_bot
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, ELI, Harness, running_bot, settled
-from tests.fakes.openai_server import count_tokens
 
 
 def stable_end(messages: list[dict[str, Any]]) -> int:
