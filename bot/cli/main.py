@@ -18,6 +18,7 @@ from pathlib import Path
 from bot.cli import demo, follow
 from bot.config.schema import Config, ConfigError, load_config, locate_config
 from bot.config.validators import snowflake
+from bot.discord.places import settings_for_export
 from bot.errors import CommandError, StoreError
 from conversation.replay.dce import ExportError
 from conversation.selection.weights import WeightsError
@@ -218,6 +219,7 @@ def _contexts(args: argparse.Namespace, config: Config) -> int:
     from conversation.replay.log_source import LogSource
 
     source = LogSource.from_file(args.log)
+    config = settings_for_export(config, source.export)  # the channel's own table, as replay
     triggers = _read_ids(args.triggers) if args.triggers else None
     if triggers is not None:
         missing = [t for t in triggers if source.message(t) is None]
