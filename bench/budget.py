@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bot.demo.openai_server import count_tokens
 from conversation.articles.models import ArticleResult, ArticleStatus
 from conversation.articles.render import render_embeddings
 from conversation.graph.formats import to_openai
@@ -30,7 +31,6 @@ from conversation.prompt.tokens import TokenCounter
 from conversation.replay.dce import parse_export
 from conversation.replay.log_source import LogSource
 from conversation.selection.result import ContextSelection, Reason
-from tests.fakes.openai_server import count_tokens
 from tests.fakes.synthetic import busy_channel
 
 MESSAGES, ARTICLES, ARTICLE_CHARS, RESERVE = 30, 10, 20_000, 1024

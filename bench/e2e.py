@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.answering.answerer import AnswerResult
 from bot.config.schema import Config
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import Answer, FakeOpenAI
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from conversation.replay.dce import parse_export
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.openai_server import Answer, FakeOpenAI
 from tests.fakes.synthetic import busy_channel
 
 BASE_CHANNEL = 710_000_000_000_000_000

@@ -28,11 +28,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.config.schema import Config
+from bot.demo.discord_server import FakeDiscord
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from conversation.replay.dce import parse_export
 from conversation.sources.snowflakes import time_snowflake
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.synthetic import busy_channel
 
 BASE_CHANNEL = 720_000_000_000_000_000

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx2
 
 from bot.config.model_settings import ModelSettings
+from bot.demo.openai_server import Answer, FakeOpenAI
 from bot.model.client import ModelClient
-from tests.fakes.openai_server import Answer, FakeOpenAI
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi " * 200}]
 

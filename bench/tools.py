@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.config.model_settings import ModelSettings
 from bot.config.tool_settings import McpServerSettings, ToolSettings
+from bot.demo.openai_server import Answer, CallTools, FakeOpenAI
 from bot.model.client import ModelClient
 from bot.model.tool_loop import complete_with_tools
 from bot.tools.mcp_servers import McpServers
@@ -35,7 +36,6 @@ from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from conversation.articles.service import ArticleService
 from conversation.common.settings import ArticleSettings
-from tests.fakes.openai_server import Answer, CallTools, FakeOpenAI
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi " * 200}]
 PAGE_URL = "https://wiki.example.org/deploy"

@@ -13,6 +13,8 @@ goes up, or on any circle):
 * ``bot.answering``: one answer, trigger to record: context, model, reply, store.
 * ``bot.studio``: the local tuning and browsing page.
 * ``bot.serve``: the running process: the client, start-up, reload, shards, health, shutdown.
+* ``bot.demo``: ``python -m bot demo``, and the local stand-in Discord and model it (and the
+  tests) run the bot against.
 * ``bot.cli``: the command line, one module per command family.
 
 ``conversation/`` (the context builder and the message graph) sits below all of them and never

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
+from bot.demo.discord_server import FakeDiscord, make_nextcord_client
 
 # ----------------------------------------------------------------------------- no internet
 

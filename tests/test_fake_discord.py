@@ -16,11 +16,11 @@ import aiohttp
 import nextcord
 import pytest
 
+from bot.demo.discord_gateway import RESUME_PATH
+from bot.demo.discord_server import FakeDiscord, ManualClock, make_nextcord_client
+from bot.demo.discord_state import ChannelMessages, Signal
 from conversation.replay.dce import parse_export
 from conversation.sources.snowflakes import snowflake_time, time_snowflake
-from tests.fakes.discord_gateway import RESUME_PATH
-from tests.fakes.discord_server import FakeDiscord, ManualClock, make_nextcord_client
-from tests.fakes.discord_state import ChannelMessages, Signal
 
 LOGS = Path(__file__).parent / "logs"
 GENERAL_LOG = LOGS / "fake_guild_general.json"

@@ -39,6 +39,7 @@ LAYERS = (
     "bot.answering",
     "bot.studio",
     "bot.serve",
+    "bot.demo",
     "bot.cli",
 )
 # bot's own entry points, above every layer.

@@ -4,10 +4,10 @@ The log is replayed as if USER_ID were the bot: for every message written by any
 first message, one JSON line ``{"message", "answer", "score", "why"}``. Explicit triggers (a mention
 of USER_ID, a reply to its message) are answered without a score; a message that calls no one is
 scored by the follow decision (``conversation.selection.follow``) with the ``[triggers]`` follow
-settings of the config. Each decision reads only the messages before it, as the live bot does:
-cutting the log anywhere leaves the decisions before the cut as they were. Operators use it to see
-where the bot would step in and to tune ``follow_threshold``; tests, to check the decision on
-bundled logs.
+settings the live bot has in the log's channel (its ``[[channels]]`` table's, if one matches).
+Each decision reads only the messages before it, as the live bot does: cutting the log anywhere
+leaves the decisions before the cut as they were. Operators use it to see where the bot would step
+in and to tune ``follow_threshold``; tests, to check the decision on bundled logs.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from bot.config.schema import Config
 from bot.config.validators import snowflake
 from bot.discord.follow import Follower, replay_decisions
+from bot.discord.places import settings_for_export
 from bot.errors import CommandError
 from conversation.replay.log_source import LogSource
 
@@ -46,6 +47,7 @@ def follow_command(args: argparse.Namespace, config: Config) -> int:
     source = LogSource.from_file(args.log)
     if not any(message.author.id == args.bot_id for message in source.messages):
         raise CommandError(f"{args.log}: user {args.bot_id} wrote no message in the log")
-    for decided in replay_decisions(source.messages, args.bot_id, config.triggers, Follower()):
+    triggers = settings_for_export(config, source.export).triggers  # as the live bot there
+    for decided in replay_decisions(source.messages, args.bot_id, triggers, Follower()):
         sys.stdout.write(json.dumps(decided.as_line(), ensure_ascii=False) + "\n")
     return 0

@@ -15,9 +15,10 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
-from bot.cli import follow
+from bot.cli import demo, follow
 from bot.config.schema import Config, ConfigError, load_config, locate_config
 from bot.config.validators import snowflake
+from bot.discord.places import settings_for_export
 from bot.errors import CommandError, StoreError
 from conversation.replay.dce import ExportError
 from conversation.selection.weights import WeightsError
@@ -25,7 +26,8 @@ from conversation.selection.weights import WeightsError
 EXIT_USAGE = 2
 EXIT_CODES = """exit codes:
   0    done (run: stopped by SIGTERM or Ctrl-C)
-  1    replay: the model did not answer (the prompt was printed; --no-model skips the model)
+  1    replay: the model did not answer (the prompt was printed; --no-model skips the model);
+       demo: the bot did not answer the mention
   2    an operator mistake: bad config, missing file, unknown id (one line on stderr)
   3    run: Discord refused the bot (token, Message Content intent) or cannot be reached
   130  interrupted"""
@@ -148,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     studio.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     studio.set_defaults(handler=_studio)
     follow.add_parser(commands, common)
+    demo.add_parser(commands, common)
     return parser
 
 
@@ -165,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         source = locate_config(args.config)
-        if not source.exists and args.command != "check-config":
+        if not source.exists and args.command not in ("check-config", "demo"):
             # Said once, so that nobody runs on defaults (and a store in ./data) unknowingly.
             print(
                 f"note: no {source.path} here: using built-in defaults; "
@@ -217,6 +220,7 @@ def _contexts(args: argparse.Namespace, config: Config) -> int:
     from conversation.replay.log_source import LogSource
 
     source = LogSource.from_file(args.log)
+    config = settings_for_export(config, source.export)  # the channel's own table, as replay
     triggers = _read_ids(args.triggers) if args.triggers else None
     if triggers is not None:
         missing = [t for t in triggers if source.message(t) is None]

@@ -10,12 +10,12 @@ from typing import Any
 
 from bot.answering.recording import InteractionRecorder
 from bot.config.schema import Config
+from bot.demo.discord_server import FakeDiscord
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from conversation.graph.message_graph import MessageGraph
 from tests.fakes.anthropic_server import Fail, FakeAnthropic, Overloaded
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, settled
 
 PERSONA = "You are {bot_name}, answering in #{channel}."  # no {now}: the same prefix every minute

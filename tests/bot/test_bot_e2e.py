@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator
 import nextcord
 import pytest
 
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import Answer, Fail, FakeOpenAI
 from bot.serve.run import run_bot
 from conversation.prompt.layout import OTHERS_LABEL
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import (
     ALICE,
     BEN,
@@ -28,7 +29,6 @@ from tests.fakes.harness import (
     sent_contents,
     settled,
 )
-from tests.fakes.openai_server import Answer, Fail, FakeOpenAI
 
 
 @pytest.fixture

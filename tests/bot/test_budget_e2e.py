@@ -6,12 +6,12 @@ import pytest
 
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.config.model_settings import ModelSettings
+from bot.demo.openai_server import count_tokens
 from bot.model.errors import ModelContextTooLongError
 from bot.storage import Store, render_text
 from conversation.graph.node import MessageNode
 from conversation.prompt.budget import Budget, FittedPrompt
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, DEV, ELI, running_bot, settled
-from tests.fakes.openai_server import count_tokens
 
 WORDS = [
     "replication",

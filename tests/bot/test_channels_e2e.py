@@ -17,13 +17,13 @@ from pathlib import Path
 
 from bot.config.reload import ConfigWatcher
 from bot.config.schema import load_config
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import FakeOpenAI
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.serve.live_config import apply_to_client
 from bot.serve.model_command import REFUSED
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, settled
-from tests.fakes.openai_server import FakeOpenAI
 
 GUILD = 1300000000000000000
 CATEGORY = 1300000000000000700
@@ -301,8 +301,8 @@ def value(samples: dict, name: str, **labels: str) -> float:
 async def test_metrics_scraped_over_http_count_what_happened(tmp_path):
     import aiohttp
 
+    from bot.demo.openai_server import Fail, count_tokens
     from bot.storage import Store
-    from tests.fakes.openai_server import Fail, count_tokens
 
     with Store.open(tmp_path / "store.sqlite3") as store:
         async with channel_bot(tmp_path, store=store, metrics="[metrics]\nport = 0\n") as bot:

@@ -9,12 +9,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from bot.answering.recording import InteractionRecorder
+from bot.demo.discord_gateway import INTENT_GUILDS
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import FakeOpenAI
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from conversation.replay.dce import load_export
-from tests.fakes.discord_gateway import INTENT_GUILDS
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import (
     ALICE,
     BEN,
@@ -29,7 +30,6 @@ from tests.fakes.harness import (
     running_bot,
     settled,
 )
-from tests.fakes.openai_server import FakeOpenAI
 
 GUILD = "1300000000000000000"
 STAFF_ONLY = 1300000000000000050

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.demo.openai_server import Answer
 from bot.storage import Store, render_text
 from conversation.replay.dce import DceUser
 from tests.bot.test_read_history import deny_history
 from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, DEV, ELI, Harness, running_bot, settled
-from tests.fakes.openai_server import Answer
 
 UPGRADE_ANSWER = (
     "For an 800 GB database, the in-place upgrade with hard links is the quick route: "

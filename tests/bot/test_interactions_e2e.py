@@ -6,8 +6,8 @@ import asyncio
 import json
 
 from bot.cli.main import main
+from bot.demo.discord_gateway import INTENT_GUILD_MESSAGES
 from bot.storage import Store
-from tests.fakes.discord_gateway import INTENT_GUILD_MESSAGES
 from tests.fakes.harness import (
     ALICE,
     BEN,

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from bot.answering.recording import InteractionRecorder
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import FakeOpenAI
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
@@ -20,9 +22,7 @@ from conversation.selection.builder import ContextBuilder
 from conversation.selection.message_links import MessageLink, message_links
 from conversation.sources.cache import ChannelCache
 from conversation.sources.reader import ChannelReader
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import make_config, sent_contents
-from tests.fakes.openai_server import FakeOpenAI
 
 LOGS = Path(__file__).resolve().parents[1] / "logs"
 GUILD, GENERAL, RANDOM = 400000000000000001, 500000000000000001, 500000000000000002

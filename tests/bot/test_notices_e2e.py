@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from bot.demo.openai_server import Answer, BrokenStream, Fail
 from conversation.sources.snowflakes import time_snowflake
 from tests.fakes.harness import (
     BEN,
@@ -20,7 +21,6 @@ from tests.fakes.harness import (
     with_offline_pages,
 )
 from tests.fakes.later import asked_later
-from tests.fakes.openai_server import Answer, BrokenStream, Fail
 
 NOT_AVAILABLE = "The bot's model is not available right now; the operator must check the setup."
 STOPPED = "The model stopped in the middle of its answer."

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
+from bot.demo.openai_server import count_tokens
 from bot.storage import Store, render_text
 from conversation.prompt.layout import OTHERS_LABEL
 from tests.bot.test_anthropic_e2e import claude_bot
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, ELI, Harness, running_bot, settled
-from tests.fakes.openai_server import count_tokens
 
 
 async def conversation_with_lunch_between(bot: Harness) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from bot.demo.openai_server import Answer
 from bot.discord.posting import CUT_NOTE
 from bot.storage import Store
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, running_bot, settled
-from tests.fakes.openai_server import Answer
 
 
 def runaway_answer(size: int) -> str:

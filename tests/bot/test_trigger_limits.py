@@ -9,8 +9,9 @@ import asyncio
 import pytest
 
 from bot.config.schema import ConfigError, load_config
+from bot.demo.discord_gateway import INTENT_GUILDS
+from bot.demo.openai_server import Answer
 from bot.storage import Store
-from tests.fakes.discord_gateway import INTENT_GUILDS
 from tests.fakes.harness import (
     ALICE,
     BEN,
@@ -23,7 +24,6 @@ from tests.fakes.harness import (
     running_bot,
     settled,
 )
-from tests.fakes.openai_server import Answer
 
 
 async def context_reply(bot, message_id: str) -> str:

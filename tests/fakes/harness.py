@@ -20,10 +20,10 @@ from typing import Any
 
 from bot.answering.recording import InteractionRecorder
 from bot.config.schema import Config
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import FakeOpenAI
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
 DM_CHANNEL, ALICE = 500000000000000099, 200000000000000001

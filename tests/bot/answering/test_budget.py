@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.config.model_settings import ModelSettings
+from bot.demo.openai_server import FakeOpenAI, count_tokens
 from bot.model.client import ModelClient
 from bot.model.context_overflow import recognize_overflow
 from bot.model.errors import ModelContextTooLongError
@@ -16,7 +17,6 @@ from conversation.articles.render import render_embeddings
 from conversation.graph.node import MessageNode
 from conversation.prompt.budget import Budget, fit_prompt
 from conversation.prompt.tokens import Calibration, TokenCounter, prompt_tokens, text_tokens
-from tests.fakes.openai_server import FakeOpenAI, count_tokens
 
 START = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 SYSTEM = MessageNode(role="system", content="You are a bot. " * 10)
@@ -250,6 +250,7 @@ async def test_real_attachment_is_found_and_shortened(tmp_path):
 
     from aiohttp import web
 
+    from bot.demo.discord_server import FakeDiscord, make_nextcord_client
     from conversation.prompt.materialize import MaterializeOptions, Materializer
     from conversation.selection.result import ContextSelection
     from tests.conversation.prompt.test_materialize import (
@@ -260,7 +261,6 @@ async def test_real_attachment_is_found_and_shortened(tmp_path):
         message,
         user,
     )
-    from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
 
     async def notes(request: web.Request) -> web.Response:
         return web.Response(text="a line of the log <embedding>\n" * 200, content_type="text/plain")

@@ -87,3 +87,30 @@ def test_the_docs_follow_example_is_the_commands_output(capsys):
     assert main(["follow", str(FOLLOW_LOG), "--bot-id", str(BOT_ID)]) == 0
     output = capsys.readouterr().out.splitlines()
     assert lines == output[-len(lines) :]
+
+
+@pytest.mark.parametrize(
+    ("everywhere", "in_the_logs_channel", "followed"),
+    [("true", "false", False), ("false", "true", True)],
+    ids=["off-in-the-channel", "on-in-the-channel"],
+)
+def test_the_logs_channel_table_decides_as_the_live_bot_there(
+    capsys, follow_log, tmp_path, everywhere, in_the_logs_channel, followed
+):
+    """follow_up.json is channel 1300000000000000001 of server 1300000000000000000: its
+    [[channels]] table's [triggers] apply, as in the live bot, replay and the studio."""
+    log, ids = follow_log
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"[triggers]\nfollow = {everywhere}\n"
+        "[[channels]]\nmatch = { channel_ids = [1300000000000000001] }\n"
+        f"[channels.triggers]\nfollow = {in_the_logs_channel}\n"
+        "[[channels]]\nmatch = { channel_ids = [42] }\n"  # another channel's: not applied
+        f"[channels.triggers]\nfollow = {everywhere}\n",
+        encoding="utf-8",
+    )
+    assert main(["follow", str(log), "--bot-id", str(BOT_ID), "--config", str(config)]) == 0
+    decisions = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    follow_up = next(d for d in decisions if d["message"] == ids["follow_up"])
+    assert follow_up["answer"] is followed
+    assert (follow_up["why"] == "following is off here") is not followed

@@ -3,6 +3,7 @@ clear line for each mistake (from the loader, as ``check-config`` and a reload s
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -273,6 +274,30 @@ def test_replay_answers_as_the_bot_would_in_the_logs_channel(tmp_path):
     assert default.returncode == 0, default.stderr
     assert "You are the ops persona" not in default.stdout
     assert "(5 of 21 earlier messages selected" in default.stdout  # min_linear = 1
+
+
+def test_contexts_selects_as_the_bot_would_in_the_logs_channel(tmp_path, capsys):
+    """The same table as replay's above: contexts (and its prompts) follow it too."""
+    from bot.cli.main import main
+    from tests.fakes.harness import EXAMPLE
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        "[[channels]]\nmatch = { channel_ids = [1300000000000000001] }\n"
+        '[channels.model]\nsystem_prompt = "You are the ops persona of {server}."\n'
+        "[channels.context]\nmin_linear = 2\n"
+    )
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+
+    def last_line(config: Path) -> dict:
+        assert main(["contexts", str(EXAMPLE), "--prompts", "--config", str(config)]) == 0
+        return json.loads(capsys.readouterr().out.splitlines()[-1])
+
+    channel, default = last_line(path), last_line(empty)
+    assert len(channel["context"]) == 6 and len(default["context"]) == 5  # as replay says
+    assert channel["prompt"][0]["content"].startswith("You are the ops persona of Acme Ops.")
+    assert "ops persona" not in default["prompt"][0]["content"]
 
 
 def test_a_changed_endpoint_waits_for_a_restart_and_a_channel_edit_applies(

@@ -24,9 +24,9 @@ from pydantic import BaseModel
 
 from bot.cli.main import main
 from bot.config import Config
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import FakeOpenAI
 from tests.bot.serve.test_run_lifecycle import BOT_ID, EXAMPLE, bot_process, config_file
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.openai_server import FakeOpenAI
 
 HUGE_INT = 10**30
 HUGE_FLOAT = 1e300

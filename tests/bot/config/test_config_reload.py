@@ -19,14 +19,14 @@ from bot.config import reload as config_reload
 from bot.config.config_file import MAX_CONFIG_BYTES
 from bot.config.reload import ConfigWatcher, effective_config, is_live
 from bot.config.schema import Config, ConfigError, load_config
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import FakeOpenAI
 from bot.discord.compat import set_rest_base
 from bot.serve import live_config
 from bot.serve.run import serve
 from conversation.articles.service import ArticleService
 from conversation.common.settings import ContextSettings
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, EXAMPLE
-from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[3]
 

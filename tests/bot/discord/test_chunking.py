@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from bot.demo.openai_server import long_answer_with_code
 from bot.discord.chunking import (
     DISCORD_MESSAGE_LIMIT,
     STREAM_LOOKAHEAD,
@@ -16,7 +17,6 @@ from bot.discord.chunking import (
     split_chunks,
     split_message,
 )
-from tests.fakes.openai_server import long_answer_with_code
 
 # The fence rule of the module doc, written again independently of the implementation.
 FENCE_LINE = re.compile(r"[ \t]{0,8}(`{3,10})([A-Za-z0-9_+.#-]{0,32})[ \t\r]*")

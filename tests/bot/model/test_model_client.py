@@ -1,4 +1,4 @@
-"""The model client against a real local HTTP server (tests/fakes/openai_server.py)."""
+"""The model client against a real local HTTP server (bot/demo/openai_server.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,16 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from bot.config.model_settings import ModelSettings
+from bot.demo.openai_server import (
+    Answer,
+    BrokenStream,
+    Fail,
+    FakeOpenAI,
+    Hang,
+    RateLimited,
+    count_tokens,
+    long_answer_with_code,
+)
 from bot.model.call import CacheHints
 from bot.model.client import ModelClient
 from bot.model.errors import (
@@ -31,16 +41,6 @@ from bot.model.errors import (
     ModelServerError,
     ModelStalledError,
     ModelTimeoutError,
-)
-from tests.fakes.openai_server import (
-    Answer,
-    BrokenStream,
-    Fail,
-    FakeOpenAI,
-    Hang,
-    RateLimited,
-    count_tokens,
-    long_answer_with_code,
 )
 
 MESSAGES = [

@@ -17,10 +17,10 @@ import pytest
 from aiohttp import web
 
 from bot.config.model_settings import ModelSettings
+from bot.demo.openai_server import Answer, FakeOpenAI, RateLimited
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError, ModelProtocolError, retry_after
 from tests.bot.model.test_model_client import MESSAGES
-from tests.fakes.openai_server import Answer, FakeOpenAI, RateLimited
 
 DEEP = "[" * 100_000 + "]" * 100_000  # far past any recursion limit
 ROUTES = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import Answer, FakeOpenAI
 from bot.storage import Store
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.openai_server import Answer, FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "support-channel.json"

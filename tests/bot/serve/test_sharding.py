@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from bot.config.schema import Config, ConfigError, load_config
+from bot.demo.discord_server import FakeDiscord, make_nextcord_client
+from bot.demo.openai_server import FakeOpenAI
 from bot.serve.sharding import ShardedThreadwiseClient, client_class, shard_options
 from bot.storage import Store
-from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
-from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[3]
 LOGS = ROOT / "tests" / "logs"

@@ -19,6 +19,9 @@ from bot.answering.recording import InteractionRecorder
 from bot.answering.tool_use import tools_tokens
 from bot.config.schema import Config
 from bot.config.tool_settings import McpServerSettings, ToolSettings
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.discord_state import DEFAULT_BOT_PERMISSIONS, MENTION_EVERYONE
+from bot.demo.openai_server import Answer, CallTools, Fail
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
@@ -29,8 +32,6 @@ from tests.bot.test_budget_e2e import chatter
 from tests.bot.test_channels_e2e import scraped, value
 from tests.fakes.anthropic_server import Answer as AnthropicAnswer
 from tests.fakes.anthropic_server import FakeAnthropic, UseTools
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.discord_state import DEFAULT_BOT_PERMISSIONS, MENTION_EVERYONE
 from tests.fakes.harness import (
     ALICE,
     BOT_ID,
@@ -43,7 +44,6 @@ from tests.fakes.harness import (
     running_bot,
     settled,
 )
-from tests.fakes.openai_server import Answer, CallTools, Fail
 
 FAKE_MCP = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 TOOLS_ON = {"enabled": True, "read_page": False, "call_timeout_seconds": 2.0}

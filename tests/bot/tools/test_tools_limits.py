@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from bot.demo import openai_server as openai_fake
 from bot.model.client import ModelClient
 from bot.model.errors import ModelProtocolError
 from bot.model.tool_loop import complete_with_tools
 from bot.tools.toolbox import Toolbox
 from tests.bot.tools.test_tools_loop import PROMPT, settings_for, toolbox  # noqa: F401
 from tests.fakes import anthropic_server as anthropic_fake
-from tests.fakes import openai_server as openai_fake
 
 DEEP = "[" * 50_000 + "]" * 50_000
 

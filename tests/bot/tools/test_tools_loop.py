@@ -14,12 +14,12 @@ import pytest
 
 from bot.config.model_settings import ModelSettings
 from bot.config.tool_settings import McpServerSettings, ToolSettings
+from bot.demo import openai_server as openai_fake
 from bot.model.client import ModelClient
 from bot.model.tool_loop import complete_with_tools
 from bot.tools.mcp_servers import McpServers
 from bot.tools.toolbox import Toolbox
 from tests.fakes import anthropic_server as anthropic_fake
-from tests.fakes import openai_server as openai_fake
 
 FAKE_MCP = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 PROMPT = [

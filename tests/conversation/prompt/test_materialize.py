@@ -8,12 +8,12 @@ from pathlib import Path
 
 from aiohttp import web
 
+from bot.demo.discord_server import FakeDiscord, make_nextcord_client
 from conversation.prompt.materialize import MaterializeOptions, Materializer, render_system_prompt
 from conversation.replay.dce import parse_export
 from conversation.replay.log_source import LogSource
 from conversation.selection.result import ContextSelection, Reason
 from conversation.sources.snowflakes import time_snowflake
-from tests.fakes.discord_server import FakeDiscord, make_nextcord_client
 
 ROOT = Path(__file__).resolve().parents[3]
 BOT, ALICE, BOB, OTHER_BOB = 42, 100, 101, 102

@@ -25,16 +25,15 @@ from typing import Any
 
 from aiohttp import web
 
-from conversation.replay.dce import ChannelExport, DceUser, load_export, user_payload
-from tests.fakes.discord_gateway import (
+from bot.demo.discord_gateway import (
     GATEWAY_PATH,
     INTENT_GUILDS,
     PRIVILEGED_INTENTS,
     RESUME_PATH,
     Gateway,
 )
-from tests.fakes.discord_rest import API_PREFIX, RecordedRequest, RestApi, RouteRule
-from tests.fakes.discord_state import (
+from bot.demo.discord_rest import API_PREFIX, RecordedRequest, RestApi, RouteRule
+from bot.demo.discord_state import (
     DEFAULT_BOT_PERMISSIONS,
     EVERYONE_MENTION,
     ROLE_MENTION,
@@ -43,6 +42,7 @@ from tests.fakes.discord_state import (
     InteractionRecord,
     Payload,
 )
+from conversation.replay.dce import ChannelExport, DceUser, load_export, user_payload
 
 DEFAULT_BOT_ID = 1_100_000_000_000_000_001
 DEFAULT_BOT_NAME = "threadwise"

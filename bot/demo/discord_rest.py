@@ -22,9 +22,8 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
-from conversation.replay.dce import DceUser, user_payload
-from tests.fakes.discord_gateway import INTENT_MESSAGE_CONTENT, Gateway
-from tests.fakes.discord_state import (
+from bot.demo.discord_gateway import INTENT_MESSAGE_CONTENT, Gateway
+from bot.demo.discord_state import (
     EVERYONE_MENTION,
     MENTION_EVERYONE,
     MESSAGE_FLAG_EPHEMERAL,
@@ -40,6 +39,7 @@ from tests.fakes.discord_state import (
     unknown_message,
     without_members,
 )
+from conversation.replay.dce import DceUser, user_payload
 
 API_PREFIX = "/api/v10"
 MAX_CONTENT = 2000

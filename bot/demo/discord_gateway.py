@@ -30,8 +30,8 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from pydantic import BaseModel, ConfigDict
 
+from bot.demo.discord_state import DiscordState, Payload, Signal, hide_content
 from conversation.replay.dce import user_payload
-from tests.fakes.discord_state import DiscordState, Payload, Signal, hide_content
 
 GATEWAY_PATH = "/gateway-ws"
 RESUME_PATH = "/gateway-ws/resume"
