@@ -182,7 +182,9 @@ def continue_prompt(
     fitted = None
     if budget is not None:
         fitted = FittedPrompt(nodes=nodes, tokens=tokens, total=total, budget=budget)
-    return _assembled(fresh, nodes, fitted, reused=reused, key=previous.cache_key)
+    return _assembled(
+        fresh, nodes, fitted, reused=reused, key=previous.cache_key, continues=previous.trigger_id
+    )
 
 
 def cut_prompt(
@@ -238,6 +240,7 @@ def _assembled(
     *,
     reused: int | None = None,
     key: str | None = None,
+    continues: int | None = None,
 ) -> PreparedPrompt:
     """``fresh``'s selection and materialized messages, sent as ``nodes``."""
     graph = MessageGraph()
@@ -251,6 +254,7 @@ def _assembled(
         layout=fresh.layout,
         reused=reused,
         key=key,
+        continues=continues,
     )
 
 

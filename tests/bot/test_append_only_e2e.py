@@ -114,7 +114,16 @@ async def test_after_a_restart_the_follow_up_starts_with_the_stored_request(tmp_
                 )  # fmt: skip
                 await settled(bot)
                 first, second = bot.model.chat_requests
+        latest, earlier = store.recent_interactions()[:2]
+        explained = store.explain(earlier.trigger_message_id).work_log
+        continued = store.explain(latest.trigger_message_id).work_log
     start = len(first.messages)
     assert json.dumps(second.messages[:start]) == json.dumps(first.messages)
     assert second.messages[start] == {"role": "assistant", "content": said}
     assert "fails halfway" in second.messages[-1]["content"]
+    # explain says which request the follow-up's starts with; the first's starts with none.
+    assert [e.detail for e in continued if e.action == "prompt_continued"] == [
+        f"starts with the request for message {earlier.trigger_message_id} and its answer "
+        f"({start + 1} messages sent again unchanged)"
+    ]
+    assert not [e for e in explained if e.action == "prompt_continued"]
