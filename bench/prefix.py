@@ -19,7 +19,7 @@ messages they answered and their answers the assistant's turns. Context F1 and p
 the selection are printed beside them: neither the layout nor the memory moves a selected message
 in or out (the memory keeps earlier ones in).
 
-    python -m bench.prefix [DATA_DIR] [--window 64] [--keep-share 0.7] [--cut-share 0.6]
+    python -m bench.prefix [DATA_DIR] [--window 64] [--keep-share 0.6] [--cut-share 0.5]
 """
 
 from __future__ import annotations
@@ -229,8 +229,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--window", type=int, default=64, help="prompts a server keeps (64)")
-    parser.add_argument("--keep-share", type=float, default=KEEP_SHARE, help="(0.7)")
-    parser.add_argument("--cut-share", type=float, default=CUT_SHARE, help="(0.6)")
+    parser.add_argument("--keep-share", type=float, default=KEEP_SHARE, help="(0.6)")
+    parser.add_argument("--cut-share", type=float, default=CUT_SHARE, help="(0.5)")
     args = parser.parse_args()
     continuity = Continuity(
         max_total=ContextSettings().max_total, keep_share=args.keep_share, cut_share=args.cut_share

@@ -213,15 +213,19 @@ class Answerer:
                     counter=runtime.budgeter.counter(),
                     narrow=lambda selection: sealed(selection, cache, bot_id),
                 )
-                result.prepared, previous = await remembered_prompt(
-                    fresh,
-                    self.memory,
-                    channel.id,
-                    continuity=Continuity(max_total=runtime.config.context.max_total),
-                    budget=budget,
-                    counter=runtime.budgeter.counter(),
-                    now=ChannelNow.of_cache(cache),
-                )
+                result.prepared, previous = fresh, None
+                # An asker who may not read the channel's history gets no earlier request: it
+                # holds what others may read (``bot.discord.visibility``).
+                if not isinstance(reader, RestrictedReader):
+                    result.prepared, previous = await remembered_prompt(
+                        fresh,
+                        self.memory,
+                        channel.id,
+                        continuity=Continuity(max_total=runtime.config.context.max_total),
+                        budget=budget,
+                        counter=runtime.budgeter.counter(),
+                        now=ChannelNow.of_cache(cache),
+                    )
                 result.overhead_seconds = time.perf_counter() - began
                 completion = await self._complete(result, on_delta, streamer.status, runtime, offer)
             result.completion = completion

@@ -64,6 +64,7 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
             WorkLogEntry(action=e.action, detail=e.detail, status=e.status, count=e.messages)
             for e in prepared.selection.work_log
         )
+        work.extend(continued_log(result))
         work.extend(budget_log(result))
         for result_article in prepared.materialized.articles:
             articles.append(
@@ -148,6 +149,19 @@ def people_names(selection: ContextSelection) -> dict[int, list[str]]:
                 if isinstance(value, str) and value.strip():
                     names.add(value)
     return {user_id: sorted(names) for user_id, names in people.items() if names}
+
+
+def continued_log(result: AnswerResult) -> list[WorkLogEntry]:
+    """Which earlier request the prompt starts with (``conversation.memory``), if any."""
+    prepared = result.prepared
+    if prepared is None or prepared.continues is None:
+        return []
+    if prepared.reused is None:
+        how = "an edit or deletion broke it at that message"
+    else:
+        how = f"{prepared.reused} messages sent again unchanged"
+    detail = f"starts with the request for message {prepared.continues} and its answer ({how})"
+    return [WorkLogEntry(action="prompt_continued", detail=detail)]
 
 
 def budget_log(result: AnswerResult) -> list[WorkLogEntry]:

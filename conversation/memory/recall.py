@@ -9,8 +9,11 @@ from typing import Protocol
 
 from conversation.memory.sent import SentPrompt
 
-PROMPTS_PER_CHANNEL = 64
-CHANNELS_KEPT = 1024
+PROMPTS_PER_CHANNEL = 16
+"""Requests kept per channel: a follow-up continues one of the latest few conversations (the
+replay tools keep as many as the server's cache they measure). A continued request shares its
+message objects with the one before, so a conversation's requests cost little more than one."""
+CHANNELS_KEPT = 512
 
 
 class PromptMemory(Protocol):

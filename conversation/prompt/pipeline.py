@@ -42,6 +42,7 @@ class PreparedPrompt:
     # the conversation's cache key, kept from its first request.
     reused: int | None = None
     key: str | None = None
+    continues: int | None = None  # the trigger of the request this one starts with
 
     @property
     def request_messages(self) -> list[dict]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.demo.openai_server import Answer
 from bot.storage import Store, render_text
 from tests.bot.test_follow_e2e import UPGRADE_ANSWER, follow_up
 from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, Harness, running_bot, settled
-from tests.fakes.openai_server import Answer
 
 QUESTION = f"<@{BOT_ID}> how do I upgrade the 800 GB database quickly?"
 

@@ -10,12 +10,14 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from bot.answering.recording import InteractionRecorder
+from bot.demo.discord_server import FakeDiscord
+from bot.demo.openai_server import FakeOpenAI
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
 from tests.bot.test_anthropic_e2e import claude_bot
 from tests.bot.test_prompt_cache_e2e import conversation_with_lunch_between
-from tests.fakes.discord_server import FakeDiscord
+from tests.bot.test_read_history import deny_history
 from tests.fakes.harness import (
     BOT_ID,
     CHANNEL,
@@ -27,7 +29,6 @@ from tests.fakes.harness import (
     running_bot,
     settled,
 )
-from tests.fakes.openai_server import FakeOpenAI
 
 
 async def test_a_follow_up_request_starts_with_the_previous_request_and_answer():
@@ -114,7 +115,33 @@ async def test_after_a_restart_the_follow_up_starts_with_the_stored_request(tmp_
                 )  # fmt: skip
                 await settled(bot)
                 first, second = bot.model.chat_requests
+        latest, earlier = store.recent_interactions()[:2]
+        explained = store.explain(earlier.trigger_message_id).work_log
+        continued = store.explain(latest.trigger_message_id).work_log
     start = len(first.messages)
     assert json.dumps(second.messages[:start]) == json.dumps(first.messages)
     assert second.messages[start] == {"role": "assistant", "content": said}
     assert "fails halfway" in second.messages[-1]["content"]
+    # explain says which request the follow-up's starts with; the first's starts with none.
+    assert [e.detail for e in continued if e.action == "prompt_continued"] == [
+        f"starts with the request for message {earlier.trigger_message_id} and its answer "
+        f"({start + 1} messages sent again unchanged)"
+    ]
+    assert not [e for e in explained if e.action == "prompt_continued"]
+
+
+async def test_a_member_who_may_not_read_history_gets_no_earlier_request():
+    """Eli's first question was answered from the whole channel (Chloé's line among the other
+    recent talk); once he may not read its history, his follow-up must not start with that
+    request, which holds what he may no longer read."""
+    async with running_bot(context={"min_linear": 4}) as bot:
+        await bot.discord.user_says(CHANNEL, CHLOE, "the staging database is down again")
+        answer = await bot.answer_to(CHANNEL, ELI, f"<@{BOT_ID}> is the ramen place open today?")
+        await settled(bot)
+        assert "staging database" in str(bot.model.chat_requests[-1].messages)  # read then
+        await deny_history(bot, ELI)
+        await bot.answer_to(CHANNEL, ELI, f"<@{BOT_ID}> and tomorrow?", reply_to=int(answer["id"]))
+        await settled(bot)
+        sent = bot.model.chat_requests[-1].messages
+    assert "staging database" not in str(sent)
+    assert "tomorrow" in sent[-1]["content"]

@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.demo.openai_server import Answer
 from bot.serve.client import FRESH_REFUSED
 from conversation.selection.seal import SEAL_TEXT
 from tests.bot.test_follow_e2e import answered, follow_up, talk_to_bot
-from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, DEV, Harness, running_bot, settled
-from tests.fakes.openai_server import Answer
+from tests.fakes.harness import (
+    BOT_ID,
+    CHANNEL,
+    CHLOE,
+    DEV,
+    Harness,
+    running_bot,
+    sent_contents,
+    settled,
+)
 
 MEMBER = 0x400 | 0x800 | 0x10000  # view the channel, send messages, read its history
 MANAGE_MESSAGES = 0x2000
@@ -23,7 +32,7 @@ async def fresh(bot: Harness, permissions: int) -> dict:
 
 
 def sent_text(bot: Harness) -> str:
-    return "\n".join(str(m["content"]) for m in bot.model.chat_requests[-1].messages)
+    return sent_contents(bot.model.chat_requests[-1].messages)
 
 
 async def test_fresh_seals_the_channel_for_the_next_answers():
@@ -68,3 +77,23 @@ async def test_after_the_seal_the_conversation_before_it_is_not_followed():
         )
         assert not await answered(bot, said)
         assert len(bot.model.chat_requests) == requests
+
+
+async def test_a_reply_to_an_answer_before_the_seal_starts_no_earlier_request():
+    """The answer replied to was given before ``/fresh``: its request is not continued (nothing
+    before the seal is read), only the answer itself is shown, as Discord shows it."""
+    async with running_bot() as bot:
+        bot.model.queue(Answer(text="Use pg_upgrade --link."))
+        answer = await bot.answer_to(CHANNEL, CHLOE, QUESTION)
+        await settled(bot)
+        await fresh(bot, MEMBER | MANAGE_MESSAGES)
+        await asyncio.sleep(0.2)
+        bot.model.queue(Answer(text="About as long as the copy."))
+        await bot.answer_to(
+            CHANNEL, CHLOE, f"<@{BOT_ID}> and how long does it take?", reply_to=int(answer["id"])
+        )
+        await settled(bot)
+        first, second = bot.model.chat_requests
+    assert second.messages[: len(first.messages)] != first.messages
+    assert "fails halfway" not in sent_contents(second.messages)
+    assert QUESTION.split("> ")[1] not in sent_contents(second.messages)

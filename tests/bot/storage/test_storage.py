@@ -919,3 +919,21 @@ async def test_forget_leaves_the_word_in_a_context_that_only_shares_another_mess
     await store.forget_user(7)
     exported = "\n".join(store.export_lines())
     assert "I will try that, it will work" in exported and "It will work." in exported
+
+
+async def test_a_trigger_is_known_answered_and_its_request_found_by_its_messages(
+    store: Store,
+) -> None:
+    """What answering once and a follow-up after a restart read: whether a message triggered an
+    interaction, and the latest successful one in a channel a message belongs to (its trigger
+    or an answer message)."""
+    await store.record(make_record(3, [(1, 1, "hello"), (3, 2, "hi")], answer_ids=(600,)))
+    await store.record(make_record(7, [(5, 1, "later"), (7, 2, "again")], answer_ids=(700,)))
+    await store.record(make_record(9, [(9, 2, "failed")], outcome="failure"))
+    assert store.answered(3) and store.answered(9) and not store.answered(600)
+    assert await store.answered_async(7)
+    assert store.latest_answered(10, [600]).trigger_message_id == 3  # an answer message
+    assert store.latest_answered(10, [3, 700]).trigger_message_id == 7  # the latest of them
+    assert store.latest_answered(10, [9]) is None  # a failed answer is no turn to go on from
+    assert store.latest_answered(11, [3]) is None  # another channel
+    assert store.latest_answered(10, []) is None

@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from bot.config.tool_settings import ToolSettings
+from bot.demo.openai_server import Answer, CallTools
 from bot.tools.call_memory import CallMemory
 from bot.tools.page_hosts import hosts_in, hosts_named
 from bot.tools.read_page import PageReader
@@ -21,7 +22,6 @@ from conversation.articles import ArticleService, StaticResolver
 from conversation.common.settings import ArticleSettings
 from tests.bot.tools.test_tools_toolbox import call
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, running_bot, sent_contents, settled
-from tests.fakes.openai_server import Answer, CallTools
 
 OPEN = ArticleSettings(allowed_networks=["127.0.0.1/32"])
 
