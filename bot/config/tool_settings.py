@@ -78,7 +78,10 @@ class McpServerSettings(StrictSection):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, got {value!r}")
+            secret = "@" in value or "?" in value  # a password or a key: never quoted
+            raise ValueError(
+                f"must start with http:// or https://{'' if secret else f', got {value!r}'}"
+            )
         return value
 
     @field_validator("headers")

@@ -15,7 +15,13 @@ from datetime import UTC, datetime, timedelta
 from bot.storage.dialect import Db
 from bot.storage.errors import StoreError
 from bot.storage.models import REMOVED, ForgetResult, InteractionRecord, PruneResult
-from bot.storage.names import name_spellings, names_pattern, redact_names_in, redact_text
+from bot.storage.names import (
+    accent_free,
+    name_spellings,
+    names_pattern,
+    redact_names_in,
+    redact_text,
+)
 from bot.storage.nodes import canonical_json, node_hash, redact_message
 from bot.storage.timefmt import now_db, to_db
 
@@ -574,7 +580,8 @@ def _hint_pattern(spellings: list[str], *, ignore_case: bool) -> re.Pattern[str]
     if not spellings:
         return None
     escaped = {canonical_json({"n": s})[6:-2] for s in spellings}
-    alternatives = "|".join(re.escape(s) for s in sorted({*spellings, *escaped}, key=len)[::-1])
+    spelled = accent_free if ignore_case else re.escape
+    alternatives = "|".join(spelled(s) for s in sorted({*spellings, *escaped}, key=len)[::-1])
     return re.compile(alternatives, re.IGNORECASE if ignore_case else 0)
 
 

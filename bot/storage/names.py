@@ -67,13 +67,44 @@ def _json_escaped(name: str) -> str:
     return json.dumps(name)[1:-1]
 
 
+def _accented() -> dict[str, str]:
+    """Each ASCII letter and the Latin letters that fold to it ("e": "éèêëÉÈÊË...")."""
+    table: dict[str, str] = {}
+    for code in range(0xC0, 0x250):
+        letter = chr(code)
+        base = folded(letter)
+        if len(base) == 1 and base.isascii() and base.isalpha() and base != letter:
+            table[base.lower()] = table.get(base.lower(), "") + letter
+    return table
+
+
+ACCENTED = _accented()
+COMBINING = "[\u0300-\u036f]*"  # accents written as separate marks ("e" + U+0301)
+
+
+def accent_free(spelling: str) -> str:
+    """A regex for ``spelling`` whose letters also match their accented forms, as written or
+    JSON-escaped ("chloe" finds "Chloé" and "Chlo\\u00e9"): a name recorded without its
+    accents is still found where someone wrote it with them."""
+    parts = []
+    for char in spelling:
+        variants = ACCENTED.get(char.lower())
+        if variants is None:
+            parts.append(re.escape(char))
+            continue
+        escapes = "|".join(re.escape(json.dumps(v)[1:-1]) for v in variants)
+        parts.append(f"(?:[{re.escape(char)}{variants}]{COMBINING}|{escapes})")
+    return "".join(parts)
+
+
 def names_pattern(
     names: Iterable[str], *, free_text: bool, user_id: int | None = None
 ) -> re.Pattern[str] | None:
     """Whole-word matches of the names (``free_text``: ignoring case), and of the ``user_id``
     when given (a mention whole, ``<@!id>``); None if nothing applies."""
     spellings = name_spellings(names, free_text=free_text)
-    alternatives = [rf"(?<!\w){re.escape(s)}(?!\w)" for s in spellings]
+    spelled = accent_free if free_text else re.escape
+    alternatives = [rf"(?<!\w){spelled(s)}(?!\w)" for s in spellings]
     if user_id is not None:
         alternatives += [rf"<@!?{user_id}>", rf"(?<!\d){user_id}(?!\d)"]
     if not alternatives:

@@ -252,6 +252,16 @@ def test_a_secret_with_a_line_break_is_refused_at_load_by_its_key(
         server.url_value(env)
 
 
+def test_a_url_refused_for_its_scheme_is_not_quoted_when_it_holds_a_secret(
+    tmp_path: Path,
+) -> None:
+    for url in ("htp://bot:pw-S3CRET@h/mcp", "ftp://h/mcp?key=pw-S3CRET"):
+        with pytest.raises(ConfigError) as raised:
+            load(tmp_path, f'[[tools.mcp]]\nname = "a"\nurl = "{url}"')
+        assert "must start with http://" in str(raised.value)
+        assert "pw-S3CRET" not in str(raised.value)
+
+
 def test_url_credentials_and_an_authorization_header_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         load(

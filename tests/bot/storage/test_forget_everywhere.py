@@ -30,7 +30,7 @@ NAMES = ("Chloé", "chloe_b", "Clo-Bear")  # shown name, username, nickname
 def spellings() -> list[str]:
     """What must be gone: each name as shown, folded, JSON-escaped, and the id every way."""
     return [
-        "Chloé", "Chloe", "chloe", "Chlo\\u00e9", "chloe_b", "Clo-Bear",
+        "Chloé", "Chloe", "chloe", "Chlo\\u00e9", "Chlo\\\\u00e9", "chloe_b", "Clo-Bear",
         str(CHLOE), f"<@{CHLOE}>", f"<@!{CHLOE}>",
     ]  # fmt: skip
 

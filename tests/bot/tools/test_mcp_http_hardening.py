@@ -164,7 +164,7 @@ async def test_url_secrets_reach_the_server_and_no_log_line(
         await servers.close()
     assert outcome.status == "ok" and "echo: hello" in outcome.content
     # The server got them all: the password as Basic auth, the query, the header.
-    assert proxy.seen and all(key == QUERY_KEY for _, _, key in proxy.seen if _)
+    assert proxy.seen and all(key == QUERY_KEY for _url, _auth, key in proxy.seen)
     assert all(auth.startswith("Basic ") for _, auth, _ in proxy.seen)
     assert any("POST" in r.getMessage() for r in caplog.records if r.name == "httpx2")
     for record in caplog.records:

@@ -37,6 +37,7 @@ from tests.fakes.harness import (
     BOT_ID,
     CHANNEL,
     CHLOE,
+    DEV,
     DM_CHANNEL,
     EXAMPLE,
     ROOT,
@@ -434,3 +435,38 @@ async def test_a_server_going_down_mid_answer_keeps_the_room_and_the_offer_agree
     assert "nap" in [tool["function"]["name"] for tool in sent]  # offered as budgeted
     definitions = text_tokens(json.dumps(sent, ensure_ascii=False))
     assert limits[True] == limits[False] - 600 - definitions  # room for exactly what is offered
+
+
+async def test_forget_user_leaves_nothing_of_them_in_a_store_the_bot_wrote(
+    tmp_path, toolbox, capsys
+) -> None:
+    """The tool's arguments as the model wrote them (the name JSON-escaped, the id bare and as a
+    mention), its result, the work log's tool line with an error naming them, and the bot's
+    answer holding ``<@!id>``, in an answer to someone else: after ``forget-user``, none of it is
+    in any table or line."""
+    from bot.cli.main import main
+    from tests.bot.storage.test_forget_everywhere import text_cells
+
+    path = tmp_path / "store.sqlite3"
+    about = f'{{"text": "Chlo\\u00e9 (<@!{CHLOE}>, user_id {CHLOE}) asked"}}'
+    with Store.open(path) as store:
+        async with running_bot(store=store, toolbox=toolbox, tools=TOOLS_ON) as bot:
+            bot.model.queue(
+                CallTools((("echo", about), ("fail", f'{{"reason": "no chloe {CHLOE}"}}'))),
+                Answer(text=f"<@!{CHLOE}> Chloé: the deploy is at 16:00."),
+            )
+            await bot.answer_to(CHANNEL, DEV, f"<@{BOT_ID}> when is the deploy Chloé asked about?")
+            await settled(bot)
+        before = "\n".join(store.export_lines())
+    assert "Chlo\\\\u00e9" in before and f"<@!{CHLOE}>" in before  # what the bot wrote
+    config = tmp_path / "config.toml"
+    config.write_text(f'[storage]\npath = "{path}"\n')
+    assert await asyncio.to_thread(main, ["forget-user", str(CHLOE), "--config", str(config)]) == 0
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["export", "--config", str(config)]) == 0
+    exported = capsys.readouterr().out
+    cells = text_cells(str(path))
+    assert any("the deploy is at 16:00" in cell for cell in cells)
+    for spelling in ("Chloé", "chloe", "Chlo\\u00e9", "Chlo\\\\u00e9", str(CHLOE)):
+        assert spelling not in exported, spelling
+        assert not [cell for cell in cells if spelling in cell], spelling
