@@ -12,6 +12,10 @@ its answer, model 50 ms), the fakes in this process and the bot in separate proc
 unsharded process, or two processes running shards 0 and 1 of 2, recording into one store.
 
     python -m bench.e2e --capacity [--processes 1|2] [--store postgresql|sqlite|none]
+
+With ``--against DIR`` (a checkout of the baseline, ``git archive REV | tar -x -C DIR``) the
+same load runs on the baseline's bot and on this tree's in turn, twice each, on fresh fakes,
+and the ratio of bot CPU per answer is printed.
 """
 
 from __future__ import annotations
@@ -173,73 +177,106 @@ def store_url(kind: str) -> Iterator[dict[str, Any]]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-async def capacity(channels: int, seconds: float, processes: int, store: str) -> None:
-    async with FakeDiscord() as discord, FakeOpenAI(default=Answer(first_byte_delay=0.05)) as model:
-        members = []
-        for index in range(channels):
-            export = sharded_channel(index)
-            await discord.load_log(export)
-            members.append(int(export.messages[-1].author.id))
-        with store_url(store) as storage:
-            config: dict[str, Any] = {
-                "discord": {"token": discord.token, "api_base": discord.api_base,
-                            "guild_ready_timeout": 0.1},
-                "model": {"base_url": model.url, "name": "fake-model"},
-                "articles": {"enabled": False},
-                "triggers": {"burst_window_seconds": 0},
-                "storage": storage,
-            }  # fmt: skip
-            if storage.get("url"):
-                from bot.storage import Store
+async def capacity(
+    channels: int, seconds: float, processes: int, store: str, against: Path | None = None
+) -> None:
+    """The load on this tree's bot; with ``against`` (another checkout, the baseline), on the
+    baseline's bot and this one's in turn, twice each, each run on fresh fakes loaded alike
+    (a run's answers must not change the next one's channels)."""
+    here = Path(__file__).resolve().parents[1]
+    runs = [("", here)]
+    if against is not None:
+        runs = [("baseline", against.resolve()), ("this tree", here)] * 2
+    cpu: dict[str, list[float]] = {}
+    for label, code in runs:
+        async with (
+            FakeDiscord() as discord,
+            FakeOpenAI(default=Answer(first_byte_delay=0.05)) as model,
+        ):
+            members = []
+            for index in range(channels):
+                export = sharded_channel(index)
+                await discord.load_log(export)
+                members.append(int(export.messages[-1].author.id))
+            spent = await _saturate(discord, model, members, seconds, processes, store, code, label)
+            cpu.setdefault(label, []).append(spent)
+    if against is not None:
+        ratio = statistics.mean(cpu["this tree"]) / statistics.mean(cpu["baseline"])
+        print(f"bot CPU per answer, this tree / baseline ({against}), mean of two runs each: "
+              f"{ratio:.2f}x")  # fmt: skip
 
-                Store.open_url(storage["url"]).close()  # migrate once before the shards start
-            workers = []
-            for shard in range(processes):
-                if processes > 1:
-                    config["discord"] |= {"shard_count": processes, "shard_ids": [shard]}
-                workers.append(
-                    subprocess.Popen(  # noqa: ASYNC220 - started once, before the run
-                        [sys.executable, "-m", "bench.e2e", "--worker", json.dumps(config)],
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        text=True,
-                        cwd=Path(__file__).resolve().parents[1],
-                        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-                    )
+
+async def _saturate(
+    discord: FakeDiscord,
+    model: FakeOpenAI,
+    members: list[int],
+    seconds: float,
+    processes: int,
+    store: str,
+    code: Path,
+    label: str,
+) -> float:
+    """One capacity run with the bot of the checkout ``code``; its bot CPU per answer (s)."""
+    with store_url(store) as storage:
+        config: dict[str, Any] = {
+            "discord": {"token": discord.token, "api_base": discord.api_base,
+                        "guild_ready_timeout": 0.1},
+            "model": {"base_url": model.url, "name": "fake-model"},
+            "articles": {"enabled": False},
+            "triggers": {"burst_window_seconds": 0},
+            "storage": storage,
+        }  # fmt: skip
+        if storage.get("url"):
+            from bot.storage import Store
+
+            Store.open_url(storage["url"]).close()  # migrate once before the shards start
+        workers = []
+        for shard in range(processes):
+            if processes > 1:
+                config["discord"] |= {"shard_count": processes, "shard_ids": [shard]}
+            workers.append(
+                subprocess.Popen(  # noqa: ASYNC220 - started once, before the run
+                    [sys.executable, "-m", "bench.e2e", "--worker", json.dumps(config)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    cwd=code,
+                    env={**os.environ, "PYTHONPATH": str(code)},
                 )
-            for worker in workers:
-                line = await asyncio.to_thread(worker.stdout.readline)  # type: ignore[union-attr]
-                assert line.strip() == "ready", f"worker did not start: {line!r}"
-            answered = 0
-            deadline = 0.0
+            )
+        for worker in workers:
+            line = await asyncio.to_thread(worker.stdout.readline)  # type: ignore[union-attr]
+            assert line.strip() == "ready", f"worker did not start: {line!r}"
+        answered = 0
+        deadline = 0.0
 
-            async def converse(index: int) -> None:
-                nonlocal answered
-                channel = BASE_CHANNEL + index
-                number = 0
-                while time.perf_counter() < deadline:
-                    said = await discord.user_says(
-                        channel, members[index], f"<@{discord.bot_id}> question {number}"
-                    )
-                    await discord.wait_for_bot_message(channel, after=int(said["id"]), timeout=60)
-                    answered += 1
-                    number += 1
+        async def converse(index: int) -> None:
+            nonlocal answered
+            channel = BASE_CHANNEL + index
+            number = 0
+            while time.perf_counter() < deadline:
+                said = await discord.user_says(
+                    channel, members[index], f"<@{discord.bot_id}> question {number}"
+                )
+                await discord.wait_for_bot_message(channel, after=int(said["id"]), timeout=60)
+                answered += 1
+                number += 1
 
-            started = time.perf_counter()
-            deadline = started + seconds
-            await asyncio.gather(*(converse(i) for i in range(channels)))
-            elapsed = time.perf_counter() - started
-            reports = []
-            for worker in workers:
-                out, _ = await asyncio.to_thread(worker.communicate, "", 60)
-                reports.append(json.loads(out.strip().splitlines()[-1]))
+        started = time.perf_counter()
+        deadline = started + seconds
+        await asyncio.gather(*(converse(i) for i in range(len(members))))
+        elapsed = time.perf_counter() - started
+        reports = []
+        for worker in workers:
+            out, _ = await asyncio.to_thread(worker.communicate, "", 60)
+            reports.append(json.loads(out.strip().splitlines()[-1]))
     warm = [o * 1e3 for report in reports for o in report["warm"]]
     recorded = sum(report["recorded"] for report in reports)
     shards = "unsharded" if processes == 1 else f"shards 0..{processes - 1} of {processes}"
     print(
-        f"capacity: {processes} bot process(es) ({shards}), store {store}, {channels} channels, "
-        f"{elapsed:.0f} s: {answered} answers = {answered / elapsed:.0f} answers/s "
-        f"(model 50 ms, no think time); {recorded} recorded"
+        f"{label + ': ' if label else ''}capacity: {processes} bot process(es) ({shards}), "
+        f"store {store}, {len(members)} channels, {elapsed:.0f} s: {answered} answers = "
+        f"{answered / elapsed:.0f} answers/s (model 50 ms, no think time); {recorded} recorded"
     )
     cpu = sum(report["cpu_seconds"] for report in reports)
     print(
@@ -247,6 +284,7 @@ async def capacity(channels: int, seconds: float, processes: int, store: str) ->
         f"bot CPU {cpu / answered * 1e3:.1f} ms per answer (~{answered / cpu:.0f} answers/s "
         f"per core); per-process peak RSS {', '.join(str(r['rss_mb']) + ' MB' for r in reports)}"
     )
+    return cpu / answered
 
 
 async def worker(raw_config: str) -> None:
@@ -312,12 +350,17 @@ def main() -> None:
     parser.add_argument("--processes", type=int, choices=(1, 2), default=1)
     parser.add_argument("--store", choices=("postgresql", "sqlite", "none"), default="postgresql")
     parser.add_argument("--seconds", type=float, default=20.0, help="capacity run length")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="capacity: a checkout of the baseline (git worktree or archive) run first",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         asyncio.run(worker(args.worker))
     elif args.capacity:
-        asyncio.run(capacity(args.channels, args.seconds, args.processes, args.store))
+        asyncio.run(capacity(args.channels, args.seconds, args.processes, args.store, args.against))
     else:
         asyncio.run(run(args.channels, args.rounds, args.think))
 

@@ -164,6 +164,13 @@ class Follower:
             )
         if earlier is None:
             earlier = self.earlier(cache, message, bot_id, settings.follow_minutes)
+        return self.decide_after(earlier, clue, bot_id, settings)
+
+    def decide_after(
+        self, earlier: Sequence[Clue], clue: Clue, bot_id: int, settings: TriggerSettings
+    ) -> FollowDecision:
+        """The learned decision on ``clue`` after the ``earlier`` messages, under the
+        ``[triggers]`` follow settings: live and replayed alike."""
         return decide(
             self.model,
             bot_id,
@@ -255,12 +262,4 @@ def _replayed(
         return ruled
     if from_bot or not follow_enabled(settings, channel):
         return FollowDecision(False, None, "following is off here", "no")
-    return decide(
-        follower.model,
-        bot_id,
-        earlier,
-        clue,
-        minutes=settings.follow_minutes,
-        threshold=settings.follow_threshold,
-        relevance=follower.relevance,
-    )
+    return follower.decide_after(earlier, clue, bot_id, settings)

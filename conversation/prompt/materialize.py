@@ -101,7 +101,10 @@ class Materializer:
         attachments = await self._attachments(messages)
         by_id = {message.id: message for message in messages}
         people = People(messages)
-        names = speaker_labels(people(p) for p in _header_people(messages, by_id))
+        # Whom each message replies to, resolved once for the labels and the headers alike.
+        replied = {message.id: _replied_author(message, by_id) for message in messages}
+        headed = [m.author for m in messages] + [a for a in replied.values() if a is not None]
+        names = speaker_labels(people(p) for p in headed)
         repeats = _repeated_links(messages, links, results)
         nodes = [
             self._node(
@@ -113,7 +116,7 @@ class Materializer:
                 people,
                 is_trigger=message is selection.trigger,
                 shown_earlier=repeats.get(message.id, frozenset()),
-                context=by_id,
+                replied_author=replied[message.id],
             )
             for message, extra in zip(messages, attachments, strict=True)
         ]
@@ -150,7 +153,7 @@ class Materializer:
         *,
         is_trigger: bool,
         shown_earlier: frozenset[str] = frozenset(),
-        context: dict[int, Any] | None = None,
+        replied_author: Any = None,
     ) -> MessageNode:
         author = people(message.author)
         is_bot_turn = self._is_bot(message)
@@ -191,7 +194,7 @@ class Materializer:
                 metadata=metadata,
             )
         speaker = labels.label(author.id, shown_name(author))
-        replying = _reply_target(message, context or {}, labels, people)
+        replying = _reply_target(message, replied_author, labels, people)
         header = f"{speaker} (replying to {replying})" if replying else speaker
         return MessageNode(
             role="user",
@@ -352,21 +355,21 @@ def _embed_lines(message: Any) -> list[str]:
     return lines
 
 
-def _reply_target(
-    message: Any, context: dict[int, Any], labels: SpeakerLabels, people: People
-) -> str | None:
-    """Whom a message replies to. Discord resolves only some references in the payload (not
-    one that reached us as another message's reference), so the context is asked too."""
+def _reply_target(message: Any, author: Any, labels: SpeakerLabels, people: People) -> str | None:
+    """Whom a message replies to, given the replied-to message's ``author`` as
+    ``_replied_author`` found it (None: not found)."""
     reference = getattr(message, "reference", None)
     if reference is None or reference.message_id is None:
         return None
-    author = _replied_author(message, context)
     if author is not None:
         return labels.label(author.id, shown_name(people(author)))
     return "a deleted message" if reference.resolved is not None else "an earlier message"
 
 
 def _replied_author(message: Any, context: dict[int, Any]) -> Any:
+    """The author of the message ``message`` replies to. Discord resolves only some references
+    in the payload (not one that reached us as another message's reference), so the context is
+    asked too."""
     reference = getattr(message, "reference", None)
     if reference is None or reference.message_id is None:
         return None
@@ -400,15 +403,6 @@ def _repeated_links(
         if again:
             repeats[message.id] = frozenset(again)
     return repeats
-
-
-def _header_people(messages: Sequence[Any], context: dict[int, Any]) -> list[Any]:
-    """Everyone a header of this context names: the authors and the people they reply to."""
-    people = [message.author for message in messages]
-    people.extend(
-        author for message in messages if (author := _replied_author(message, context)) is not None
-    )
-    return people
 
 
 def _size(size: int) -> str:

@@ -4,6 +4,7 @@ page cannot send conversation text to a host of its choosing), and a refused add
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -21,7 +22,7 @@ from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService, StaticResolver
 from conversation.common.settings import ArticleSettings
 from tests.bot.tools.test_tools_toolbox import call
-from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, running_bot, sent_contents, settled
+from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, running_bot, sent_contents
 
 OPEN = ArticleSettings(allowed_networks=["127.0.0.1/32"])
 
@@ -226,7 +227,9 @@ async def test_only_what_members_wrote_names_a_host(port: int) -> None:
             bot.model.queue(CallTools(reads), Answer(text="I read what I may."))
             question = f"<@{BOT_ID}> what do these say? and {url['member.example']}"
             posted = await bot.answer_to(CHANNEL, CHLOE, question)
-            await settled(bot)
+            async with asyncio.timeout(60):  # the round and the answer, on a busy machine
+                while len(bot.model.chat_requests) < 2 or bot.client._tasks:
+                    await asyncio.sleep(0.05)
             reply = bot.discord.message(CHANNEL, int(posted["id"]))
             first, second = bot.model.chat_requests
     assert reply["content"] == "I read what I may."
