@@ -29,9 +29,11 @@ def test_discords_message_length_is_said_once() -> None:
     offenders = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in SOURCES
-        # storage never speaks to Discord (its 2000s are batch sizes)
+        # storage never speaks to Discord (its 2000s are batch sizes); the stand-in Discord
+        # (bot/demo) states Discord's limit on its own, so a wrong constant of the bot shows
         if path.parts[len(ROOT.parts)] == "bot"
         and "storage" not in path.parts
+        and "demo" not in path.parts
         and path.relative_to(ROOT).as_posix() != "bot/discord/limits.py"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Constant) and type(node.value) is int and node.value == 2000
