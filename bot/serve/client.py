@@ -247,6 +247,8 @@ class ThreadwiseClient(nextcord.Client):
         # nextcord keeps its REST base as a class attribute; set it before the first request.
         set_rest_base(self.config.discord.api_base)
         await super().login(token)
+        # Before the gateway connects, so no follow-up arrives before the bot knows its answers.
+        await self._recall_recent_answers()
         if self.metrics is not None and self.metrics_server is None:
             self.metrics_server = MetricsServer(self.metrics, self.config.metrics)
             await self.metrics_server.start()
@@ -277,8 +279,6 @@ class ThreadwiseClient(nextcord.Client):
             notices=bot_notices(),
         )
         log.info("connected as %s (%s) to %d guild(s)", self.user, self.user.id, len(self.guilds))
-        if self._sessions == 1:
-            await self._recall_recent_answers()
         if self._sessions == 1 and self.application_id is not None:
             from bot.serve.startup import invite_url
 
