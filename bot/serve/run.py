@@ -43,14 +43,13 @@ async def serve(
     Edits to the file at ``config_path``, if given, apply while running.
     """
     from bot.serve.live_config import watching_config
-    from bot.serve.shutdown import closed_together
     from bot.serve.tools import open_toolbox
 
-    articles = ArticleService(config.articles)
-    model = ModelClient(config.model)
-    toolbox = open_toolbox(config.tools, articles)
-    # Closed at once when the client is done (SIGTERM): see bot.serve.shutdown.
-    async with closed_together(articles, model, toolbox) as (_, _, tools):
+    async with (
+        ArticleService(config.articles) as articles,
+        ModelClient(config.model) as model,
+        open_toolbox(config.tools, articles) as tools,
+    ):
         client = client_class(config)(
             config, articles=articles, model=model, recorder=recorder, store=store, tools=tools
         )

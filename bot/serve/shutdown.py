@@ -5,10 +5,6 @@ store or stopping the goose3 worker processes, and as PID 1 in a container it ig
 altogether, so ``docker stop`` waits out its grace period and kills. Cancelling the main task
 instead runs every ``finally`` and ``async with`` exit on the way out: in-flight answers are
 abandoned and recorded, the Discord connection and the store are closed, the workers stopped.
-
-The services the client used are closed at once (``closed_together``): each close waits on
-processes of its own (the goose3 workers' exit, each MCP server's exit once its stdin closes, up
-to the SDK's two-second grace), and one after the other they added up to seconds.
 """
 
 from __future__ import annotations
@@ -17,8 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -54,32 +49,3 @@ async def run_until_terminated(work: Coroutine[Any, Any, None]) -> bool:
         if handled:
             loop.remove_signal_handler(signal.SIGTERM)
     return terminated
-
-
-@contextlib.asynccontextmanager
-async def closed_together(
-    *services: AbstractAsyncContextManager[Any],
-) -> AsyncIterator[list[Any]]:
-    """Open ``services`` in order and yield what each gives; close them all at once on the way
-    out, so the slowest close sets the time, not their sum.
-
-    For services none of which needs another open to close (their one user, the client, is
-    closed first). Each is closed as on a clean exit (none treats an error differently); the
-    first close that fails raises once all have ended. A service that fails to open closes
-    the ones opened before it.
-    """
-    opened: list[AbstractAsyncContextManager[Any]] = []
-    try:
-        values = []
-        for service in services:
-            values.append(await service.__aenter__())
-            opened.append(service)
-        yield values
-    finally:
-        ended = await asyncio.gather(
-            *(service.__aexit__(None, None, None) for service in reversed(opened)),
-            return_exceptions=True,
-        )
-        for outcome in ended:
-            if isinstance(outcome, BaseException):
-                raise outcome
