@@ -24,10 +24,12 @@ from conversation.replay.dce import ExportError
 from conversation.selection.weights import WeightsError
 
 EXIT_USAGE = 2
+EXIT_DOWN = 1
 EXIT_CODES = """exit codes:
   0    done (run: stopped by SIGTERM or Ctrl-C)
   1    replay: the model did not answer (the prompt was printed; --no-model skips the model);
-       demo: the bot did not answer the mention
+       demo: the bot did not answer the mention;
+       check-config --probe: a model endpoint or MCP server is down
   2    an operator mistake: bad config, missing file, unknown id (one line on stderr)
   3    run: Discord refused the bot (token, Message Content intent) or cannot be reached
   130  interrupted"""
@@ -66,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", parents=[common], help="run the Discord bot")
-    run.set_defaults(handler=_run)
+    run.set_defaults(handler=_run, calls_model=True)
 
     replay = commands.add_parser(
         "replay",
@@ -83,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-model", action="store_true", help="do not ask the model, only show the prompt"
     )
     replay.add_argument("--warm", action="store_true", help=WARM_HELP)
-    replay.set_defaults(handler=_replay)
+    replay.set_defaults(handler=_replay, calls_model=True)
 
     contexts = commands.add_parser(
         "contexts",
@@ -129,7 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     forget.set_defaults(handler=_forget_user)
 
     check = commands.add_parser(
-        "check-config", parents=[common], help="validate the config and print it, secrets masked"
+        "check-config",
+        parents=[common],
+        help="validate the config and print it, secrets masked",
+        description="Check the config, report every problem at once, and print the effective "
+        "settings as TOML (secrets masked). A [models.NAME] key variable that is not set is a "
+        "warning here (only the commands that call that model need it).",
+    )
+    check.add_argument(
+        "--probe",
+        action="store_true",
+        help="also try each model endpoint and MCP server; exit 1 when one is down",
     )
     check.set_defaults(handler=_check_config)
 
@@ -166,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace, Config], int] = args.handler
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, model_keys_required=_calls_model(args))
         source = locate_config(args.config)
         if not source.exists and args.command not in ("check-config", "demo"):
             # Said once, so that nobody runs on defaults (and a store in ./data) unknowingly.
@@ -190,6 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def _calls_model(args: argparse.Namespace) -> bool:
+    """Whether the command asks a model, and so needs its key variables set (``explain``,
+    ``follow``, ``studio`` and ``replay --no-model`` never do)."""
+    return bool(getattr(args, "calls_model", False)) and not getattr(args, "no_model", False)
+
+
 def _tolerant_output() -> None:
     """Text that cannot be encoded (a file name with undecodable bytes, which Python keeps as
     lone surrogates) is printed escaped, instead of ending the command with a traceback."""
@@ -203,16 +221,22 @@ def _tolerant_output() -> None:
 
 
 def _check_config(args: argparse.Namespace, config: Config) -> int:
-    from bot.cli.tools_report import tool_lines
+    from bot.cli.tools_report import tool_report
     from bot.config.report import render_config
+    from bot.config.schema import unset_key_variables
 
+    for line in unset_key_variables(config, args.config):
+        print(f"warning: {line}", file=sys.stderr)
     sys.stdout.write(render_config(config, locate_config(args.config)))
-    sys.stdout.write(
-        "".join(
-            f"{line}\n" for line in tool_lines(config.tools, articles_on=config.articles.enabled)
-        )
-    )
-    return 0
+    tools = tool_report(config.tools, articles_on=config.articles.enabled, start_servers=args.probe)
+    sys.stdout.write("".join(f"{line}\n" for line in tools.lines))
+    if not args.probe:
+        return 0
+    from bot.cli.probe import probe_lines
+
+    lines, all_up = probe_lines(config, tools.down)
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    return 0 if all_up else EXIT_DOWN
 
 
 def _contexts(args: argparse.Namespace, config: Config) -> int:

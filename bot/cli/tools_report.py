@@ -5,6 +5,7 @@ so the printout stays a valid config file."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
 from bot.config.tool_settings import ToolSettings
 from bot.tools.mcp_servers import McpServers, response_limit
@@ -13,11 +14,33 @@ from bot.tools.read_page import READ_PAGE
 CHECK_WAIT_SECONDS = 20.0
 
 
+@dataclass
+class ToolReport:
+    lines: list[str]
+    down: list[str] = field(default_factory=list)
+    """The MCP servers that could not be connected to (``check-config --probe`` fails then)."""
+
+
 def tool_lines(
     settings: ToolSettings, *, articles_on: bool = True, wait: float = CHECK_WAIT_SECONDS
 ) -> list[str]:
+    return tool_report(settings, articles_on=articles_on, wait=wait).lines
+
+
+def tool_report(
+    settings: ToolSettings,
+    *,
+    articles_on: bool = True,
+    wait: float = CHECK_WAIT_SECONDS,
+    start_servers: bool = False,
+) -> ToolReport:
+    """``start_servers``: connect to the MCP servers even with tools off (a ``[[channels]]``
+    table may turn them on; ``--probe`` tries every server)."""
     if not settings.enabled:
-        return ["# tools: off ([tools] enabled = false): the model calls nothing"]
+        report = ToolReport(["# tools: off ([tools] enabled = false): the model calls nothing"])
+        if start_servers and settings.mcp:
+            report = asyncio.run(_servers(settings, wait, report.lines))
+        return report
     lines = [
         f"# tools: the model may call tools, at most {settings.max_steps} rounds per answer, "
         f"{settings.call_timeout_seconds:g} s per call"
@@ -28,11 +51,11 @@ def tool_lines(
     elif settings.read_page:
         lines.append(f"#   {READ_PAGE.name}: not offered, the article reader is off ([articles])")
     if settings.mcp:
-        lines.extend(asyncio.run(_servers(settings, wait)))
-    return lines
+        return asyncio.run(_servers(settings, wait, lines))
+    return ToolReport(lines)
 
 
-async def _servers(settings: ToolSettings, wait: float) -> list[str]:
+async def _servers(settings: ToolSettings, wait: float, lines: list[str]) -> ToolReport:
     servers = McpServers.from_settings(
         settings.mcp,
         restart_delays=(wait * 2,),
@@ -40,6 +63,7 @@ async def _servers(settings: ToolSettings, wait: float) -> list[str]:
     )
     try:
         await servers.start(wait=wait)
-        return [f"#   {line}" for line in servers.summary()]
+        down = [server.name for server in servers.servers if not server.up]
+        return ToolReport([*lines, *(f"#   {line}" for line in servers.summary())], down)
     finally:
         await servers.close()

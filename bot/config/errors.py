@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
+
+from bot.config.validators import Snowflake
 
 SECRET_KEYS = frozenset({"token", "api_key", "password", "url_password"})
 
@@ -66,9 +68,14 @@ def explain(detail: ErrorDetails, schema: type[BaseModel], location: list[str]) 
     if kind in BOUND_WORDS:
         return _bound(kind, detail, _field_note(schema, location))
     message = f"{detail['msg']} (got {_shown(detail.get('input'))})"
-    if kind in ("int_type", "int_parsing") and _quoted_number(detail.get("input")):
-        message += " (write ids without quotes)"
+    if kind in NUMBER_KINDS and _quoted_number(detail.get("input")):
+        # The hint names what the key holds: a port or a count is no id.
+        what = "ids" if _holds_ids(schema, location) else "numbers"
+        message += f" (write {what} without quotes)"
     return message
+
+
+NUMBER_KINDS = frozenset({"int_type", "int_parsing", "float_type", "float_parsing"})
 
 
 # Pydantic's bound checks, told as "[storage] retention_days: at most 36500 (100 years), got
@@ -109,6 +116,30 @@ def _field_note(schema: type[BaseModel], location: list[str]) -> str | None:
         model = field.annotation
     extra = field.json_schema_extra if field is not None else None
     return extra.get("bound_note") if isinstance(extra, dict) else None  # type: ignore[return-value]
+
+
+def _holds_ids(schema: type[BaseModel], location: list[str]) -> bool:
+    """Whether the key at ``location`` takes Discord ids (``Snowflake``), looked up through the
+    tables, arrays and optional values on the way."""
+    annotation: Any = schema
+    for part in location:
+        if part.isdigit():
+            continue  # the place in an array
+        model = _model_in(annotation)
+        if model is None or part not in model.model_fields:
+            return False
+        annotation = model.model_fields[part].annotation
+    return _mentions(annotation, Snowflake)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(filter(None, (_model_in(arg) for arg in get_args(annotation))), None)
+
+
+def _mentions(annotation: Any, wanted: Any) -> bool:
+    return annotation == wanted or any(_mentions(arg, wanted) for arg in get_args(annotation))
 
 
 def _unknown_top_level(name: str, value: Any, schema: type[BaseModel]) -> str:

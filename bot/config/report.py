@@ -23,6 +23,32 @@ if TYPE_CHECKING:
 MASKED = "**********"
 
 
+def trigger_fact(config: Config) -> str:
+    """When the bot answers, following included: it answers without a mention by default,
+    which an operator must know before members ask why it spoke."""
+    triggers = config.triggers
+    ways = ["mentions of it", "replies to its messages"]
+    if triggers.allow_dms:
+        ways.append("direct messages ([triggers] allow_dms)")
+    if triggers.always_on_channels:
+        count = len(triggers.always_on_channels)
+        ways.append(
+            f"every message in {count} channel{'s' if count != 1 else ''} "
+            "([triggers] always_on_channels)"
+        )
+    if triggers.follow:
+        off = len(triggers.follow_off_channels)
+        except_in = f", except in {off} channel{'s' if off != 1 else ''}" if off else ""
+        ways.append(
+            f"follow-ups without a mention for {triggers.follow_minutes:g} minutes after it "
+            f"answers in a channel{except_in} ([triggers] follow, follow_minutes)"
+        )
+    else:
+        ways.append("no follow-ups without a mention ([triggers] follow = false)")
+    tables = " ([[channels]] tables may change this per channel)" if config.channels else ""
+    return f"answers: {', '.join(ways[:-1])} and {ways[-1]}{tables}"
+
+
 def privacy_facts(config: Config) -> list[str]:
     """What reaches the model and what stays on disk, with the keys that change it."""
     context = config.context
@@ -43,7 +69,7 @@ def privacy_facts(config: Config) -> list[str]:
 
 def render_config(config: Config, source: ConfigSource) -> str:
     lines = [f"# effective configuration from {source.describe()}; secrets masked"]
-    lines.extend(f"# {fact}" for fact in privacy_facts(config))
+    lines.extend(f"# {fact}" for fact in [trigger_fact(config), *privacy_facts(config)])
     for section, values in config.masked().items():
         if section in ("channels", "models"):
             continue  # tables of tables: below
@@ -72,7 +98,15 @@ def _named_models(config: Config) -> list[str]:
     lines: list[str] = []
     for name, values in config.masked()["models"].items():
         lines.extend(["", f"[models.{_key(name)}]"])
+        variable = values.get("api_key_env")
+        if variable is not None:
+            # The key came from the variable: a masked api_key beside it reads as a second key
+            # written in the file.
+            values = {key: value for key, value in values.items() if key != "api_key"}
         lines.extend(_setting(key, value) for key, value in values.items())
+        if variable is not None:
+            told = "set" if config.models[name].api_key is not None else "NOT SET"
+            lines.append(f"# api_key: read from the environment variable {variable} ({told})")
     return lines
 
 

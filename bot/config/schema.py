@@ -31,6 +31,7 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tomllib
@@ -378,6 +379,7 @@ def load_config(
     *,
     env: Mapping[str, str] | None = None,
     content: bytes | None = None,
+    model_keys_required: bool = True,
 ) -> Config:
     """Read, merge the environment into, and validate the config file (``content``: its bytes,
     already read by the reload watcher, so each change is read once).
@@ -385,7 +387,11 @@ def load_config(
     No ``path`` means ``THREADWISE_CONFIG``, else ``./config.toml`` if it exists, else the
     defaults; a named file that does not exist is an error (a typo there must not silently run
     on defaults). A relative ``[storage] path`` is relative to ``THREADWISE_DATA_DIR`` if set,
-    else to the config file.
+    else to the config file; an MCP server's relative ``command`` and ``args`` paths are
+    relative to the config file. Every problem is reported at once, in one ``ConfigError``.
+
+    ``model_keys_required``: a ``[models.NAME] api_key_env`` variable that is not set is an
+    error; commands that never call a model pass False (``unset_key_variables`` then tells).
     """
     env = os.environ if env is None else env
     source = locate_config(path, env)
@@ -397,25 +403,80 @@ def load_config(
         data.setdefault("discord", {})["token"] = env["DISCORD_TOKEN"]
     if env.get("MODEL_API_KEY"):
         data.setdefault("model", {})["api_key"] = env["MODEL_API_KEY"]
-    missing = keys_from_env(data, env)
-    if missing:
-        raise ConfigError(*(f"{path}: {line}" for line in missing))
+    unset = keys_from_env(data, env)
+    problems = [f"{path}: {line}" for line in unset] if model_keys_required else []
     try:
-        # Through JSON so that strict mode still takes TOML arrays as tuples and strings as
-        # paths, while refusing a boolean for a number or a string for a boolean.
-        config = Config.model_validate_json(json.dumps(data, default=str), strict=True)
+        config = _validated(data)
     except ValidationError as error:
-        raise ConfigError(*describe_errors(path, error, Config)) from error
-    unsafe = [line for server in config.tools.mcp for line in server.unsafe_values(env)]
-    if unsafe:
-        raise ConfigError(*(f"{path}: {line}" for line in unsafe))
+        raise ConfigError(*every_problem(path, data, error), *problems) from error
+    problems += [
+        f"{path}: {line}" for server in config.tools.mcp for line in server.unsafe_values(env)
+    ]
+    if problems:
+        raise ConfigError(*problems)
     anchor = _data_folder(source, env)
     if not config.storage.path.is_absolute() and anchor is not None:
         anchored = anchor / config.storage.path
         config = config.model_copy(
             update={"storage": config.storage.model_copy(update={"path": anchored})}
         )
+    if source.exists and config.tools.mcp:
+        folder = source.path.resolve().parent
+        servers = [server.anchored(folder) for server in config.tools.mcp]
+        config = config.model_copy(
+            update={"tools": config.tools.model_copy(update={"mcp": servers})}
+        )
     return config
+
+
+def _validated(data: dict[str, Any]) -> Config:
+    # Through JSON so that strict mode still takes TOML arrays as tuples and strings as
+    # paths, while refusing a boolean for a number or a string for a boolean.
+    return Config.model_validate_json(json.dumps(data, default=str), strict=True)
+
+
+def every_problem(path: Path, data: dict[str, Any], error: ValidationError) -> list[str]:
+    """Each problem's line, including those pydantic reports only once the keys are known:
+    checks across keys and tables (a ``[[channels]]`` table's model, the shards' store) run
+    only on a table whose keys are all known, so an unknown or misplaced key would hide them
+    until the next round trip. They are found by checking again without the unknown keys (which
+    change nothing when left out, so what the second check finds is a problem of its own)."""
+    lines = describe_errors(path, error, Config)
+    unknown = [detail["loc"] for detail in error.errors() if detail["type"] == "extra_forbidden"]
+    if not unknown:
+        return lines
+    trimmed = copy.deepcopy(data)
+    for location in unknown:
+        _drop(trimmed, location)
+    try:
+        _validated(trimmed)
+    except ValidationError as again:
+        lines.extend(line for line in describe_errors(path, again, Config) if line not in lines)
+    return lines
+
+
+def _drop(data: Any, location: tuple[int | str, ...]) -> None:
+    """Remove the key at ``location`` (table keys and array places) from the raw TOML data."""
+    *parents, last = location
+    for part in parents:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(data, dict):
+        data.pop(last, None)
+
+
+def unset_key_variables(config: Config, path: Path | str | None) -> list[str]:
+    """One line for each ``[models.NAME] api_key_env`` variable that is not set (loaded with
+    ``model_keys_required=False``): what ``check-config`` warns about."""
+    where = locate_config(path).path
+    return [
+        f"{where}: [models.{name}] api_key_env: the environment variable {model.api_key_env} "
+        "is not set (run and replay refuse to start without it)"
+        for name, model in config.models.items()
+        if model.api_key_env is not None and model.api_key is None
+    ]
 
 
 def _data_folder(source: ConfigSource, env: Mapping[str, str]) -> Path | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -133,6 +134,18 @@ class McpServerSettings(StrictSection):
             )
         return self
 
+    def anchored(self, folder: Path) -> McpServerSettings:
+        """This server with its relative paths taken from ``folder`` (the config file's), as
+        ``[storage] path`` is: a ``command`` with a slash in it (``./tools/search``; a bare
+        ``python`` or ``npx`` is looked up in PATH), and each argument that starts with ``./``
+        or ``../`` or names a file or folder there (``tools/server.py``). Other arguments
+        (flags, package names) stay as written."""
+        command = self.command
+        if command is not None and "/" in command and not Path(command).is_absolute():
+            command = str(folder / command)
+        args = [_anchored_arg(arg, folder) for arg in self.args]
+        return self.model_copy(update={"command": command, "args": args})
+
     @property
     def _url_has_credentials(self) -> bool:
         """The url as written has ``user[:password]@`` (sent as Basic auth). A url taken whole
@@ -244,6 +257,21 @@ class ToolSettings(StrictSection):
                 raise ValueError(f"mcp: two servers are named {server.name!r}")
             seen.add(server.name)
         return self
+
+
+def _anchored_arg(arg: str, folder: Path) -> str:
+    if not arg or arg.startswith("-") or Path(arg).is_absolute():
+        return arg
+    if arg.startswith(("./", "../")) or _exists(folder / arg):
+        return str(folder / arg)
+    return arg
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long for a path, a NUL in it
+        return False
 
 
 def masked_tools(values: dict[str, Any], mask: str) -> dict[str, Any]:

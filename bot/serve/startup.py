@@ -16,6 +16,7 @@ import nextcord
 
 from bot.config.channels import top_level
 from bot.config.model_settings import ModelSettings
+from bot.config.report import trigger_fact
 from bot.config.schema import Config, ConfigSource
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ def log_configuration(config: Config, source: ConfigSource) -> None:
     days = storage.retention_days
     kept = "kept forever" if days == 0 else f"kept {days} days"
     log.info("config: %s", source.describe())
+    log.info("%s", trigger_fact(config))
     log.info("store: %s (interactions %s, [storage] retention_days)", storage.location, kept)
     model = top_level(config).model  # [model] use resolved to its endpoint
     log.info("model: %s at %s", model.name, model.base_url)

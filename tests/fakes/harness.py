@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -119,6 +121,39 @@ def with_offline_pages(folder: Path) -> Path:
     never asks the network for them. Returns ``folder``."""
     shutil.copytree(EXAMPLE.parent / "pages", folder / "pages", dirs_exist_ok=True)
     return folder
+
+
+def run_cli_here(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    """``python -m bot ARGS`` run in this process: the same ``main`` that ``bot/__main__.py``
+    calls, with its own stdout, stderr, environment (``env`` replaces it, as for a process)
+    and folder, and the exit code it would end with; what it saves is an interpreter's
+    start-up and imports (seconds each on a busy machine). For commands that neither configure
+    logging nor leave threads behind (not ``run``); a test of the process itself (signals,
+    ``python -m`` as such) uses ``run_cli``. Call it from a synchronous test, or through
+    ``asyncio.to_thread``: commands run their own event loop."""
+    from bot.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), Path.cwd()
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit:  # argparse's usage errors
+                code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(
+        ["python", "-m", "bot", *args], code, out.getvalue(), err.getvalue()
+    )
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

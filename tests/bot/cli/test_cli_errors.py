@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.harness import EXAMPLE, run_cli
+from tests.fakes.harness import EXAMPLE, run_cli_here
 
 TOO_BIG = str(2**70)
 
@@ -32,20 +32,20 @@ def log_with(tmp_path: Path, change) -> Path:
 @pytest.mark.parametrize("command", ["replay", "contexts"])
 def test_a_message_id_beyond_a_snowflake_is_one_line(tmp_path, command):
     path = log_with(tmp_path, lambda export: export["messages"][-1].update(id=TOO_BIG))
-    assert_one_line(run_cli(command, str(path)), str(path), TOO_BIG)
+    assert_one_line(run_cli_here(command, str(path)), str(path), TOO_BIG)
 
 
 def test_a_reference_beyond_a_snowflake_is_one_line(tmp_path):
     path = log_with(
         tmp_path, lambda export: export["messages"][-1].update(reference={"messageId": TOO_BIG})
     )
-    assert_one_line(run_cli("replay", str(path), "--no-model"), str(path), "Discord id")
+    assert_one_line(run_cli_here("replay", str(path), "--no-model"), str(path), "Discord id")
 
 
 def test_json_nested_thousands_deep_is_one_line(tmp_path):
     path = tmp_path / "deep.json"
     path.write_text("[" * 50_000 + "]" * 50_000)
-    assert_one_line(run_cli("replay", str(path), "--no-model"), str(path), "nested too deeply")
+    assert_one_line(run_cli_here("replay", str(path), "--no-model"), str(path), "nested too deeply")
 
 
 def test_json_nested_just_below_the_parser_limit_is_one_line(tmp_path):
@@ -53,13 +53,13 @@ def test_json_nested_just_below_the_parser_limit_is_one_line(tmp_path):
     # limit bites depends on the interpreter): either way, one line naming the file.
     path = tmp_path / "deep.json"
     path.write_text('{"messages": [], "x": ' + "[" * 990 + "]" * 990 + "}")
-    assert_one_line(run_cli("contexts", str(path)), str(path))
+    assert_one_line(run_cli_here("contexts", str(path)), str(path))
 
 
 def test_toml_nested_thousands_deep_is_one_line(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("a = " + "[" * 50_000 + "]" * 50_000 + "\n")
-    result = run_cli("replay", str(EXAMPLE), "--no-model", "--config", str(config))
+    result = run_cli_here("replay", str(EXAMPLE), "--no-model", "--config", str(config))
     assert_one_line(result, str(config), "nested too deeply")
 
 
@@ -68,4 +68,4 @@ def test_a_deep_page_index_is_one_line(tmp_path):
     (tmp_path / "pages").mkdir()
     index = tmp_path / "pages" / "index.json"
     index.write_text("[" * 50_000 + "]" * 50_000)
-    assert_one_line(run_cli("replay", str(path), "--no-model"), str(index))
+    assert_one_line(run_cli_here("replay", str(path), "--no-model"), str(index))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import main
-from tests.fakes.harness import BOT_ID, EXAMPLE, ROOT, run_cli
+from tests.fakes.harness import BOT_ID, EXAMPLE, ROOT, run_cli_here
 
 # The support channel, then the bot answers Chloé, she goes on without a mention, and Eli goes
 # on about lunch (the example of docs/following.md).
@@ -73,7 +73,7 @@ def test_follow_threshold_from_the_config_applies(capsys, follow_log, tmp_path):
 
 
 def test_an_unknown_bot_id_is_one_line():
-    done = run_cli("follow", str(EXAMPLE), "--bot-id", "42")
+    done = run_cli_here("follow", str(EXAMPLE), "--bot-id", "42")
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == f"error: {EXAMPLE}: user 42 wrote no message in the log"
     assert "Traceback" not in done.stderr

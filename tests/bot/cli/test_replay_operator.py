@@ -13,16 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.harness import run_cli_here
+
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
 
 
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        capture_output=True, text=True, cwd=cwd, timeout=120,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    return run_cli_here(*args, cwd=cwd, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
 
 
 def no_articles(tmp_path: Path) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from bot.config.channels import ChannelSettings, Place
 from bot.config.schema import ConfigError, load_config
-from tests.bot.config.test_config import run_cli
+from tests.fakes.harness import run_cli_here
 
 MODELS = """
 [model]
@@ -170,7 +170,7 @@ def test_a_channel_naming_its_model_and_giving_it_a_table_is_told_to_write_use(t
         MODELS + '[[channels]]\nmatch = { channel_ids = [1] }\nmodel = "big"  # the endpoint\n'
         "[channels.model]\ntemperature = 0.2\n"
     )
-    done = run_cli("check-config", "--config", str(path), env={"BIG_KEY": "k", "PATH": "/bin"})
+    done = run_cli_here("check-config", "--config", str(path), env={"BIG_KEY": "k", "PATH": "/bin"})
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"error: {path}: not valid TOML: Cannot overwrite a value (at line 16, column 16); "
@@ -179,7 +179,7 @@ def test_a_channel_naming_its_model_and_giving_it_a_table_is_told_to_write_use(t
     ]
     fixed = path.read_text().replace('model = "big"', "").replace("0.2", '0.2\nuse = "big"')
     path.write_text(fixed)
-    assert run_cli("check-config", "--config", str(path), env={"BIG_KEY": "k"}).returncode == 0
+    assert run_cli_here("check-config", "--config", str(path), env={"BIG_KEY": "k"}).returncode == 0
 
 
 CHANNEL_HINT = 'write use = "big" inside [channels.model] instead'
@@ -228,7 +228,7 @@ def test_check_config_prints_each_tables_effective_settings_and_loads_back(tmp_p
     path.write_text(MODELS + TABLES)
     import os
 
-    result = run_cli("check-config", "--config", str(path), env={**os.environ, **ENV})
+    result = run_cli_here("check-config", "--config", str(path), env={**os.environ, **ENV})
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "sk-big-secret" not in out
@@ -264,13 +264,13 @@ def test_replay_answers_as_the_bot_would_in_the_logs_channel(tmp_path):
         "[[channels]]\nmatch = { guild_ids = [1300000000000000000] }\n"
         '[channels.model]\nsystem_prompt = "You are the server persona."\n'
     )
-    result = run_cli("replay", "--no-model", "--config", str(path), log)
+    result = run_cli_here("replay", "--no-model", "--config", str(path), log)
     assert result.returncode == 0, result.stderr
     assert "You are the ops persona of Acme Ops." in result.stdout
     assert "(6 of 21 earlier messages selected" in result.stdout  # min_linear = 2 there
     empty = tmp_path / "empty.toml"
     empty.write_text("")
-    default = run_cli("replay", "--no-model", "--config", str(empty), log)
+    default = run_cli_here("replay", "--no-model", "--config", str(empty), log)
     assert default.returncode == 0, default.stderr
     assert "You are the ops persona" not in default.stdout
     assert "(5 of 21 earlier messages selected" in default.stdout  # min_linear = 1
@@ -334,7 +334,7 @@ def test_check_config_says_where_model_use_sends_answers_and_budgets_for_it(tmp_
 
     path = tmp_path / "config.toml"
     path.write_text(MODELS.replace('name = "small"', 'name = "small"\nuse = "big"'))
-    result = run_cli("check-config", "--config", str(path), env={**os.environ, **ENV})
+    result = run_cli_here("check-config", "--config", str(path), env={**os.environ, **ENV})
     assert result.returncode == 0, result.stderr
     assert '# use = "big": answers go to [models.big], big-model at http://127.0.0.1:9/v1' in (
         result.stdout

@@ -10,6 +10,7 @@ import pytest
 
 from bot.cli.main import main
 from bot.config.schema import ConfigError, load_config, require_token
+from tests.fakes.harness import run_cli_here
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -166,7 +167,7 @@ def test_check_config_masks_secrets(tmp_path, capsys, monkeypatch):
 
 def test_broken_config_exits_non_zero_without_traceback(tmp_path):
     path = write(tmp_path, "[context]\nmin_linear = 60\n")
-    result = run_cli("check-config", "--config", str(path))
+    result = run_cli_here("check-config", "--config", str(path))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.strip() == (
@@ -208,7 +209,7 @@ def test_bad_ids_on_the_command_line_are_one_line(tmp_path, bad, capsys):
 
 def test_unopenable_store_is_one_line(tmp_path):
     path = write(tmp_path, '[storage]\npath = "/proc/nope/store.sqlite3"\n')
-    result = run_cli("export", "--config", str(path))
+    result = run_cli_here("export", "--config", str(path))
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
 
@@ -232,7 +233,7 @@ def test_every_problem_is_shown_one_line_each(tmp_path):
         tmp_path,
         '[context]\nmin_linear = true\nmax_totl = 3\n[model]\nstream = "no"\n[contxt]\n',
     )
-    result = run_cli("check-config", "--config", str(path))
+    result = run_cli_here("check-config", "--config", str(path))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 4, lines
@@ -265,7 +266,7 @@ def test_check_config_prints_valid_toml_and_what_the_bot_reads_and_keeps(tmp_pat
         'extra_headers = { "X-Title" = "secret-header" }\n'
         '[storage]\nretention_days = 7\n[discord]\ntoken = "sekrit"\n',
     )
-    result = run_cli("check-config", "--config", str(path))
+    result = run_cli_here("check-config", "--config", str(path))
     assert result.returncode == 0, result.stderr
     printed = tomllib.loads(result.stdout)
     config = load_config(path, env={})
@@ -298,11 +299,13 @@ def test_config_named_by_the_environment_is_used_by_every_command(tmp_path):
     store = tmp_path / "elsewhere.sqlite3"
     path = write(tmp_path, f'[storage]\npath = "{store}"\n[model]\nname = "from-env-config"\n')
     env = {**os.environ, "THREADWISE_CONFIG": str(path)}
-    checked = run_cli("check-config", env=env)
+    checked = run_cli_here("check-config", env=env)
     assert checked.returncode == 0 and 'name = "from-env-config"' in checked.stdout
-    exported = run_cli("export", env=env)
+    exported = run_cli_here("export", env=env)
     assert exported.returncode == 2 and str(store) in exported.stderr
-    missing = run_cli("check-config", env={**env, "THREADWISE_CONFIG": str(tmp_path / "no.toml")})
+    missing = run_cli_here(
+        "check-config", env={**env, "THREADWISE_CONFIG": str(tmp_path / "no.toml")}
+    )
     assert missing.returncode == 2 and "config file not found" in missing.stderr
 
 
@@ -310,17 +313,14 @@ def test_running_on_defaults_is_said_once(tmp_path):
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "THREADWISE_CONFIG"}
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "export"], capture_output=True, text=True, cwd=tmp_path,
-        env={**env, "PYTHONPATH": str(ROOT)}, timeout=60,
-    )  # fmt: skip
+    result = run_cli_here("export", cwd=tmp_path, env=env)
     notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
     assert len(notes) == 1
     assert "built-in defaults" in notes[0] and "data/threadwise.sqlite3" in notes[0]
 
 
 def test_version():
-    result = run_cli("--version")
+    result = run_cli_here("--version")
     assert result.returncode == 0 and result.stdout.startswith("threadwise ")
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from conversation.replay.dce import ExportError, load_export, parse_export
 from conversation.replay.log_source import LogSource
-from tests.fakes.harness import EXAMPLE, ROOT, run_cli
+from tests.fakes.harness import EXAMPLE, ROOT, run_cli_here
 from tests.fakes.later import asked_later
 
 LOGS = ROOT / "tests" / "logs"
@@ -74,7 +74,7 @@ def test_contexts_prints_one_json_line_per_trigger(tmp_path):
     config = tmp_path / "config.toml"  # four recent messages: ids[4] is in for two reasons
     config.write_text("[context]\nmin_linear = 4\n")
     log = str(LOGS / "chain_across_days.json")
-    result = run_cli("contexts", log, "--triggers", str(triggers), "--config", str(config))
+    result = run_cli_here("contexts", log, "--triggers", str(triggers), "--config", str(config))
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["trigger"] for line in lines] == [ids[-1], ids[4]]
@@ -93,7 +93,7 @@ def test_contexts_prints_one_json_line_per_trigger(tmp_path):
 
 
 def test_contexts_default_is_every_message():
-    result = run_cli("contexts", str(LOGS / "interleaved.json"))
+    result = run_cli_here("contexts", str(LOGS / "interleaved.json"))
     assert result.returncode == 0
     assert len(result.stdout.splitlines()) == 9
 
@@ -103,14 +103,14 @@ def test_contexts_with_prompts_gives_each_trigger_the_prompt_replay_would_send(t
     ids = [m["id"] for m in json.loads(example.read_text())["messages"]]
     triggers = tmp_path / "triggers.txt"
     triggers.write_text(f"{ids[-1]}\n{ids[5]}\n")
-    result = run_cli("contexts", str(example), "--triggers", str(triggers), "--prompts")
+    result = run_cli_here("contexts", str(example), "--triggers", str(triggers), "--prompts")
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["trigger"] for line in lines] == [ids[-1], ids[5]]
-    plain = run_cli("contexts", str(example), "--triggers", str(triggers))
+    plain = run_cli_here("contexts", str(example), "--triggers", str(triggers))
     for line, alone in zip(lines, plain.stdout.splitlines(), strict=True):
         assert {k: v for k, v in line.items() if k != "prompt"} == json.loads(alone)
-        replayed = run_cli("replay", "--no-model", "--format", "json", str(example),
+        replayed = run_cli_here("replay", "--no-model", "--format", "json", str(example),
                            "--trigger", line["trigger"])  # fmt: skip
         assert line["prompt"] == json.loads(replayed.stdout)["messages"]
     # The linked guide is read from the offline pages beside the log, as replay reads it.
@@ -125,14 +125,14 @@ def test_contexts_with_prompts_counts_each_trigger_as_answered_in_order(tmp_path
     ids = [m["id"] for m in json.loads(example.read_text())["messages"]]
     triggers = tmp_path / "triggers.txt"
     triggers.write_text(f"{ids[10]}\n{ids[-1]}\n")  # Chloé's "About 800 GB", then her question
-    result = run_cli("contexts", str(example), "--triggers", str(triggers), "--prompts")
+    result = run_cli_here("contexts", str(example), "--triggers", str(triggers), "--prompts")
     assert result.returncode == 0, result.stderr
     first, second = (json.loads(line) for line in result.stdout.splitlines())
     assert second["prompt"][: len(first["prompt"])] == first["prompt"]
-    replayed = run_cli("replay", "--no-model", "--format", "json", str(example),
+    replayed = run_cli_here("replay", "--no-model", "--format", "json", str(example),
                        "--trigger", second["trigger"])  # fmt: skip
     assert second["prompt"] != json.loads(replayed.stdout)["messages"]  # alone, it starts anew
-    plain = run_cli("contexts", str(example), "--triggers", str(triggers))
+    plain = run_cli_here("contexts", str(example), "--triggers", str(triggers))
     assert [json.loads(line) for line in plain.stdout.splitlines()] == [
         {k: v for k, v in line.items() if k != "prompt"} for line in (first, second)
     ]
@@ -141,7 +141,7 @@ def test_contexts_with_prompts_counts_each_trigger_as_answered_in_order(tmp_path
 def test_contexts_on_a_missing_trigger_is_one_line(tmp_path):
     triggers = tmp_path / "t.txt"
     triggers.write_text("123\n")
-    result = run_cli("contexts", str(LOGS / "interleaved.json"), "--triggers", str(triggers))
+    result = run_cli_here("contexts", str(LOGS / "interleaved.json"), "--triggers", str(triggers))
     assert result.returncode == 2
     assert (
         result.stderr.strip()
@@ -152,7 +152,7 @@ def test_contexts_on_a_missing_trigger_is_one_line(tmp_path):
 def test_contexts_on_a_broken_log_is_one_line(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text("[1, 2")
-    result = run_cli("contexts", str(path))
+    result = run_cli_here("contexts", str(path))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"error: {path}: not a JSON file")
 
@@ -161,7 +161,7 @@ def test_contexts_on_a_broken_log_is_one_line(tmp_path):
 
 
 def test_replay_shows_the_prompt_with_reasons_offline():
-    result = run_cli("replay", str(EXAMPLE), "--no-model")
+    result = run_cli_here("replay", str(EXAMPLE), "--no-model")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "[trigger]" in out and "[system prompt]" in out
@@ -175,7 +175,9 @@ def test_replay_shows_the_prompt_with_reasons_offline():
 def test_replay_json_and_a_chosen_trigger():
     export = json.loads(EXAMPLE.read_text())
     trigger = export["messages"][10]["id"]  # Chloé's "About 800 GB" reply to the bot
-    result = run_cli("replay", str(EXAMPLE), "--trigger", trigger, "--format", "json", "--no-model")
+    result = run_cli_here(
+        "replay", str(EXAMPLE), "--trigger", trigger, "--format", "json", "--no-model"
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["trigger"] == trigger
@@ -190,14 +192,14 @@ def test_replay_shows_the_budget_and_its_cuts(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("[model]\ncontext_tokens = 1000\nreserve_tokens = 200\n")
     args = ("replay", str(EXAMPLE), "--no-model", "--config", str(config))
-    text = run_cli(*args)
+    text = run_cli_here(*args)
     assert text.returncode == 0, text.stderr
     assert "Token budget: prompt ~" in text.stdout and "of 800 tokens" in text.stdout
     assert "shortened: budget, article https://wiki.example.org/guides/database-upgrade" in (
         text.stdout
     )
     assert "[trigger]" in text.stdout and " tokens\n" in text.stdout
-    data = json.loads(run_cli(*args, "--format", "json").stdout)
+    data = json.loads(run_cli_here(*args, "--format", "json").stdout)
     budget = data["budget"]
     assert budget["limit"] == 800 and budget["prompt_tokens"] <= 800
     assert budget["cuts"] and len(data["tokens"]) == len(data["messages"])
@@ -207,7 +209,7 @@ def test_replay_shows_the_budget_and_its_cuts(tmp_path):
 def test_replay_says_when_no_model_answers(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text('[model]\nbase_url = "http://127.0.0.1:9/v1"\n[articles]\nenabled = false\n')
-    result = run_cli("replay", str(LOGS / "interleaved.json"), "--config", str(config))
+    result = run_cli_here("replay", str(LOGS / "interleaved.json"), "--config", str(config))
     assert result.returncode == 1, result.stderr  # the prompt is shown, but the model failed
     assert "no model answered at http://127.0.0.1:9/v1" in result.stdout
     assert "--no-model" in result.stdout
@@ -218,7 +220,7 @@ def test_replay_after_three_days_of_silence_leaves_the_old_conversation_out(tmp_
     path.write_text(json.dumps(asked_later("<@1300000000000000100> where should we go for lunch?")))
     config = tmp_path / "config.toml"
     config.write_text("[context]\nmin_linear = 4\n")
-    result = run_cli("replay", str(path), "--no-model", "--config", str(config))
+    result = run_cli_here("replay", str(path), "--no-model", "--config", str(config))
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "(4 of 22 earlier messages selected" in out  # the min_linear recent ones only

@@ -17,7 +17,7 @@ from conversation.selection.features import FEATURES, SECOND_FEATURES, THIRD_FEA
 from conversation.selection.weights import load_model
 from conversation.sources.cache import ChannelCache
 from conversation.sources.reader import ChannelReader
-from tests.conversation.replay.test_replay_tools import EXAMPLE, run_cli
+from tests.fakes.harness import EXAMPLE, run_cli_here
 from tests.fakes.synthetic import busy_channel
 
 MINUTE = 60_000
@@ -128,7 +128,7 @@ async def test_switching_the_score_off_gives_the_participation_rules():
 
 
 def test_replay_explains_each_message_with_its_score():
-    result = run_cli("replay", str(EXAMPLE), "--no-model")
+    result = run_cli_here("replay", str(EXAMPLE), "--no-model")
     assert result.returncode == 0, result.stderr
     assert "(score 0." in result.stdout or "(score 1." in result.stdout
     assert "reply chain" in result.stdout or "reply link" in result.stdout
