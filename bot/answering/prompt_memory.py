@@ -20,6 +20,7 @@ from conversation.graph.node import MessageFormatError, MessageNode
 from conversation.memory.recall import BoundedMemory
 from conversation.memory.sent import SentPrompt
 from conversation.prompt.layout import OTHERS_LABEL
+from conversation.prompt.pipeline import conversation_key
 from conversation.prompt.tokens import TokenCounter
 from conversation.sources.snowflakes import time_snowflake
 
@@ -91,7 +92,7 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
         ),
         answer=answer,
         answer_ids=tuple(ids),
-        cache_key=f"conversation-{_root(nodes, record.trigger_message_id)}",
+        cache_key=conversation_key(_root(nodes, record.trigger_message_id)),
         others=_others(nodes),
     )
 

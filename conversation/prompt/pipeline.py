@@ -68,8 +68,13 @@ class PreparedPrompt:
         server that routes by key sends them to the cache that holds their start."""
         if self.key is not None:
             return self.key
-        root = self.layout.root if self.layout else self.selection.trigger.id
-        return f"conversation-{root}"
+        return conversation_key(self.layout.root if self.layout else self.selection.trigger.id)
+
+
+def conversation_key(root: int) -> str:
+    """The prompt-cache key of the conversation whose oldest message is ``root``: one place, so
+    a request read back from the store keys as it did when it was sent."""
+    return f"conversation-{root}"
 
 
 @dataclass
