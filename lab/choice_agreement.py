@@ -4,12 +4,15 @@
 
 ``lab.train_relevance`` chooses the selection defaults (threshold, best candidates always in,
 likeliest answered ones and their floor) by simulating the builder on thousands of triggers
-(``propose`` for the candidates, ``mode_tallies`` for the rule), since replaying the builder on
-each of the four thousand grid choices would take hours. The choice is only as good as that
-simulation: this replays the same triggers through the real builder
-(``lab.context_quality.score_logs``; warm, the cache holding the channel, and cold, an empty
-cache reading history pages) and prints both sides' counts for the model's own choice, per
-build mode. They must be equal (``tests/lab/test_choice_matches_builder.py``).
+(``propose`` for the candidates, ``mode_tallies`` for the rule), since replaying the builder on each
+of the four thousand grid choices would take hours. The choice is only as good as that simulation:
+this replays the same triggers through the real builder (``lab.context_quality.score_logs``; warm,
+the cache holding the channel, and cold, an empty cache reading its one history page) and prints
+both sides' counts for the model's own choice, per build mode. The cold mode is the one-page build:
+the second page a cold build reads when the conversation reaches the first one's edge
+(``conversation.selection.walk``) depends on the choice itself and is not simulated; the choice is
+made for the worst case, one page. They must be equal
+(``tests/lab/test_choice_matches_builder.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from conversation.replay.gold import Score
 from conversation.selection.relevance import RelevanceModel
 from conversation.selection.weights import load_model
 from lab.context_quality import score_logs
-from lab.train_relevance import MODE_NAMES, Choice, Tally, load_log, mode_tallies
+from lab.train_relevance import MODE_NAMES, Choice, Tally, build_modes, load_log, mode_tallies
 
 COUNTS = ("hits", "picked", "parents_found", "gold", "with_parent")
 
@@ -70,12 +73,12 @@ def agreement(
     key = model_choice(model, settings)
     tallies = mode_tallies(model, chosen, settings, (settings.min_linear,))
     result = {}
-    for name, tally in zip(MODE_NAMES, tallies, strict=False):
+    for name, tally, mode in zip(MODE_NAMES, tallies, build_modes(settings), strict=False):
         scores = [
             score
             for path in paths
             for score in asyncio.run(
-                score_logs(path.parent, settings, [path.stem], model, warm=name == "warm")
+                score_logs(path.parent, mode, [path.stem], model, warm=name == "warm")
             ).values()
         ]
         result[name] = {

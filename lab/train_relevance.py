@@ -281,7 +281,9 @@ def build_modes(settings: ContextSettings) -> tuple[ContextSettings, ...]:
     A cold build's walk goes as far as the history pages it fetched hold (the cache has them
     then, and ``cached_candidate_window`` lets the walk through what the cache holds): whole
     pages, as many as ``candidate_window`` and the recent messages asked for; with the
-    defaults, the one page of 100 the recent messages cost.
+    defaults, the one page of 100 the recent messages cost. The builder reads one more when
+    the conversation reaches that page's edge (``conversation.selection.walk``); that depends
+    on the choice being made, so the cold mode here is the worst case, the one page.
     """
     pages = -(-max(settings.candidate_window, settings.min_linear) // PAGE_LIMIT)
     cold_reach = min(settings.walk_reach, pages * PAGE_LIMIT)

@@ -130,6 +130,8 @@ class ScoreFigures(BaseModel):
     recall: float
     f1: float
     parent_recall: float | None
+    # Over a whole log: the history pages a build read, per trigger (cold or warm, as asked).
+    rest_calls_per_trigger: float | None = None
 
     @classmethod
     def of(cls, score: Score) -> ScoreFigures:
@@ -438,9 +440,13 @@ class ChannelStudio:
             async for selection in select_contexts(self.source, settings, wanted, warm=warm):
                 trigger_id = selection.trigger.id
                 score.add(trigger_id, set(selection.ids), self.gold[trigger_id])
+                score.rest_calls += selection.rest_calls
             if len(self._log_scores) >= SCORE_CACHE_SIZE:
                 del self._log_scores[next(iter(self._log_scores))]  # the oldest
-            self._log_scores[key] = ScoreFigures.of(score)
+            per_trigger = round(score.rest_calls / score.triggers, 3) if score.triggers else 0.0
+            self._log_scores[key] = ScoreFigures.of(score).model_copy(
+                update={"rest_calls_per_trigger": per_trigger}
+            )
         return self._log_scores[key]
 
 

@@ -79,16 +79,18 @@ class ContextSettings(StrictSection):
         le=1000,
         description="How many messages before the trigger the score considers even if they "
         "must be read from Discord (99 fit in the history page the recent messages already "
-        "cost).",
+        "cost). Past it, a second page (up to cached_candidate_window) is read only when the "
+        "conversation reaches the first page's edge.",
     )
     cached_candidate_window: int = Field(
         199,
         ge=1,
         le=1000,
-        description="How many messages before the trigger the score considers when the "
-        "channel's cache already holds them (the bot saw them arrive): past candidate_window, "
-        "no history page is fetched for them. Equal to candidate_window (or less): never past "
-        "it.",
+        description="How many messages before the trigger the score may consider: all of them "
+        "when the channel's cache holds them (the bot saw them arrive); past candidate_window, "
+        "a history page is fetched for them only when the conversation reaches the first "
+        "page's edge (one of its oldest messages entered the context). Equal to "
+        "candidate_window (or less): never past it.",
     )
 
     @property

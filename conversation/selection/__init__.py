@@ -1,10 +1,11 @@
 """Which earlier messages a trigger is about, and whether a message continues the bot's talk.
 
-Modules: ``builder`` (the tik/tok walk: reply references followed one level a step, history
-explored under time sealing, ``min_linear`` and ``max_total`` kept), ``exploration`` (the state of
-a build by the participation rules), ``scoring`` (the candidates of a scored build and the reasons
-told from their scores), ``result`` (what the builder returns: the selected messages and why each
-is there).
+Modules: ``builder`` (the tik/tok walk: reply references followed one level a step, history explored
+under time sealing, ``min_linear`` and ``max_total`` kept), ``exploration`` (the state of a build by
+the participation rules), ``scoring`` (the candidates of a scored build and the reasons told from
+their scores), ``walk`` (how far back a build reads: a second history page only when the
+conversation reaches the first one's edge), ``result`` (what the builder returns: the selected
+messages and why each is there).
 
 The learned score: ``relevance`` (``RelevanceModel``: which candidates enter and which the trigger
 likely answers), ``clues`` (what the score reads of a message), ``features`` (what it weighs, and

@@ -53,6 +53,7 @@ from conversation.selection.message_links import (
 from conversation.selection.relevance import RelevanceModel
 from conversation.selection.result import ContextSelection, Reason, ReasonKind
 from conversation.selection.scoring import CandidatePool, Scoring, show_replies_among
+from conversation.selection.walk import Walk, reaches_edge
 from conversation.selection.weights import load_model
 from conversation.sources.cache import UNKNOWN
 from conversation.sources.reader import ChannelReader, WorkEntry
@@ -61,6 +62,11 @@ from conversation.sources.source import MessageLike, created_ms, is_conversation
 _CLUE_CACHE_SIZE = 4096
 # Neighbours read on each side of a replied-to message the walk did not reach.
 PARENT_NEIGHBOURS = 10
+
+
+def _paid(entry: WorkEntry) -> bool:
+    """A work-log entry that cost a REST call (a build round run again keeps only these)."""
+    return entry.action in ("history_page", "message_fetched")
 
 
 def _restricted(problems: list[str], trigger: MessageLike, note: str) -> list[str]:
@@ -183,17 +189,29 @@ class ContextBuilder:
         messages are always in; the other candidates enter by score, highest first, when it
         reaches the threshold, until ``max_total``.
         """
-        problems: list[str] = []
         limit = min(self.settings.min_linear, max_total)
         recent = await reader.recent(trigger, limit, keep=is_conversational)
-        candidates = CandidatePool()
-        await self._walk_back_to_silence(trigger, reader, candidates)
-        candidates.add_recent(recent, sealed_off=self._sealed_off(trigger, recent))
-        await self._follow_reply_chain(trigger, reader, candidates, max_total, problems)
-        await self._add_parent_neighbourhood(trigger, reader, candidates)
-        self._add_free_parents(trigger, reader, candidates)
-        scored = self._score(trigger, candidates, model, keep={m.id for m in recent})
-        reasons = self._choose(trigger, recent, scored, max_total)
+        fetchable = self.settings.candidate_window
+        while True:
+            problems: list[str] = []
+            log_start = len(reader.log)
+            candidates = CandidatePool()
+            walk = Walk(current=trigger, newer_ms=created_ms(trigger))
+            await self._walk_back_to_silence(walk, reader, candidates, fetchable)
+            candidates.add_recent(recent, sealed_off=self._sealed_off(trigger, recent))
+            await self._follow_reply_chain(trigger, reader, candidates, max_total, problems)
+            await self._add_parent_neighbourhood(trigger, reader, candidates)
+            self._add_free_parents(trigger, reader, candidates)
+            scored = self._score(trigger, candidates, model, keep={m.id for m in recent})
+            reasons = self._choose(trigger, recent, scored, max_total)
+            if not (walk.stopped_at_edge and reaches_edge(candidates.walked, reasons)):
+                break
+            # Step 6b: the conversation goes on past what was read. One more page (as far as
+            # ``cached_candidate_window``), then the build again from the cache, candidates in
+            # the order a bot that held them all would have; the work log keeps what this round
+            # paid for, the next one repeats the rest.
+            fetchable = walk.step + 1
+            reader.log[log_start:] = [e for e in reader.log[log_start:] if _paid(e)]
         show_replies_among(reasons, candidates.by_id)
         for error in reader.errors:
             if error.user_message not in problems:
@@ -206,42 +224,45 @@ class ContextBuilder:
         )
 
     async def _walk_back_to_silence(
-        self, trigger: MessageLike, reader: ChannelReader, candidates: CandidatePool
+        self, walk: Walk, reader: ChannelReader, candidates: CandidatePool, fetchable: int
     ) -> None:
         """Step 1: the history before the trigger, newest first, up to the first silence.
 
         A silence seals the history whatever it holds, the gap right before the trigger too:
         an old, finished conversation is no candidate. The recent messages are read apart and
-        are in whatever their age. Past ``candidate_window``, the walk goes on to
-        ``cached_candidate_window`` through what the cache holds: a long conversation in a busy
-        channel reaches further back than one history page, but a second page costs a REST
-        call a cold build does not make for it.
+        are in whatever their age. Past ``fetchable`` messages, the walk goes on to
+        ``cached_candidate_window`` through what the cache holds only: a long conversation in a
+        busy channel reaches further back than one history page, but another page costs a
+        REST call, paid only when the conversation reaches the edge of what was read (step 6b).
+        ``walk`` keeps where the walk stopped, so that it can go on from there.
         """
-        fetchable, reach = self.settings.candidate_window, self.settings.walk_reach
+        reach = self.settings.walk_reach
         threshold = self.threshold_ms
-        current = trigger
-        newer_ms = created_ms(trigger)  # the time of the last conversational message passed
-        step = 0
-        while step < reach:
+        walk.stopped_at_edge = False
+        while walk.step < reach:
             # What the cache holds unbroken comes at once; past it, one step at a time, which
-            # may fetch a page within ``candidate_window``.
-            run = reader.held_before(current, reach - step)
+            # may fetch a page within ``fetchable``.
+            run = reader.held_before(walk.current, reach - walk.step)
             if not run:
-                found = await reader.previous(current) if step < fetchable else None
+                if walk.step >= fetchable:
+                    walk.stopped_at_edge = True
+                    return
+                found = await reader.previous(walk.current)
                 if found is None:
                     return
                 run = [found]
             passed: list[MessageLike] = []
             for found in run:
                 found_ms = created_ms(found)
-                if newer_ms - found_ms > threshold:
+                if walk.newer_ms - found_ms > threshold:
                     candidates.add_walked(passed)
+                    walk.step = reach  # sealed: nothing older is a candidate
                     return
-                step += 1
-                current = found
+                walk.step += 1
+                walk.current = found
                 if is_conversational(found):
                     passed.append(found)
-                    newer_ms = found_ms
+                    walk.newer_ms = found_ms
             candidates.add_walked(passed)
 
     def _sealed_off(self, trigger: MessageLike, recent: list[MessageLike]) -> set[int]:

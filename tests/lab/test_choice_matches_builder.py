@@ -2,13 +2,14 @@
 
 ``lab.train_relevance`` chooses the selection defaults (threshold, best candidates always in,
 likeliest answered ones and their floor) on a simulation of the builder: ``propose`` gathers a
-trigger's candidates, ``mode_tallies`` applies the builder's rule for every grid choice at once,
-in both build modes (the cached walk, the cold page). Replaying the real builder for each of
-the thousands of choices would take hours, so the simulation stays; but a simulation that
-drifts from ``conversation/selection/builder.py`` chooses defaults for a builder nobody runs.
-``lab.choice_agreement`` (run as the command: tests never import bench) replays the same
-triggers through the real builder (``lab.context_quality.score_logs``, warm and cold) and
-prints both sides' counts for the shipped model's own choice.
+trigger's candidates, ``mode_tallies`` applies the builder's rule for every grid choice at once, in
+both build modes (the cached walk, the cold one-page build: the second page the builder reads when
+the conversation reaches the first one's edge is not simulated). Replaying the real builder for each
+of the thousands of choices would take hours, so the simulation stays; but a simulation that drifts
+from ``conversation/selection/builder.py`` chooses defaults for a builder nobody runs.
+``lab.choice_agreement`` (run as the command: tests never import bench) replays the same triggers
+through the real builder (``lab.context_quality.score_logs``, warm and cold) and prints both sides'
+counts for the shipped model's own choice.
 
 The counts must be equal, not close. The simulation reproduces the builder's candidates in the
 builder's order (a candidate's rank is one of its features, so the order changes scores) and

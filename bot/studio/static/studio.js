@@ -566,7 +566,9 @@ function renderScores(trigger, log, warm) {
   fill("score-log", log, state.configScores[warm] ?? null);
   $("score-note").textContent = trigger
     ? `${trigger.gold.length} gold messages for this trigger, ${trigger.missed.length} missed. ` +
-      `Whole log: ${log ? log.triggers : 0} triggers; green/red: against the config's values.`
+      `Whole log: ${log ? log.triggers : 0} triggers, ` +
+      `${log ? log.rest_calls_per_trigger : 0} history pages read per trigger; ` +
+      `green/red: against the config's values.`
     : "This message has no gold context (not an annotated trigger).";
 }
 

@@ -162,9 +162,11 @@ async def test_the_walk_passes_candidate_window_only_through_what_the_cache_hold
     paid_only = await build(LogSource(export), cached_candidate_window=20, **every_candidate)
     cold = await build(LogSource(export), cached_candidate_window=150, **every_candidate)
     assert len(paid_only.messages) == 20
-    # Cold, the walk goes on through the rest of the one page it fetched, and asks no other.
-    assert cold.rest_calls == paid_only.rest_calls == 1
-    assert len(cold.messages) == 100
+    assert paid_only.rest_calls == 1
+    # Cold, the walk goes on through the rest of the one page it fetched; every candidate
+    # enters, so the conversation reaches that page's edge and a second page is read.
+    assert cold.rest_calls == 2
+    assert len(cold.messages) == 150
     source = LogSource(export)
     cache = ChannelCache(source.channel_id)
     for message in source.messages:  # a bot that saw the channel's messages arrive
@@ -172,6 +174,29 @@ async def test_the_walk_passes_candidate_window_only_through_what_the_cache_hold
     warm = await build(source, cache=cache, cached_candidate_window=150, **every_candidate)
     assert len(warm.messages) == 150
     assert warm.rest_calls == 0
+
+
+async def test_a_cold_build_reads_a_second_page_only_when_the_conversation_reaches_the_first_edge():
+    export = busy_channel(seed=5, messages=700, old_reply_rate=0, silence_rate=0)
+    source = LogSource(parse_export(export))
+    # The first page holds 100 messages before the trigger: walked whole either way.
+    one_page = ContextBuilder(ContextSettings(cached_candidate_window=100))
+    adaptive = ContextBuilder(ContextSettings())
+    pages = {1: 0, 2: 0}
+    channel_id = source.channel_id
+    for index in range(250, 700, 11):
+        trigger = source.messages[index]
+        first = await one_page.build(trigger, ChannelReader(source, ChannelCache(channel_id)))
+        built = await adaptive.build(trigger, ChannelReader(source, ChannelCache(channel_id)))
+        assert first.rest_calls == 1
+        # Among the first page's 20 oldest messages, one entered by its score (not as recent).
+        edge = {m.id for m in source.messages[index - 100 : index - 80]}
+        at_edge = any(first.reasons[i][0].kind != "linear" for i in edge & set(first.reasons))
+        assert built.rest_calls == (2 if at_edge else 1)
+        if not at_edge:
+            assert built.reasons == first.reasons
+        pages[built.rest_calls] += 1
+    assert pages[1] > 0 and pages[2] > 0, pages
 
 
 async def test_deleted_message_event_removes_it_from_later_contexts():
