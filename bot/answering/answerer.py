@@ -225,6 +225,7 @@ class Answerer:
                         budget=budget,
                         counter=runtime.budgeter.counter(),
                         now=ChannelNow.of_cache(cache),
+                        summaries=runtime.summaries,
                     )
                 result.overhead_seconds = time.perf_counter() - began
                 completion = await self._complete(result, on_delta, streamer.status, runtime, offer)

@@ -331,6 +331,13 @@ class Config(StrictSection):
         anthropic_named = any(m.provider == "anthropic" for m in self.models.values())
         for where, config in [("", top_level(self)), *_numbered(channels)]:
             model = config.model
+            writer = config.context.summary_model
+            if writer is not None and writer not in self.models:
+                named = ", ".join(sorted(self.models)) or "none"
+                raise ValueError(
+                    f"{where}[context] summary_model: {writer!r} is no [models.NAME] table "
+                    f"(named models: {named})"
+                )
             anthropic = model.provider == "anthropic" or anthropic_named
             if config.tools.enabled and anthropic and thinks(model.extra_body):
                 raise ValueError(

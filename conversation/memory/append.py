@@ -20,8 +20,9 @@ first such message, once (the next follow-up starts with this request).
 The cut: when the request would exceed the budget or ``max_total`` messages, it is built afresh
 from the current selection, fitted to ``cut_share`` of both (half by default), so the following
 answers append again for a while instead of cutting a message per answer. The cut is one
-``Cut`` in the work log. A summary of what falls out (issue 46) belongs at ``cut_prompt``'s
-head, after the system prompt.
+``Cut`` in the work log. Given a ``SummaryPolicy``, what falls out is summarized by the model
+before the request goes (``conversation.memory.summary``): the summary comes right after the
+system prompt, room is kept for it in the cut, and the follow-ups send it unchanged.
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ from conversation.graph.message_graph import MessageGraph
 from conversation.graph.node import FrozenMap, MessageNode
 from conversation.memory.recall import PromptMemory
 from conversation.memory.sent import SentPrompt, content_digest
+from conversation.memory.summary import (
+    Summary,
+    SummaryPolicy,
+    dropped_by,
+    summary_node,
+    write_summary,
+)
 from conversation.prompt.budget import Budget, Cut, FittedPrompt
 from conversation.prompt.pipeline import (
     OTHERS_NODE,
@@ -149,19 +157,35 @@ def continue_prompt(
     budget: Budget | None,
     counter: TokenCounter | None = None,
     now: ChannelNow | None = None,
+    summary_room: int = 0,
 ) -> PreparedPrompt:
     """The request for ``fresh``'s trigger: ``previous`` continued when the trigger continues
-    it, else ``fresh`` (cut to ``cut_share`` when the conversation outgrew its room)."""
+    it, else ``fresh`` (cut to ``cut_share`` when the conversation outgrew its room, with
+    ``summary_room`` tokens of it kept free for a summary)."""
+    prepared, _cut = _continued(previous, fresh, continuity, budget, counter, now, summary_room)
+    return prepared
+
+
+def _continued(
+    previous: SentPrompt | None,
+    fresh: PreparedPrompt,
+    continuity: Continuity,
+    budget: Budget | None,
+    counter: TokenCounter | None,
+    now: ChannelNow | None,
+    summary_room: int,
+) -> tuple[PreparedPrompt, bool]:
+    """``continue_prompt``'s request, and whether it is a cut."""
     counter = counter or TokenCounter()
     now = now or ChannelNow()
     if previous is None or not previous.nodes or previous.nodes[0] != fresh.system:
-        return fresh
+        return fresh, False
     selected = {*fresh.selection.ids, fresh.selection.trigger.id}
     # The conversation's part of it (the other recent talk comes and goes by design).
     sent = [int(n.message_id) for n in previous.nodes if n.message_id is not None]
     sent = [i for i in sent if i not in previous.others] or sent
     if sum(i in selected for i in sent) < continuity.keep_share * len(sent):
-        return fresh
+        return fresh, False
     current = {
         int(n.message_id): n
         for n in _nodes(fresh)
@@ -178,13 +202,14 @@ def continue_prompt(
     messages = sum(1 for node in nodes if node.message_id is not None)
     over_budget = budget is not None and total > budget.limit
     if over_budget or messages > continuity.max_total + 1:  # the trigger is not counted
-        return cut_prompt(fresh, continuity, budget, counter, total)
+        return cut_prompt(fresh, continuity, budget, counter, total, summary_room), True
     fitted = None
     if budget is not None:
         fitted = FittedPrompt(nodes=nodes, tokens=tokens, total=total, budget=budget)
-    return _assembled(
+    continued = _assembled(
         fresh, nodes, fitted, reused=reused, key=previous.cache_key, continues=previous.trigger_id
     )
+    return continued, False
 
 
 def cut_prompt(
@@ -193,14 +218,15 @@ def cut_prompt(
     budget: Budget | None,
     counter: TokenCounter,
     outgrown: int,
+    summary_room: int = 0,
 ) -> PreparedPrompt:
-    """``fresh`` fitted to ``cut_share`` of the budget and of ``max_total``, the cut recorded.
-
-    A summary of what the cut leaves out (issue 46) would go right after the system prompt."""
+    """``fresh`` fitted to ``cut_share`` of the budget and of ``max_total``, the cut recorded;
+    ``summary_room`` tokens of that share are left for the summary that goes right after the
+    system prompt (``with_summary``)."""
     share = continuity.cut_share
     smaller = budget
     if budget is not None:
-        room = max(1, math.floor(budget.limit * share))
+        room = max(1, math.floor(budget.limit * share) - summary_room)
         smaller = budget.model_copy(update={"reserve": budget.window - room})
     prepared = refit_prompt(fresh, smaller, counter)
     nodes = prepared.graph.snapshot().nodes()
@@ -231,6 +257,27 @@ def cut_prompt(
             nodes=kept_nodes, tokens=tokens, total=total, budget=budget, cuts=cuts
         )
     return _assembled(fresh, kept_nodes, fitted)
+
+
+def with_summary(
+    prepared: PreparedPrompt, summary: Summary, counter: TokenCounter
+) -> PreparedPrompt:
+    """``prepared`` with ``summary`` right after its system prompt, counted in its budget."""
+    node = summary_node(summary)
+    tokens = counter.node(node)
+    node = node.model_copy(update={"metadata": FrozenMap({**node.metadata, "tokens": tokens})})
+    nodes = _nodes(prepared)
+    spliced = [nodes[0], node, *nodes[1:]]
+    fitted = prepared.fitted
+    if fitted is not None:
+        fitted = FittedPrompt(
+            nodes=spliced,
+            tokens=[fitted.tokens[0], tokens, *fitted.tokens[1:]],
+            total=fitted.total + tokens,
+            budget=fitted.budget,
+            cuts=fitted.cuts,
+        )
+    return _assembled(prepared, spliced, fitted)
 
 
 def _assembled(
@@ -351,11 +398,29 @@ async def remembered_prompt(
     budget: Budget | None,
     counter: TokenCounter | None = None,
     now: ChannelNow | None = None,
+    summaries: SummaryPolicy | None = None,
 ) -> tuple[PreparedPrompt, SentPrompt | None]:
     """The request for ``fresh``'s trigger given what ``memory`` holds of the channel, and the
-    previous request it continues or cuts from (None: none found), for ``sent_prompt``."""
+    previous request it continues or cuts from (None: none found), for ``sent_prompt``.
+
+    At a cut, given ``summaries``, the answer waits for the summary of what falls out (at most
+    its ``timeout_seconds``; a failure leaves the plain cut, noted in ``summary_note``)."""
     previous = await memory.recall(channel_id, candidates(fresh))
-    prepared = continue_prompt(
-        previous, fresh, continuity=continuity, budget=budget, counter=counter, now=now
-    )
+    counter = counter or TokenCounter()
+    room = counter.scale(summaries.room) if summaries is not None and budget is not None else 0
+    prepared, cut = _continued(previous, fresh, continuity, budget, counter, now, room)
+    if not cut or summaries is None:
+        return prepared, previous
+    dropped = dropped_by(previous, prepared)
+    if not dropped:
+        return prepared, previous
+    summary, why = await write_summary(dropped, summaries)
+    if summary is None:
+        if dropped.earlier is not None:  # what it said still holds: only the new part is lost
+            prepared = with_summary(prepared, dropped.earlier, counter)
+            why = f"{why}; the {dropped.earlier.describe()} kept"
+        prepared.summary_note = ("failure", why)
+        return prepared, previous
+    prepared = with_summary(prepared, summary, counter)
+    prepared.summary_note = ("success", f"{summary.describe()} written at the cut")
     return prepared, previous
