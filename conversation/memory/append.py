@@ -39,6 +39,7 @@ from conversation.memory.summary import (
     Summary,
     SummaryPolicy,
     dropped_by,
+    is_summary,
     summary_node,
     write_summary,
 )
@@ -362,16 +363,30 @@ def _new_part(
     have |= {str(i) for i in (*previous.answer_ids, previous.trigger_id)}
     others = {str(m.id) for m in fresh.layout.others} if fresh.layout else set()
     nodes = _nodes(fresh)
+    floor = _summarized_floor(previous)
+    parent = reference_id(fresh.selection.trigger)
     conversation: list[MessageNode] = []
     recent: list[MessageNode] = []
     for node in nodes[1:-1]:
         if node.message_id is None or node.message_id in have or now.deleted(int(node.message_id)):
             continue
+        if floor is not None and int(node.message_id) < floor and int(node.message_id) != parent:
+            continue  # cut, and summarized: it does not come back (the reply's parent does)
         if int(node.message_id) < previous.trigger_id:  # joins after the answer: with its time
             node = time_stamped(node).model_copy(update={"metadata": _uncounted(node)})
         (recent if node.message_id in others else conversation).append(node)
     added = [*conversation, *([OTHERS_NODE, *recent] if recent else []), nodes[-1]]
     return added, _tokens_of(added, counter)
+
+
+def _summarized_floor(previous: SentPrompt) -> int | None:
+    """The oldest message of a request that carries a summary (None: it carries none): the
+    older messages it does not hold were cut and are in the summary; selected again, they
+    would be sent twice and outgrow the room at once, a cut (and a summary) per answer."""
+    if not any(is_summary(node) for node in previous.nodes):
+        return None
+    ids = [int(n.message_id) for n in previous.nodes if n.message_id is not None]
+    return min((i for i in ids if i not in previous.others), default=None)
 
 
 def _uncounted(node: MessageNode) -> FrozenMap:
