@@ -371,7 +371,7 @@ def _new_part(
         if node.message_id is None or node.message_id in have or now.deleted(int(node.message_id)):
             continue
         if floor is not None and int(node.message_id) < floor and int(node.message_id) != parent:
-            continue  # cut, and summarized: it does not come back (the reply's parent does)
+            continue  # cut and summarized: it does not come back
         if int(node.message_id) < previous.trigger_id:  # joins after the answer: with its time
             node = time_stamped(node).model_copy(update={"metadata": _uncounted(node)})
         (recent if node.message_id in others else conversation).append(node)
@@ -380,13 +380,11 @@ def _new_part(
 
 
 def _summarized_floor(previous: SentPrompt) -> int | None:
-    """The oldest message of a request that carries a summary (None: it carries none): the
-    older messages it does not hold were cut and are in the summary; selected again, they
-    would be sent twice and outgrow the room at once, a cut (and a summary) per answer."""
-    if not any(is_summary(node) for node in previous.nodes):
-        return None
-    ids = [int(n.message_id) for n in previous.nodes if n.message_id is not None]
-    return min((i for i in ids if i not in previous.others), default=None)
+    """With a summary in the previous request, its trigger (None without one): an older
+    message it does not hold was cut and is in the summary (or was never part of the
+    conversation), and selected again it would be sent twice and outgrow the room at once, a
+    cut and a summary per answer. Only the message the trigger replies to still joins."""
+    return previous.trigger_id if any(is_summary(node) for node in previous.nodes) else None
 
 
 def _uncounted(node: MessageNode) -> FrozenMap:

@@ -101,6 +101,9 @@ async def test_a_long_conversation_makes_one_summary_call_per_cut_and_keeps_its_
     assert len(talk.answers) == len(talk.replies) == 30
     cuts = [i for i, log in enumerate(logs) if cut(log)]
     assert len(cuts) >= 3
+    # Rarely: the messages a cut summarized are not selected back in (the room a cut leaves,
+    # half of max_total, holds the next answer's six messages).
+    assert not [i for i in cuts if i + 1 in cuts]
     # One summary call per cut, and no other extra call.
     assert len(talk.summaries) == len(cuts)
     assert [i for i, log in enumerate(logs) if any(e.action == "summary" for e in log)] == cuts

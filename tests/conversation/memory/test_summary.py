@@ -8,7 +8,12 @@ import asyncio
 from datetime import UTC, datetime
 
 from conversation.graph.node import MessageNode
-from conversation.memory.append import Continuity, remembered_prompt, sent_prompt
+from conversation.memory.append import (
+    Continuity,
+    continue_prompt,
+    remembered_prompt,
+    sent_prompt,
+)
 from conversation.memory.recall import BoundedMemory
 from conversation.memory.sent import SentPrompt
 from conversation.memory.summary import (
@@ -113,6 +118,23 @@ async def test_the_cut_sends_a_summary_of_what_fell_out_right_after_the_system_p
     assert second.fitted is not None and second.fitted.fits
     assert second.fitted.tokens[1] == sent[1].metadata["tokens"] > 0
     assert second.summary_note == ("success", f"{summary.describe()} written at the cut")
+
+
+async def test_what_a_summarized_cut_left_out_is_not_selected_back_in():
+    """The next trigger's selection holds the messages the cut left out again: they are in the
+    summary, and sent again they would outgrow the room at once (a cut per answer)."""
+    first, second = await cut_with(SummaryPolicy(write=Writer()))
+    source = LogSource.from_file(EXAMPLE)
+    answered = sent_prompt(second, source.channel_id, answer=ANSWER)
+    fresh = await fresh_prompt(source, SECOND)
+    kept = {n.message_id for n in nodes(second) if n.message_id}
+    summarized = (
+        {n.message_id for n in first.nodes if n.message_id} - kept - {str(i) for i in first.others}
+    )
+    assert summarized <= {n.message_id for n in nodes(fresh)}  # selected again
+    third = continue_prompt(answered, fresh, continuity=Continuity(max_total=50), budget=BUDGET)
+    assert third.reused is not None  # continued, not cut
+    assert not summarized & {n.message_id for n in nodes(third)}
 
 
 async def test_no_summary_is_asked_for_without_a_cut():
