@@ -45,6 +45,7 @@ from conversation.memory.append import (
     sent_prompt,
 )
 from conversation.memory.recall import BoundedMemory
+from conversation.memory.summary import SummaryPolicy
 from conversation.prompt.budget import Budget
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.pipeline import (
@@ -75,6 +76,7 @@ class Tally:
     previous: int = 0  # tokens shared with the previous prompt
     recent: int = 0  # tokens shared with the best of the last ``window`` prompts
     cuts: int = 0  # prompts cut because the conversation outgrew its room
+    summaries: int = 0  # summaries asked for at those cuts (written or failed)
     continued: int = 0  # prompts that start with the previous request of their conversation
 
     def share(self, reused: int) -> float:
@@ -93,6 +95,7 @@ class Tally:
         self.continued += prepared.reused is not None
         cuts = prepared.fitted.cuts if prepared.fitted else []
         self.cuts += any(cut.what.startswith("conversation cut") for cut in cuts)
+        self.summaries += prepared.summary_note is not None
 
 
 def rendered(messages: list[dict]) -> list[str]:
@@ -180,11 +183,13 @@ async def stand_in(
     budget: Budget,
     window: int,
     tally: Tally,
+    summaries: SummaryPolicy | None = None,
 ) -> None:
     """The log's most active annotated speakers stand in for the bot in turn (as ``lab.follow``
     picks them): each message of theirs whose gold parent is someone else's answers that
     parent, so the parent is a trigger and the speaker's message the bot's answer, sent as the
-    assistant's turn and continued by the next trigger of the conversation."""
+    assistant's turn and continued by the next trigger of the conversation. ``summaries``:
+    cuts are summarized (``bench.summaries``)."""
     speakers = Counter(source.message(i).author.id for i in gold).most_common(SPEAKERS)
     threshold = conversation_threshold(builder)
     for speaker, _count in speakers:
@@ -208,8 +213,9 @@ async def stand_in(
                 budget=budget, counter=TokenCounter(),
             )  # fmt: skip
             prepared, previous = await remembered_prompt(
-                fresh, memory, source.channel_id, continuity=continuity, budget=budget
-            )
+                fresh, memory, source.channel_id, continuity=continuity, budget=budget,
+                summaries=summaries,
+            )  # fmt: skip
             reply = source.message(answers[trigger_id])
             answer = MessageNode(
                 role="assistant", content=reply.content, message_id=str(reply.id),

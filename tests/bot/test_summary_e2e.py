@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from bot.demo.openai_server import Answer, Fail, RecordedRequest
+from bot.demo.openai_server import Answer, Fail, FakeOpenAI, RecordedRequest
 from bot.storage import Store
 from bot.storage.models import REMOVED
 from conversation.common.settings import ContextSettings
@@ -186,3 +186,18 @@ async def test_the_summary_survives_a_restart_and_forget_user_drops_it(tmp_path)
         explained = store.explain(int(talk.replies[-1]["id"]))
     assert summary not in exported and "Summary " not in exported
     assert [m.excerpt for m in explained.context if m.reasons == ["summary"]] == [REMOVED]
+
+
+async def test_summary_model_writes_the_summaries_on_its_own_endpoint():
+    async with FakeOpenAI() as small:
+        small.script(summaries_written)
+        async with running_bot(
+            context={"max_total": 20, "summary_model": "small"},
+            models={"small": {"base_url": small.url, "name": "small-model"}},
+        ) as bot:
+            talk = await long_conversation(bot, messages=30)
+        written = small.chat_requests
+    assert talk.summaries == [] and len(talk.answers) == 6  # the channel's model: answers only
+    assert written and all(is_summary_request(r) for r in written)
+    assert {r.body["model"] for r in written} == {"small-model"}
+    assert all(r.body["max_tokens"] == ContextSettings().summary_tokens for r in written)

@@ -1,0 +1,24 @@
+"""``[context]`` summary settings: a ``summary_model`` must name a ``[models.NAME]`` table, at
+the top level and in a channel's table alike."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from bot.config.schema import Config
+
+SMALL = {"small": {"base_url": "http://127.0.0.1:8081/v1", "name": "qwen2.5-3b-instruct"}}
+
+
+def test_a_summary_model_names_a_models_table():
+    config = Config.model_validate({"context": {"summary_model": "small"}, "models": SMALL})
+    assert config.context.summary_model == "small" and config.context.summarize
+    with pytest.raises(ValidationError, match=r"\[context\] summary_model: 'big' is no"):
+        Config.model_validate({"context": {"summary_model": "big"}, "models": SMALL})
+
+
+def test_a_channel_table_is_checked_too():
+    channel = {"match": {"channel_ids": [1]}, "context": {"summary_model": "tiny"}}
+    with pytest.raises(ValidationError, match=r"\[\[channels\]\] 1 \[context\] summary_model"):
+        Config.model_validate({"models": SMALL, "channels": [channel]})
