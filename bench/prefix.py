@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import sys
 from collections import Counter, deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +123,16 @@ def shared_prefix(previous: list[str], current: list[str]) -> str:
     return "".join(parts)
 
 
+def channel_logs(data: Path) -> Iterator[tuple[LogSource, Persona, dict[int, GoldTrigger]]]:
+    """Each log of ``data`` (one channel), its default persona and its gold triggers."""
+    for log_path in sorted(data.glob("*.json")):
+        if log_path.name.endswith(".gold.json"):
+            continue
+        source = LogSource.from_file(log_path)
+        persona = persona_for(DEFAULT_SYSTEM_PROMPT, "threadwise", source.channel)
+        yield source, persona, load_gold(log_path.with_suffix(".gold.json"))
+
+
 async def replay(
     data: Path, window: int, continuity: Continuity | None = None
 ) -> tuple[dict[str, Tally], Score]:
@@ -133,12 +144,7 @@ async def replay(
     threshold = conversation_threshold(builder)
     continuity = continuity or Continuity(max_total=settings.max_total)
     materializer = Materializer(MaterializeOptions())
-    for log_path in sorted(data.glob("*.json")):
-        if log_path.name.endswith(".gold.json"):
-            continue
-        source = LogSource.from_file(log_path)
-        persona = persona_for(DEFAULT_SYSTEM_PROMPT, "threadwise", source.channel)
-        gold = load_gold(log_path.with_suffix(".gold.json"))
+    for source, persona, gold in channel_logs(data):
         seen: dict[str, deque[list[str]]] = {name: deque(maxlen=window) for name in tallies}
         memory = BoundedMemory(per_channel=window)
         for trigger_id in sorted(gold):

@@ -25,16 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.prefix import Tally, stand_in
-from bot.config.model_settings import DEFAULT_SYSTEM_PROMPT
+from bench.prefix import Tally, channel_logs, stand_in
 from conversation.common.settings import ContextSettings
 from conversation.memory.append import Continuity
 from conversation.memory.summary import SummaryPolicy
 from conversation.prompt.budget import Budget
-from conversation.prompt.pipeline import persona_for
 from conversation.prompt.tokens import text_tokens
-from conversation.replay.gold import load_gold
-from conversation.replay.log_source import LogSource
 from conversation.selection.builder import ContextBuilder
 from lab.context_quality import DEFAULT_DATA
 
@@ -70,12 +66,7 @@ async def replay(
     budget = Budget(window=8192, reserve=1024)
     builder = ContextBuilder(settings)
     continuity = Continuity(max_total=settings.max_total)
-    for log_path in sorted(data.glob("*.json")):
-        if log_path.name.endswith(".gold.json"):
-            continue
-        source = LogSource.from_file(log_path)
-        persona = persona_for(DEFAULT_SYSTEM_PROMPT, "threadwise", source.channel)
-        gold = load_gold(log_path.with_suffix(".gold.json"))
+    for source, persona, gold in channel_logs(data):
         for tally, summaries in ((plain, None), (summarized, policy)):
             await stand_in(
                 source, gold, persona, builder, continuity, budget, window, tally, summaries
