@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from bot.config.report import privacy_facts
 from bot.config.schema import Config
 
 SMALL = {"small": {"base_url": "http://127.0.0.1:8081/v1", "name": "qwen2.5-3b-instruct"}}
@@ -22,3 +23,11 @@ def test_a_channel_table_is_checked_too():
     channel = {"match": {"channel_ids": [1]}, "context": {"summary_model": "tiny"}}
     with pytest.raises(ValidationError, match=r"\[\[channels\]\] 1 \[context\] summary_model"):
         Config.model_validate({"models": SMALL, "channels": [channel]})
+
+
+def test_check_config_says_where_the_older_messages_go_to_be_summarized():
+    config = Config.model_validate({"context": {"summary_model": "small"}, "models": SMALL})
+    (fact,) = [f for f in privacy_facts(config) if f.startswith("summarizes: ")]
+    assert "sent to [models.small] once more" in fact
+    plain = Config.model_validate({"context": {"summarize": False}})
+    assert not [f for f in privacy_facts(plain) if f.startswith("summarizes: ")]
