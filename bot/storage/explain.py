@@ -181,11 +181,11 @@ def _body(e: Explanation, excerpt_chars: int | None) -> list[str]:
         body.append(f"Context ({len(e.context)} messages sent):")
         for m in e.context:
             who = m.name or (f"user {m.author_id}" if m.author_id else m.role)
-            if m.message_id is None and m.reasons == ["summary"]:
-                who = "summary"  # its text says of how many messages, and when
             where = f" [{m.message_id}]" if m.message_id else ""
             state = f" ({m.state} since)" if m.state and m.state != "active" else ""
             why = f" — {'; '.join(m.reasons)}" if m.reasons else ""
+            if m.message_id is None and m.reasons == [SUMMARY_REASON]:
+                who, why = "summary", ""  # its preview says of how many messages, and when
             tokens = f" (~{m.tokens} tokens)" if m.tokens is not None else ""
             preview = m.excerpt
             if excerpt_chars is not None and len(preview) > excerpt_chars:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.storage import ContextEntry, InteractionRecord, Store
+from bot.storage.explain import render_text
 from bot.storage.models import REMOVED
 from conversation.memory.summary import Summary, summary_node
 
@@ -61,6 +62,7 @@ async def test_forget_user_replaces_the_summaries_that_drew_on_them(store: Store
         after = await store.explain_async(1001)
     (shown,) = [m.excerpt for m in explained.context if m.reasons == ["summary"]]
     assert shown.startswith("summary of 12 messages, 2026-11-27 13:02 to 14:40 UTC: Eli and Dev")
+    assert f" 1. summary (~40 tokens): {shown}" in render_text(explained).splitlines()
     assert exported[0] == REMOVED  # Eli's: gone whole
     assert exported[1].startswith("(Summary of 12 earlier") and "Dev planned" in exported[1]
     assert [m.excerpt for m in after.context if m.reasons == ["summary"]] == [REMOVED]
