@@ -136,6 +136,8 @@ class ChannelRuntimes:
 
     def _summaries(self, config: Config) -> SummaryPolicy | None:
         """The channel's summary writer: its own model, or ``summary_model``'s endpoint."""
+        if not config.context.summarize:
+            return None
         name = config.context.summary_model
         settings = config.model
         if name is not None:

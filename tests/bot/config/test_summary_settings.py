@@ -31,3 +31,11 @@ def test_check_config_says_where_the_older_messages_go_to_be_summarized():
     assert "sent to [models.small] once more" in fact
     plain = Config.model_validate({"context": {"summarize": False}})
     assert not [f for f in privacy_facts(plain) if f.startswith("summarizes: ")]
+
+
+def test_a_summary_model_the_channel_model_settings_cannot_be_sent_to_is_refused():
+    claude = {"claude": {"provider": "anthropic", "name": "claude-haiku"}}
+    with pytest.raises(ValidationError, match=r"summary_model: 'claude' cannot write with"):
+        Config.model_validate(
+            {"model": {"seed": 7}, "context": {"summary_model": "claude"}, "models": claude}
+        )
