@@ -138,14 +138,17 @@ async def test_a_long_conversation_makes_one_summary_call_per_cut_and_keeps_its_
 
 async def test_a_failing_summary_call_leaves_the_bot_answering_with_a_plain_cut(tmp_path):
     with Store.open(tmp_path / "store.sqlite3") as store:
-        async with running_bot(store=store, context={"max_total": 20}) as bot:
+        async with running_bot(store=store, context={"max_total": 20}, metrics={"port": 0}) as bot:
             bot.model.script(summaries_failing)
             talk = await long_conversation(bot, messages=60)
+            registry = bot.client.metrics.registry
         logs = work_logs(store, talk.replies)
     assert len(talk.answers) == len(talk.replies) == 12
     assert all(reply["content"].startswith("echo: ") for reply in talk.replies)
     cuts = [i for i, log in enumerate(logs) if cut(log)]
     assert cuts
+    failed = registry.get_sample_value("threadwise_summaries_total", {"outcome": "failed"})
+    assert failed == len(cuts)
     for index in cuts:
         (failed,) = [e for e in logs[index] if e.action == "summary"]
         assert failed.status == "failure" and failed.detail.startswith("no summary (plain cut)")
