@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from conversation.graph.message_graph import MessageGraph
 from conversation.graph.node import FrozenMap, MessageNode
@@ -41,6 +41,7 @@ from conversation.memory.summary import (
     dropped_by,
     is_summary,
     summary_node,
+    summary_of,
     write_summary,
 )
 from conversation.prompt.budget import Budget, Cut, FittedPrompt
@@ -279,6 +280,24 @@ def with_summary(
             cuts=fitted.cuts,
         )
     return _assembled(prepared, spliced, fitted)
+
+
+def refit_keeping_summary(
+    prepared: PreparedPrompt, budget: Budget, counter: TokenCounter
+) -> PreparedPrompt:
+    """``refit_prompt`` (after a "context too long" answer) with the summary ``prepared``
+    sent kept right after the system prompt, room made for it: rebuilt without it, the request
+    and every follow-up continuing it would lose the conversation's beginning for good."""
+    summary = next((s for s in map(summary_of, _nodes(prepared)) if s is not None), None)
+    if summary is None:
+        return refit_prompt(prepared, budget, counter)
+    room = counter.node(summary_node(summary))
+    smaller = budget.model_copy(update={"reserve": min(budget.reserve + room, budget.window - 1)})
+    refit = with_summary(refit_prompt(prepared, smaller, counter), summary, counter)
+    if refit.fitted is not None:
+        refit.fitted = replace(refit.fitted, budget=budget)
+    refit.summary_note = prepared.summary_note
+    return refit
 
 
 def _assembled(

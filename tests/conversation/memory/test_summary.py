@@ -11,6 +11,7 @@ from conversation.graph.node import MessageNode
 from conversation.memory.append import (
     Continuity,
     continue_prompt,
+    refit_keeping_summary,
     remembered_prompt,
     sent_prompt,
 )
@@ -24,7 +25,9 @@ from conversation.memory.summary import (
     summary_node,
     summary_of,
 )
+from conversation.prompt.budget import Budget
 from conversation.prompt.pipeline import PreparedPrompt
+from conversation.prompt.tokens import TokenCounter
 from conversation.replay.log_source import LogSource
 from tests.conversation.memory.test_append import (
     ANSWER,
@@ -135,6 +138,18 @@ async def test_what_a_summarized_cut_left_out_is_not_selected_back_in():
     third = continue_prompt(answered, fresh, continuity=Continuity(max_total=50), budget=BUDGET)
     assert third.reused is not None  # continued, not cut
     assert not summarized & {n.message_id for n in nodes(third)}
+
+
+async def test_a_prompt_refused_as_too_long_is_rebuilt_with_its_summary():
+    _first, second = await cut_with(SummaryPolicy(write=Writer()))
+    assert second.fitted is not None
+    smaller = Budget(window=second.fitted.total, reserve=second.fitted.total // 5)
+    refit = refit_keeping_summary(second, smaller, TokenCounter())
+    sent = nodes(refit)
+    assert sent[1] == nodes(second)[1] and not any(is_summary(n) for n in sent[2:])
+    assert refit.fitted is not None and refit.fitted.budget == smaller and refit.fitted.fits
+    assert refit.summary_note == second.summary_note
+    assert len(sent) < len(nodes(second))  # the rest was cut to fit
 
 
 async def test_no_summary_is_asked_for_without_a_cut():
