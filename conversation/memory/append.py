@@ -262,9 +262,14 @@ def cut_prompt(
 
 
 def with_summary(
-    prepared: PreparedPrompt, summary: Summary, counter: TokenCounter
+    prepared: PreparedPrompt,
+    summary: Summary,
+    counter: TokenCounter,
+    replaced: Sequence[MessageNode] = (),
 ) -> PreparedPrompt:
-    """``prepared`` with ``summary`` right after its system prompt, counted in its budget."""
+    """``prepared`` with ``summary`` right after its system prompt, counted in its budget. In
+    its graph the summary is the squashed version of ``replaced`` (the messages it stands for,
+    and the summary before it): ``graph.versions(1)`` gives them back."""
     node = summary_node(summary)
     tokens = counter.node(node)
     node = node.model_copy(update={"metadata": FrozenMap({**node.metadata, "tokens": tokens})})
@@ -279,7 +284,13 @@ def with_summary(
             budget=fitted.budget,
             cuts=fitted.cuts,
         )
-    return _assembled(prepared, spliced, fitted)
+    assembled = _assembled(prepared, spliced, fitted)
+    if replaced:  # the same request, the summary linked to what it replaces
+        graph = MessageGraph()
+        graph.extend([nodes[0], *replaced, *nodes[1:]])
+        graph.squash(1, 1 + len(replaced), node)
+        assembled.graph = graph
+    return assembled
 
 
 def refit_keeping_summary(
@@ -453,6 +464,7 @@ async def remembered_prompt(
             why = f"{why}; the {dropped.earlier.describe()} kept"
         prepared.summary_note = ("failure", why)
         return prepared, previous
-    prepared = with_summary(prepared, summary, counter)
+    replaced = [summary_node(dropped.earlier)] if dropped.earlier is not None else []
+    prepared = with_summary(prepared, summary, counter, [*replaced, *dropped.nodes])
     prepared.summary_note = ("success", f"{summary.describe()} written at the cut")
     return prepared, previous

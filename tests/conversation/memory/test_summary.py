@@ -121,6 +121,8 @@ async def test_the_cut_sends_a_summary_of_what_fell_out_right_after_the_system_p
     assert second.fitted is not None and second.fitted.fits
     assert second.fitted.tokens[1] == sent[1].metadata["tokens"] > 0
     assert second.summary_note == ("success", f"{summary.describe()} written at the cut")
+    # In the graph, it is the squashed version of the messages it stands for.
+    assert second.graph.versions(1) == [*dropped, sent[1]]
 
 
 async def test_what_a_summarized_cut_left_out_is_not_selected_back_in():
