@@ -41,7 +41,7 @@ HEADER_TOKENS = 60
 _TIME = "%Y-%m-%d %H:%M"
 _HEADER = re.compile(
     r"^\(Summary of (\d+) earlier messages of this conversation, "
-    r"(\d{4}-\d\d-\d\d \d\d:\d\d) to (\d{4}-\d\d-\d\d \d\d:\d\d) UTC"
+    r"(\d{4}-\d\d-\d\d \d\d:\d\d|unknown) to (\d{4}-\d\d-\d\d \d\d:\d\d|unknown) UTC"
 )
 
 WriteSummary = Callable[[str], Awaitable[str]]
@@ -135,8 +135,8 @@ def parsed_summary(content: str, authors: dict[int, str] | None = None) -> Summa
     return Summary(
         text=content.partition("\n\n")[2],
         messages=int(match.group(1)),
-        first=datetime.strptime(match.group(2), _TIME).replace(tzinfo=UTC),
-        last=datetime.strptime(match.group(3), _TIME).replace(tzinfo=UTC),
+        first=_time(match.group(2)),
+        last=_time(match.group(3)),
         authors=authors or {},
     )
 
@@ -225,6 +225,11 @@ async def write_summary(dropped: Dropped, policy: SummaryPolicy) -> tuple[Summar
             return summary_for(dropped, text), ""
     log.warning("%s; the next cut tries again", why)
     return None, why
+
+
+def _time(written: str) -> datetime | None:
+    """A time as the header writes it (``unknown``: None)."""
+    return None if written == "unknown" else datetime.strptime(written, _TIME).replace(tzinfo=UTC)
 
 
 def _plain(value: object) -> object:

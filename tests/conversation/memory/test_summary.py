@@ -231,3 +231,6 @@ def test_a_summary_read_back_from_its_text_is_the_one_sent():
     redacted = MessageNode(role="user", content="[removed at the user's request]")
     assert restored_summary(redacted, EARLIER.authors) == redacted
     assert EARLIER.describe() == "summary of 7 messages, 2025-03-14 09:58 to 10:30 UTC"
+    untimed = Summary(text="The answers only.", messages=2)  # no message said when
+    back = MessageNode(role="user", content=summary_node(untimed).content)
+    assert summary_of(restored_summary(back, {})) == untimed
