@@ -7,6 +7,7 @@ import importlib.util
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,17 @@ from typing import Any
 import pytest
 
 from bot.demo.discord_server import FakeDiscord, make_nextcord_client
+
+# ----------------------------------------------------------------------------- bytecode
+
+# The suite starts about a hundred interpreters that import the bot, and each xdist worker
+# imports every test module: where PYTHONDONTWRITEBYTECODE is set (the Dockerfile sets it; so
+# may a machine), each of them compiled the bot again and pytest rewrote every test module's
+# asserts again, about a tenth of the suite's CPU time. The caches go to __pycache__
+# (gitignored); this runs in pytest's main process before it starts the workers, which
+# inherit it, as does every Python a test starts.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # ----------------------------------------------------------------------------- no internet
 

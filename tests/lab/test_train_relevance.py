@@ -7,6 +7,7 @@ config.toml ships, the recent messages the bot keeps whatever the trainer would 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -24,8 +25,12 @@ from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("lightgbm")
-pytest.importorskip("sklearn")
+# Whether they are installed, not imported: importing them cost every worker seconds at
+# collection, and only the command this runs uses them.
+pytestmark = pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("lightgbm", "sklearn")),
+    reason="needs the train extra (lightgbm, scikit-learn)",
+)
 
 
 def _labelled_log(folder: Path, name: str, seed: int) -> None:
