@@ -16,10 +16,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Whether they are installed, not imported: importing them cost every worker seconds at
 # collection, and only the command this runs uses them.
-pytestmark = pytest.mark.skipif(
-    not all(importlib.util.find_spec(name) for name in ("lightgbm", "sklearn")),
-    reason="needs the train extra (lightgbm, scikit-learn)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not all(importlib.util.find_spec(name) for name in ("lightgbm", "sklearn")),
+        reason="needs the train extra (lightgbm, scikit-learn)",
+    ),
+    pytest.mark.slow,
+]
 
 
 def test_exported_trees_give_lightgbm_s_own_scores_and_thresholds():

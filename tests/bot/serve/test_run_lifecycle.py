@@ -30,7 +30,10 @@ CHANNEL = 1300000000000000001
 BOT_ID = 1300000000000000100
 BEN = 1300000000000000102
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
+    pytest.mark.slow,
+]
 
 
 @dataclass
