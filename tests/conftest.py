@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from bot.demo.discord_server import FakeDiscord, make_nextcord_client
+from tests.fakes.zygote import fork_spawned_processes
 
 # ----------------------------------------------------------------------------- bytecode
 
@@ -27,6 +28,15 @@ from bot.demo.discord_server import FakeDiscord, make_nextcord_client
 # inherit it, as does every Python a test starts.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _spawned_processes_fork(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """multiprocessing's spawned processes here (the goose3 workers of every command a test
+    runs in this process) start forked from one that imported goose3 once: ``fakes/zygote.py``
+    says why and how they stay separate programs."""
+    fork_spawned_processes(tmp_path_factory.mktemp("zygote"))
+
 
 # ----------------------------------------------------------------------------- no internet
 

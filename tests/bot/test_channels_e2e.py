@@ -24,7 +24,7 @@ from bot.serve.client import ThreadwiseClient
 from bot.serve.live_config import apply_to_client
 from bot.serve.model_command import REFUSED
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, settled
-from tests.fakes.mcp_fork import fake_mcp_args
+from tests.fakes.zygote import fake_mcp_args
 
 GUILD = 1300000000000000000
 CATEGORY = 1300000000000000700

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot.cli.main import main
 from bot.demo.openai_server import FakeOpenAI
-from tests.fakes.mcp_fork import fake_mcp_args
+from tests.fakes.zygote import fake_mcp_args
 
 
 def closed_port() -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, load_config
-from tests.fakes.mcp_fork import fake_mcp_args
+from tests.fakes.zygote import fake_mcp_args
 
 
 def load(tmp_path: Path, text: str):

@@ -23,7 +23,7 @@ from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.tools.mcp_servers import McpServers
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
-from tests.fakes.mcp_fork import fake_mcp_args
+from tests.fakes.zygote import fake_mcp_args
 
 PASSWORD, QUERY_KEY, HEADER_KEY = "pw-S3CRET-one", "qk-S3CRET-two", "hk-S3CRET-three"
 

@@ -44,7 +44,7 @@ from tests.fakes.harness import (
     running_bot,
     settled,
 )
-from tests.fakes.mcp_fork import fake_mcp_args
+from tests.fakes.zygote import fake_mcp_args
 
 TOOLS_ON = {"enabled": True, "read_page": False, "call_timeout_seconds": 2.0}
 

@@ -19,7 +19,7 @@ from bot.model.tool_loop import complete_with_tools
 from bot.tools.mcp_servers import McpServers
 from bot.tools.toolbox import Toolbox
 from tests.fakes import anthropic_server as anthropic_fake
-from tests.fakes.mcp_fork import fake_mcp_args
+from tests.fakes.zygote import fake_mcp_args
 
 PROMPT = [
     {"role": "system", "content": "You are a bot."},

@@ -16,7 +16,7 @@ import pytest
 
 from bot.config.tool_settings import McpServerSettings
 from bot.tools.mcp_servers import McpServer, McpServers
-from tests.fakes.mcp_fork import fake_mcp_args
+from tests.fakes.zygote import fake_mcp_args
 
 LOGGER = "bot.tools.mcp_servers"
 

@@ -24,7 +24,7 @@ from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService, StaticResolver
 from conversation.common.settings import ArticleSettings
-from tests.fakes.mcp_fork import fake_mcp_args
+from tests.fakes.zygote import fake_mcp_args
 
 
 def stdio_server(**extra: object) -> McpServerSettings:

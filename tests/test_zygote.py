@@ -1,5 +1,5 @@
-"""The forked test MCP server behaves as the program it stands in for (``fakes/mcp_fork.py``):
-its exit code, its stderr, a signal passed on, and no server left behind a killed launcher."""
+"""The forked test processes behave as the programs they stand in for (``fakes/zygote.py``):
+their exit codes, stderr and pipes, a signal passed on, and none left behind a killed launcher."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from tests.fakes.mcp_fork import fake_mcp_args
+from tests.fakes.zygote import fake_mcp_args
 
 
 def _free_port() -> int:
@@ -66,3 +66,18 @@ def test_a_killed_launcher_takes_its_server_with_it():
         launcher.kill()
         launcher.wait()
     assert _wait_until(lambda: not _serving(port), 10), "the server outlived its launcher"
+
+
+def test_spawned_processes_start_from_the_zygote_with_their_pipes_and_exit_codes():
+    import multiprocessing
+    import multiprocessing.spawn
+    from concurrent.futures import ProcessPoolExecutor
+
+    assert os.fsdecode(multiprocessing.spawn.get_executable()).endswith("python-from-zygote")
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+        assert pool.submit(pow, 2, 10).result(timeout=60) == 1024
+    ended = spawn.Process(target=sys.exit, args=(3,))
+    ended.start()
+    ended.join(60)
+    assert ended.exitcode == 3
