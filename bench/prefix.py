@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import sys
 from collections import Counter, deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,7 @@ from conversation.memory.append import (
     sent_prompt,
 )
 from conversation.memory.recall import BoundedMemory
+from conversation.memory.summary import SummaryPolicy
 from conversation.prompt.budget import Budget
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.pipeline import (
@@ -75,6 +77,7 @@ class Tally:
     previous: int = 0  # tokens shared with the previous prompt
     recent: int = 0  # tokens shared with the best of the last ``window`` prompts
     cuts: int = 0  # prompts cut because the conversation outgrew its room
+    summaries: int = 0  # summaries asked for at those cuts (written or failed)
     continued: int = 0  # prompts that start with the previous request of their conversation
 
     def share(self, reused: int) -> float:
@@ -93,6 +96,7 @@ class Tally:
         self.continued += prepared.reused is not None
         cuts = prepared.fitted.cuts if prepared.fitted else []
         self.cuts += any(cut.what.startswith("conversation cut") for cut in cuts)
+        self.summaries += prepared.summary_note is not None
 
 
 def rendered(messages: list[dict]) -> list[str]:
@@ -119,6 +123,16 @@ def shared_prefix(previous: list[str], current: list[str]) -> str:
     return "".join(parts)
 
 
+def channel_logs(data: Path) -> Iterator[tuple[LogSource, Persona, dict[int, GoldTrigger]]]:
+    """Each log of ``data`` (one channel), its default persona and its gold triggers."""
+    for log_path in sorted(data.glob("*.json")):
+        if log_path.name.endswith(".gold.json"):
+            continue
+        source = LogSource.from_file(log_path)
+        persona = persona_for(DEFAULT_SYSTEM_PROMPT, "threadwise", source.channel)
+        yield source, persona, load_gold(log_path.with_suffix(".gold.json"))
+
+
 async def replay(
     data: Path, window: int, continuity: Continuity | None = None
 ) -> tuple[dict[str, Tally], Score]:
@@ -130,12 +144,7 @@ async def replay(
     threshold = conversation_threshold(builder)
     continuity = continuity or Continuity(max_total=settings.max_total)
     materializer = Materializer(MaterializeOptions())
-    for log_path in sorted(data.glob("*.json")):
-        if log_path.name.endswith(".gold.json"):
-            continue
-        source = LogSource.from_file(log_path)
-        persona = persona_for(DEFAULT_SYSTEM_PROMPT, "threadwise", source.channel)
-        gold = load_gold(log_path.with_suffix(".gold.json"))
+    for source, persona, gold in channel_logs(data):
         seen: dict[str, deque[list[str]]] = {name: deque(maxlen=window) for name in tallies}
         memory = BoundedMemory(per_channel=window)
         for trigger_id in sorted(gold):
@@ -180,11 +189,13 @@ async def stand_in(
     budget: Budget,
     window: int,
     tally: Tally,
+    summaries: SummaryPolicy | None = None,
 ) -> None:
     """The log's most active annotated speakers stand in for the bot in turn (as ``lab.follow``
     picks them): each message of theirs whose gold parent is someone else's answers that
     parent, so the parent is a trigger and the speaker's message the bot's answer, sent as the
-    assistant's turn and continued by the next trigger of the conversation."""
+    assistant's turn and continued by the next trigger of the conversation. ``summaries``:
+    cuts are summarized (``bench.summaries``)."""
     speakers = Counter(source.message(i).author.id for i in gold).most_common(SPEAKERS)
     threshold = conversation_threshold(builder)
     for speaker, _count in speakers:
@@ -208,8 +219,9 @@ async def stand_in(
                 budget=budget, counter=TokenCounter(),
             )  # fmt: skip
             prepared, previous = await remembered_prompt(
-                fresh, memory, source.channel_id, continuity=continuity, budget=budget
-            )
+                fresh, memory, source.channel_id, continuity=continuity, budget=budget,
+                summaries=summaries,
+            )  # fmt: skip
             reply = source.message(answers[trigger_id])
             answer = MessageNode(
                 role="assistant", content=reply.content, message_id=str(reply.id),

@@ -71,7 +71,7 @@ def agreement(
     logs = [load_log(path) for path in paths]
     chosen = [(log, trigger) for log in logs for trigger in sorted(log.triggers)]
     key = model_choice(model, settings)
-    tallies = mode_tallies(model, chosen, settings, (settings.min_linear,))
+    tallies = mode_tallies(model, chosen, settings, (settings.min_linear,), only=key)
     result = {}
     for name, tally, mode in zip(MODE_NAMES, tallies, build_modes(settings), strict=False):
         scores = [

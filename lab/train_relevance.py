@@ -358,10 +358,13 @@ def mode_tallies(
     chosen: list[tuple[Log, int]],
     settings: ContextSettings,
     min_linears: tuple[int, ...],
+    only: Choice | None = None,
 ) -> list[Tally]:
     """Every choice's counts over ``chosen`` in each build mode (``build_modes``: the cached
-    walk first, then the cold page when it is shorter)."""
-    return [_tally(model, chosen, mode, min_linears) for mode in build_modes(settings)]
+    walk first, then the cold page when it is shorter). With ``only``, that choice's counts
+    alone, summed as for the whole grid (``lab.choice_agreement`` checks one choice, and the
+    grid's 5,440 choices per trigger cost it four fifths of its time)."""
+    return [_tally(model, chosen, mode, min_linears, only) for mode in build_modes(settings)]
 
 
 def _tally(
@@ -369,11 +372,16 @@ def _tally(
     chosen: list[tuple[Log, int]],
     settings: ContextSettings,
     min_linears: tuple[int, ...],
+    only: Choice | None = None,
 ) -> Tally:
-    """Every choice's counts over ``chosen``, each built with the candidates ``settings``
-    propose."""
+    """Every choice's counts over ``chosen`` (or ``only`` that one's), each built with the
+    candidates ``settings`` propose."""
     grid = np.array([round(0.05 + 0.0125 * i, 4) for i in range(40)])
     options = _answer_options()
+    bests = ALWAYS_BEST_GRID
+    if only is not None:  # the same loops over that choice's own values of the grid
+        bests = tuple(best for best in bests if best == only[1])
+        grid = grid[grid == only[2]]
     tally = Tally(Counter(), Counter(), Counter())
     hits, picked, parents_found = tally.hits, tally.picked, tally.parents_found
     for log, trigger_id in chosen:
@@ -408,7 +416,7 @@ def _tally(
             # Per count taken: what the likeliest answered left out would add, as running sums
             # (gold, parents) and how many reach each floor.
             answered: dict[int, tuple[list[int], list[int], list[int]]] = {}
-            for best in ALWAYS_BEST_GRID:
+            for best in bests:
                 forced = min(max(0, best - replied_to), worth_it)
                 taken = np.minimum(room, np.maximum(forced, above))
                 for threshold, count in zip(grid.tolist(), taken.tolist(), strict=True):
@@ -421,6 +429,8 @@ def _tally(
                     base_hits = fixed_hits + int(hits_rest[count])
                     base_parents = fixed_parents + int(parents_rest[count])
                     for (k, floor), reach in zip(options, reaching, strict=True):
+                        if only is not None and (k, floor) != only[3:]:
+                            continue
                         extra = min(k, reach)
                         key = (min_linear, best, threshold, k, floor)
                         hits[key] += base_hits + gold_sums[extra]

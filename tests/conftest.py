@@ -7,6 +7,7 @@ import importlib.util
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,27 @@ from typing import Any
 import pytest
 
 from bot.demo.discord_server import FakeDiscord, make_nextcord_client
+from tests.fakes.zygote import fork_spawned_processes
+
+# ----------------------------------------------------------------------------- bytecode
+
+# The suite starts about a hundred interpreters that import the bot, and each xdist worker
+# imports every test module: where PYTHONDONTWRITEBYTECODE is set (the Dockerfile sets it; so
+# may a machine), each of them compiled the bot again and pytest rewrote every test module's
+# asserts again, about a tenth of the suite's CPU time. The caches go to __pycache__
+# (gitignored); this runs in pytest's main process before it starts the workers, which
+# inherit it, as does every Python a test starts.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _spawned_processes_fork(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """multiprocessing's spawned processes here (the goose3 workers of every command a test
+    runs in this process) start forked from one that imported goose3 once: ``fakes/zygote.py``
+    says why and how they stay separate programs."""
+    fork_spawned_processes(tmp_path_factory.mktemp("zygote"))
+
 
 # ----------------------------------------------------------------------------- no internet
 
@@ -57,6 +79,18 @@ def _stays_offline() -> Iterator[None]:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     NETLOG.unlink(missing_ok=True)
+
+
+# ----------------------------------------------------------------------------- order
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` (the studies, the bot as a process: 10 to 75 s each on a busy
+    machine) start first. Collected in file order, the studies came last, and the suite ended
+    with one worker on a minute-long study while the other had nothing left; first, the other
+    workers take the short tests meanwhile (xdist's worksteal). A stable sort: each worker
+    collects the same order, as xdist requires."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 # ----------------------------------------------------------------------------- fake Discord

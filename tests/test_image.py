@@ -15,6 +15,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -74,6 +75,7 @@ def test_the_image_stops_on_sigterm_and_checks_its_health():
     assert not re.search(r"\bsed\b", DOCKERFILE)  # no build step depends on config contents
 
 
+@pytest.mark.slow
 def test_the_images_commands_share_one_config_and_keep_the_store_on_the_volume(tmp_path):
     """The image's steps, run here: generate the default config, then use it from every command."""
     app, config_dir, data = tmp_path / "app", tmp_path / "config", tmp_path / "data"

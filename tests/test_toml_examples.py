@@ -29,6 +29,7 @@ NAMED_MODEL = "# [models.big]"
 SHARED_STORE = ('path = "data/threadwise.sqlite3"', 'url = "postgresql://tw:pw@db:5432/threadwise"')
 NEEDS = {
     '# use = "big"': NAMED_MODEL,
+    '# summary_model = "big"': NAMED_MODEL,
     "# [[channels]]": NAMED_MODEL,
     "# shard_count = 4": SHARED_STORE,
 }

@@ -32,11 +32,17 @@ from bot.model.tool_loop import ToolProgress
 from bot.tools.toolbox import Toolbox
 from conversation.common.text import clean_text
 from conversation.graph.node import MessageNode
-from conversation.memory.append import ChannelNow, Continuity, remembered_prompt, sent_prompt
+from conversation.memory.append import (
+    ChannelNow,
+    Continuity,
+    refit_keeping_summary,
+    remembered_prompt,
+    sent_prompt,
+)
 from conversation.memory.recall import BoundedMemory, PromptMemory
 from conversation.memory.sent import SentPrompt
 from conversation.prompt.materialize import Materializer
-from conversation.prompt.pipeline import PreparedPrompt, persona_for, prepare_prompt, refit_prompt
+from conversation.prompt.pipeline import PreparedPrompt, persona_for, prepare_prompt
 from conversation.selection.builder import ContextBuilder
 from conversation.selection.seal import sealed
 from conversation.sources.cache import CacheRegistry
@@ -225,6 +231,7 @@ class Answerer:
                         budget=budget,
                         counter=runtime.budgeter.counter(),
                         now=ChannelNow.of_cache(cache),
+                        summaries=runtime.summaries,
                     )
                 result.overhead_seconds = time.perf_counter() - began
                 completion = await self._complete(result, on_delta, streamer.status, runtime, offer)
@@ -383,7 +390,9 @@ class Answerer:
                     )
                     if value is not None
                 )
-                result.prepared = refit_prompt(result.prepared, budget, runtime.budgeter.counter())
+                result.prepared = refit_keeping_summary(
+                    result.prepared, budget, runtime.budgeter.counter()
+                )
                 new = result.prepared.fitted
                 result.refits.append(
                     f"context too long ({stated or 'no numbers stated'}): prompt of "

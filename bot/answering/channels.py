@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.answering.prompt_budget import PromptBudgeter
+from bot.answering.summaries import summary_policy
 from bot.config.channels import ChannelSettings, Place
 from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, model_with
 from bot.discord.places import place_of
 from bot.model.client import ModelClient
+from conversation.memory.summary import SummaryPolicy
 from conversation.selection.builder import ContextBuilder
 
 if TYPE_CHECKING:
@@ -67,6 +69,7 @@ class ChannelRuntime:
     budgeter: PromptBudgeter
     builder: ContextBuilder
     source: str  # where its model comes from: "/model", "[[channels]] N" or "[model]"
+    summaries: SummaryPolicy | None = None  # how cuts are summarized (None: plain cuts)
 
 
 class ChannelRuntimes:
@@ -128,7 +131,18 @@ class ChannelRuntimes:
             budgeter=self.budgeter.for_settings(config.model),
             builder=ContextBuilder(config.context, links=self.links),
             source=source,
+            summaries=self._summaries(config),
         )
+
+    def _summaries(self, config: Config) -> SummaryPolicy | None:
+        """The channel's summary writer: its own model, or ``summary_model``'s endpoint."""
+        if not config.context.summarize:
+            return None
+        name = config.context.summary_model
+        settings = config.model
+        if name is not None:
+            settings = model_with(config.model, {"use": name}, self.clients.models[name])
+        return summary_policy(config.context, self.clients.for_settings(settings), settings)
 
     def _chosen(self, rule: int | None, name: str) -> ModelSettings:
         """The channel's ``[model]`` settings with ``name``'s endpoint instead of its own."""

@@ -86,6 +86,12 @@ class Metrics:
             buckets=SECONDS_BUCKETS,
             registry=registry,
         )
+        self.summaries = Counter(
+            "threadwise_summaries",
+            "Summaries asked for at a conversation's cut, by outcome (written, failed).",
+            ["outcome"],
+            registry=registry,
+        )
         self.refits = Counter(
             "threadwise_prompt_refits",
             "Prompts the model server refused as too long, rebuilt smaller, by model.",
@@ -135,6 +141,9 @@ class Metrics:
             self.rest_calls.inc(prepared.selection.rest_calls)
             for article in prepared.materialized.articles:
                 self.articles.labels("ok" if article.ok else "failed").inc()
+            if prepared.summary_note is not None:
+                written = prepared.summary_note[0] == "success"
+                self.summaries.labels("written" if written else "failed").inc()
         self._observe_tools(result)
         if result.refits:
             self.refits.labels(model).inc(len(result.refits))

@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from bot.storage import InteractionRecord, Store, StoreError
+from bot.storage.models import ContextEntry
 from conversation.graph.formats import node_from_openai, to_openai
 from conversation.graph.node import MessageFormatError, MessageNode
 from conversation.memory.recall import BoundedMemory
 from conversation.memory.sent import SentPrompt
+from conversation.memory.summary import SUMMARY_REASON, restored_summary
 from conversation.prompt.layout import OTHERS_LABEL
 from conversation.prompt.pipeline import conversation_key
 from conversation.prompt.tokens import TokenCounter
@@ -68,9 +70,7 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
     messages = record.request_messages[: trigger + 1]
     try:
         nodes = [
-            node_from_openai(message).model_copy(
-                update={"message_id": str(entry.message_id) if entry else None}
-            )
+            _restored(node_from_openai(message), entry)
             for message, entry in zip(messages, context, strict=False)
         ]
     except MessageFormatError:
@@ -95,6 +95,15 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
         cache_key=conversation_key(_root(nodes, record.trigger_message_id)),
         others=_others(nodes),
     )
+
+
+def _restored(node: MessageNode, entry: ContextEntry | None) -> MessageNode:
+    """A sent message read back: its Discord id, or the summary it was (its authors kept for
+    the next summary, which draws on them too)."""
+    if entry is not None and entry.message_id is None and entry.reasons == [SUMMARY_REASON]:
+        return restored_summary(node, dict(entry.named))
+    message_id = entry.message_id if entry is not None else None
+    return node.model_copy(update={"message_id": str(message_id) if message_id else None})
 
 
 def _root(nodes: list[MessageNode], trigger_id: int) -> int:

@@ -13,6 +13,7 @@ from bot.config.schema import Config
 from bot.model.tool_loop import ToolProgress
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
+from conversation.memory.summary import SUMMARY_REASON, summary_of
 from conversation.prompt.budget import SHORTENED
 from conversation.selection.result import ContextSelection
 
@@ -40,6 +41,13 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
     if prepared is not None:
         nodes = prepared.graph.snapshot().nodes()
         for node in nodes[: len(messages)]:
+            summary = summary_of(node)
+            if summary is not None:  # who it drew on: forget-user drops it with them
+                tokens = (node.metadata or {}).get("tokens")
+                context.append(
+                    ContextEntry(reasons=[SUMMARY_REASON], tokens=tokens, named=summary.authors)
+                )
+                continue
             if node.message_id is None:
                 context.append(None)
                 continue
@@ -65,6 +73,9 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
             for e in prepared.selection.work_log
         )
         work.extend(continued_log(result))
+        if prepared.summary_note is not None:
+            status, detail = prepared.summary_note
+            work.append(WorkLogEntry(action="summary", detail=detail, status=status))
         work.extend(budget_log(result))
         for result_article in prepared.materialized.articles:
             articles.append(

@@ -64,7 +64,15 @@ def privacy_facts(config: Config) -> list[str]:
         f"keeps: every answer (the messages sent to the model, the answer, its work log) in "
         f"{storage.location}, {kept} ([storage] retention_days); forget-user removes one person"
     )
-    return [reads, keeps]
+    facts = [reads, keeps]
+    if context.summarize:
+        writer = f"[models.{context.summary_model}]" if context.summary_model else "the model"
+        facts.append(
+            f"summarizes: a conversation that outgrows its room has its older half sent to "
+            f"{writer} once more, to be summarized; the summary is sent in its place and kept "
+            "with the answers ([context] summarize)"
+        )
+    return facts
 
 
 def render_config(config: Config, source: ConfigSource) -> str:

@@ -46,7 +46,7 @@ from bot.config.channels import ChannelRule, check_models, effective_configs, to
 from bot.config.config_file import NotAConfigFile, read_config_bytes
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
-from bot.config.named_models import NamedModel, keys_from_env
+from bot.config.named_models import NamedModel, keys_from_env, model_with
 from bot.config.store_url import redact_url, userinfo_problem
 from bot.config.toml_hints import clash_hint
 from bot.config.tool_settings import ToolSettings, masked_tools
@@ -331,6 +331,7 @@ class Config(StrictSection):
         anthropic_named = any(m.provider == "anthropic" for m in self.models.values())
         for where, config in [("", top_level(self)), *_numbered(channels)]:
             model = config.model
+            _check_summary_model(where, config, self.models)
             anthropic = model.provider == "anthropic" or anthropic_named
             if config.tools.enabled and anthropic and thinks(model.extra_body):
                 raise ValueError(
@@ -368,6 +369,27 @@ def thinks(extra_body: Mapping[str, Any]) -> bool:
     """Whether ``extra_body`` turns Anthropic's extended thinking on."""
     thinking = extra_body.get("thinking")
     return isinstance(thinking, Mapping) and thinking.get("type") != "disabled"
+
+
+def _check_summary_model(where: str, config: Config, models: Mapping[str, NamedModel]) -> None:
+    """``summary_model`` names a ``[models.NAME]`` that the channel's ``[model]`` settings can
+    be sent to (the summaries are written with them, over that endpoint)."""
+    writer = config.context.summary_model
+    if writer is None:
+        return
+    if writer not in models:
+        named = ", ".join(sorted(models)) or "none"
+        raise ValueError(
+            f"{where}[context] summary_model: {writer!r} is no [models.NAME] table "
+            f"(named models: {named})"
+        )
+    try:
+        model_with(config.model, {"use": writer}, models[writer])
+    except ValidationError as error:
+        problem = error.errors()[0]["msg"].removeprefix("Value error, ")
+        raise ValueError(
+            f"{where}[context] summary_model: {writer!r} cannot write with this [model]: {problem}"
+        ) from None
 
 
 def _numbered(channels: list[Config]) -> list[tuple[str, Config]]:

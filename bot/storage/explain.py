@@ -12,8 +12,9 @@ from collections import Counter
 from bot.storage import reads
 from bot.storage.dialect import Db
 from bot.storage.errors import StoreError
-from bot.storage.models import ExplainedMessage, Explanation, WorkLogEntry
+from bot.storage.models import ContextEntry, ExplainedMessage, Explanation, WorkLogEntry
 from bot.storage.nodes import excerpt
+from conversation.memory.summary import SUMMARY_REASON, parsed_summary
 
 
 def build(conn: Db, message_id: int) -> Explanation:
@@ -35,7 +36,7 @@ def build(conn: Db, message_id: int) -> Explanation:
             author_id=entry.author_id if entry else None,
             name=entry.name if entry else None,
             reasons=list(entry.reasons) if entry else [],
-            excerpt=excerpt(message),
+            excerpt=_excerpt(message, entry),
             state=states.get(entry.message_id) if entry and entry.message_id else None,
             tokens=entry.tokens if entry else None,
         )
@@ -52,6 +53,17 @@ def build(conn: Db, message_id: int) -> Explanation:
         work_log_summary=summarize(log),
         removed=bool(row["removed"]),
     )
+
+
+def _excerpt(message: dict, entry: ContextEntry | None) -> str:
+    """A message's preview; a summary's says first how many messages it stands for, and when
+    they were said (its header would fill the preview)."""
+    summary = None
+    if entry is not None and entry.message_id is None and entry.reasons == [SUMMARY_REASON]:
+        summary = parsed_summary(str(message.get("content", "")))
+    if summary is None:
+        return excerpt(message)
+    return f"{summary.describe()}: {excerpt({'content': summary.text})}"
 
 
 def not_in_store(message_id: int) -> StoreError:
@@ -172,6 +184,8 @@ def _body(e: Explanation, excerpt_chars: int | None) -> list[str]:
             where = f" [{m.message_id}]" if m.message_id else ""
             state = f" ({m.state} since)" if m.state and m.state != "active" else ""
             why = f" — {'; '.join(m.reasons)}" if m.reasons else ""
+            if m.message_id is None and m.reasons == [SUMMARY_REASON]:
+                who, why = "summary", ""  # its preview says of how many messages, and when
             tokens = f" (~{m.tokens} tokens)" if m.tokens is not None else ""
             preview = m.excerpt
             if excerpt_chars is not None and len(preview) > excerpt_chars:

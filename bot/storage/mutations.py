@@ -435,6 +435,7 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
             f"WHERE action = 'followed' AND {conn.dialect.find_function}(detail, ?) > 0",
             (shown, f"conversation with {REMOVED}, score", shown),
         )
+    context_changed += _drop_summaries(conn, cache, user_id)
     context_changed += _redact_names(conn, cache, user_id, names)
     removed = delete_orphan_nodes(conn)
     cache.clear()
@@ -444,6 +445,29 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
         interactions_emptied=len(shells),
         nodes_removed=removed,
     )
+
+
+def _drop_summaries(conn: Db, cache: NodeCache, user_id: int) -> int:
+    """Every summary that drew on the person's messages (its row names them among the people
+    it stands for: ``conversation.memory.summary``) replaced by the placeholder: a summary
+    cannot be told apart into what they said and what others did, so none of it is kept.
+    Returns the rows changed."""
+    summaries = conn.execute(
+        "SELECT DISTINCT c.node_id FROM context c JOIN context_names n "
+        "ON n.seq = c.seq AND n.position = c.position "
+        "WHERE n.user_id = ? AND c.message_id IS NULL",
+        (user_id,),
+    ).fetchall()
+    changed = 0
+    for (old,) in summaries:
+        (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
+        new = node_id_for(conn, cache, canonical_json(redact_message(json.loads(text))))
+        if new != old:
+            changed += conn.execute(
+                "UPDATE context SET node_id = ? WHERE node_id = ? AND message_id IS NULL",
+                (new, old),
+            ).rowcount
+    return changed
 
 
 def _names_of(conn: Db, user_id: int) -> set[str]:

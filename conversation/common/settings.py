@@ -22,6 +22,16 @@ class StrictSection(BaseModel):
     )
 
 
+DEFAULT_SUMMARY_PROMPT = (
+    "You keep the running summary of a Discord conversation whose oldest messages no longer "
+    "fit the chat model's window. Rewrite the summary so far (if any) together with the "
+    "messages given into one summary, in the language of the conversation: who asked what, "
+    "what was decided or answered, what is still open, and names, numbers, links and code "
+    "that later messages may refer to. Attribute statements to the people who made them. "
+    "Write plain prose or short bullet points, no preamble, and nothing that was not said."
+)
+
+
 class ContextSettings(StrictSection):
     """Thresholds of the tik/tok context builder."""
 
@@ -91,6 +101,35 @@ class ContextSettings(StrictSection):
         "a history page is fetched for them only when the conversation reaches the first "
         "page's edge (one of its oldest messages entered the context). Equal to "
         "candidate_window (or less): never past it.",
+    )
+    summarize: bool = Field(
+        True,
+        description="When a long conversation is cut, the model summarizes what falls out; the "
+        "summary follows the system prompt, unchanged until the next cut (false: a plain cut).",
+    )
+    summary_tokens: int = Field(
+        400,
+        ge=50,
+        le=8000,
+        description="The most tokens a summary may have (counted in the budget).",
+    )
+    summary_model: str | None = Field(
+        None,
+        description="A [models.NAME] that writes the summaries (a cheaper one); unset: the "
+        "channel's model.",
+    )
+    summary_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=600,
+        description="How long the answer at a cut waits for the summary; then a plain cut.",
+        json_schema_extra={"bound_note": "10 minutes"},
+    )
+    summary_prompt: str = Field(
+        DEFAULT_SUMMARY_PROMPT,
+        min_length=1,
+        description="The instructions the summary is written with (the system prompt of the "
+        "summary request).",
     )
 
     @property

@@ -5,7 +5,8 @@ Modules: ``sent`` (what one request sent, as remembered: its messages, its answe
 each message had), ``recall`` (where that memory lives: the interface the bot's store feeds and
 the bounded in-process one), ``append`` (the follow-up's request: the previous one, the answer,
 what is new; edits and deletions breaking the prefix once; the cut, in one step to a share of
-the budget, where a summary of what falls out will be spliced in).
+the budget), ``summary`` (what a cut leaves out, summarized by the model once and sent
+unchanged after the system prompt until the next cut).
 
 May import ``conversation.common``, ``sources``, ``articles``, ``graph``, ``selection`` and
 ``prompt``. A change goes here when what a request keeps from the one before changes.

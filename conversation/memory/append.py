@@ -20,20 +20,30 @@ first such message, once (the next follow-up starts with this request).
 The cut: when the request would exceed the budget or ``max_total`` messages, it is built afresh
 from the current selection, fitted to ``cut_share`` of both (half by default), so the following
 answers append again for a while instead of cutting a message per answer. The cut is one
-``Cut`` in the work log. A summary of what falls out (issue 46) belongs at ``cut_prompt``'s
-head, after the system prompt.
+``Cut`` in the work log. Given a ``SummaryPolicy``, what falls out is summarized by the model
+before the request goes (``conversation.memory.summary``): the summary comes right after the
+system prompt, room is kept for it in the cut, and the follow-ups send it unchanged.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from conversation.graph.message_graph import MessageGraph
 from conversation.graph.node import FrozenMap, MessageNode
 from conversation.memory.recall import PromptMemory
 from conversation.memory.sent import SentPrompt, content_digest
+from conversation.memory.summary import (
+    Summary,
+    SummaryPolicy,
+    dropped_by,
+    is_summary,
+    summary_node,
+    summary_of,
+    write_summary,
+)
 from conversation.prompt.budget import Budget, Cut, FittedPrompt
 from conversation.prompt.pipeline import (
     OTHERS_NODE,
@@ -149,19 +159,35 @@ def continue_prompt(
     budget: Budget | None,
     counter: TokenCounter | None = None,
     now: ChannelNow | None = None,
+    summary_room: int = 0,
 ) -> PreparedPrompt:
     """The request for ``fresh``'s trigger: ``previous`` continued when the trigger continues
-    it, else ``fresh`` (cut to ``cut_share`` when the conversation outgrew its room)."""
+    it, else ``fresh`` (cut to ``cut_share`` when the conversation outgrew its room, with
+    ``summary_room`` tokens of it kept free for a summary)."""
+    prepared, _cut = _continued(previous, fresh, continuity, budget, counter, now, summary_room)
+    return prepared
+
+
+def _continued(
+    previous: SentPrompt | None,
+    fresh: PreparedPrompt,
+    continuity: Continuity,
+    budget: Budget | None,
+    counter: TokenCounter | None,
+    now: ChannelNow | None,
+    summary_room: int,
+) -> tuple[PreparedPrompt, bool]:
+    """``continue_prompt``'s request, and whether it is a cut."""
     counter = counter or TokenCounter()
     now = now or ChannelNow()
     if previous is None or not previous.nodes or previous.nodes[0] != fresh.system:
-        return fresh
+        return fresh, False
     selected = {*fresh.selection.ids, fresh.selection.trigger.id}
     # The conversation's part of it (the other recent talk comes and goes by design).
     sent = [int(n.message_id) for n in previous.nodes if n.message_id is not None]
     sent = [i for i in sent if i not in previous.others] or sent
     if sum(i in selected for i in sent) < continuity.keep_share * len(sent):
-        return fresh
+        return fresh, False
     current = {
         int(n.message_id): n
         for n in _nodes(fresh)
@@ -178,13 +204,14 @@ def continue_prompt(
     messages = sum(1 for node in nodes if node.message_id is not None)
     over_budget = budget is not None and total > budget.limit
     if over_budget or messages > continuity.max_total + 1:  # the trigger is not counted
-        return cut_prompt(fresh, continuity, budget, counter, total)
+        return cut_prompt(fresh, continuity, budget, counter, total, summary_room), True
     fitted = None
     if budget is not None:
         fitted = FittedPrompt(nodes=nodes, tokens=tokens, total=total, budget=budget)
-    return _assembled(
+    continued = _assembled(
         fresh, nodes, fitted, reused=reused, key=previous.cache_key, continues=previous.trigger_id
     )
+    return continued, False
 
 
 def cut_prompt(
@@ -193,14 +220,15 @@ def cut_prompt(
     budget: Budget | None,
     counter: TokenCounter,
     outgrown: int,
+    summary_room: int = 0,
 ) -> PreparedPrompt:
-    """``fresh`` fitted to ``cut_share`` of the budget and of ``max_total``, the cut recorded.
-
-    A summary of what the cut leaves out (issue 46) would go right after the system prompt."""
+    """``fresh`` fitted to ``cut_share`` of the budget and of ``max_total``, the cut recorded;
+    ``summary_room`` tokens of that share are left for the summary that goes right after the
+    system prompt (``with_summary``)."""
     share = continuity.cut_share
     smaller = budget
     if budget is not None:
-        room = max(1, math.floor(budget.limit * share))
+        room = max(1, math.floor(budget.limit * share) - summary_room)
         smaller = budget.model_copy(update={"reserve": budget.window - room})
     prepared = refit_prompt(fresh, smaller, counter)
     nodes = prepared.graph.snapshot().nodes()
@@ -231,6 +259,56 @@ def cut_prompt(
             nodes=kept_nodes, tokens=tokens, total=total, budget=budget, cuts=cuts
         )
     return _assembled(fresh, kept_nodes, fitted)
+
+
+def with_summary(
+    prepared: PreparedPrompt,
+    summary: Summary,
+    counter: TokenCounter,
+    replaced: Sequence[MessageNode] = (),
+) -> PreparedPrompt:
+    """``prepared`` with ``summary`` right after its system prompt, counted in its budget. In
+    its graph the summary is the squashed version of ``replaced`` (the messages it stands for,
+    and the summary before it): ``graph.versions(1)`` gives them back."""
+    node = summary_node(summary)
+    tokens = counter.node(node)
+    node = node.model_copy(update={"metadata": FrozenMap({**node.metadata, "tokens": tokens})})
+    nodes = _nodes(prepared)
+    spliced = [nodes[0], node, *nodes[1:]]
+    fitted = prepared.fitted
+    if fitted is not None:
+        fitted = FittedPrompt(
+            nodes=spliced,
+            tokens=[fitted.tokens[0], tokens, *fitted.tokens[1:]],
+            total=fitted.total + tokens,
+            budget=fitted.budget,
+            cuts=fitted.cuts,
+        )
+    assembled = _assembled(prepared, spliced, fitted)
+    if replaced:  # the same request, the summary linked to what it replaces
+        graph = MessageGraph()
+        graph.extend([nodes[0], *replaced, *nodes[1:]])
+        graph.squash(1, 1 + len(replaced), node)
+        assembled.graph = graph
+    return assembled
+
+
+def refit_keeping_summary(
+    prepared: PreparedPrompt, budget: Budget, counter: TokenCounter
+) -> PreparedPrompt:
+    """``refit_prompt`` (after a "context too long" answer) with the summary ``prepared``
+    sent kept right after the system prompt, room made for it: rebuilt without it, the request
+    and every follow-up continuing it would lose the conversation's beginning for good."""
+    summary = next((s for s in map(summary_of, _nodes(prepared)) if s is not None), None)
+    if summary is None:
+        return refit_prompt(prepared, budget, counter)
+    room = counter.node(summary_node(summary))
+    smaller = budget.model_copy(update={"reserve": min(budget.reserve + room, budget.window - 1)})
+    refit = with_summary(refit_prompt(prepared, smaller, counter), summary, counter)
+    if refit.fitted is not None:
+        refit.fitted = replace(refit.fitted, budget=budget)
+    refit.summary_note = prepared.summary_note
+    return refit
 
 
 def _assembled(
@@ -315,16 +393,28 @@ def _new_part(
     have |= {str(i) for i in (*previous.answer_ids, previous.trigger_id)}
     others = {str(m.id) for m in fresh.layout.others} if fresh.layout else set()
     nodes = _nodes(fresh)
+    floor = _summarized_floor(previous)
+    parent = reference_id(fresh.selection.trigger)
     conversation: list[MessageNode] = []
     recent: list[MessageNode] = []
     for node in nodes[1:-1]:
         if node.message_id is None or node.message_id in have or now.deleted(int(node.message_id)):
             continue
+        if floor is not None and int(node.message_id) < floor and int(node.message_id) != parent:
+            continue  # cut and summarized: it does not come back
         if int(node.message_id) < previous.trigger_id:  # joins after the answer: with its time
             node = time_stamped(node).model_copy(update={"metadata": _uncounted(node)})
         (recent if node.message_id in others else conversation).append(node)
     added = [*conversation, *([OTHERS_NODE, *recent] if recent else []), nodes[-1]]
     return added, _tokens_of(added, counter)
+
+
+def _summarized_floor(previous: SentPrompt) -> int | None:
+    """With a summary in the previous request, its trigger (None without one): an older
+    message it does not hold was cut and is in the summary (or was never part of the
+    conversation), and selected again it would be sent twice and outgrow the room at once, a
+    cut and a summary per answer. Only the message the trigger replies to still joins."""
+    return previous.trigger_id if any(is_summary(node) for node in previous.nodes) else None
 
 
 def _uncounted(node: MessageNode) -> FrozenMap:
@@ -351,11 +441,30 @@ async def remembered_prompt(
     budget: Budget | None,
     counter: TokenCounter | None = None,
     now: ChannelNow | None = None,
+    summaries: SummaryPolicy | None = None,
 ) -> tuple[PreparedPrompt, SentPrompt | None]:
     """The request for ``fresh``'s trigger given what ``memory`` holds of the channel, and the
-    previous request it continues or cuts from (None: none found), for ``sent_prompt``."""
+    previous request it continues or cuts from (None: none found), for ``sent_prompt``.
+
+    At a cut, given ``summaries``, the answer waits for the summary of what falls out (at most
+    its ``timeout_seconds``; a failure leaves the plain cut, noted in ``summary_note``)."""
     previous = await memory.recall(channel_id, candidates(fresh))
-    prepared = continue_prompt(
-        previous, fresh, continuity=continuity, budget=budget, counter=counter, now=now
-    )
+    counter = counter or TokenCounter()
+    room = counter.scale(summaries.room) if summaries is not None and budget is not None else 0
+    prepared, cut = _continued(previous, fresh, continuity, budget, counter, now, room)
+    if not cut or summaries is None:
+        return prepared, previous
+    dropped = dropped_by(previous, prepared)
+    if not dropped:
+        return prepared, previous
+    summary, why = await write_summary(dropped, summaries)
+    if summary is None:
+        if dropped.earlier is not None:  # what it said still holds: only the new part is lost
+            prepared = with_summary(prepared, dropped.earlier, counter)
+            why = f"{why}; the {dropped.earlier.describe()} kept"
+        prepared.summary_note = ("failure", why)
+        return prepared, previous
+    replaced = [summary_node(dropped.earlier)] if dropped.earlier is not None else []
+    prepared = with_summary(prepared, summary, counter, [*replaced, *dropped.nodes])
+    prepared.summary_note = ("success", f"{summary.describe()} written at the cut")
     return prepared, previous

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 from conversation.graph.message_graph import MessageGraph
 from conversation.graph.node import FrozenMap, MessageNode
@@ -43,6 +44,9 @@ class PreparedPrompt:
     reused: int | None = None
     key: str | None = None
     continues: int | None = None  # the trigger of the request this one starts with
+    # At a cut: the summary written of what fell out, or why none was, for the work log
+    # (``conversation.memory.summary``): (status, detail).
+    summary_note: tuple[Literal["success", "failure"], str] | None = None
 
     @property
     def request_messages(self) -> list[dict]:

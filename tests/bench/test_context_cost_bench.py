@@ -6,11 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from conversation.replay.gold import load_gold
 from conversation.selection.weights import load_model
 from tests.lab.test_context_ceiling import ROOT, _labelled_channel
 
 
+@pytest.mark.slow
 def test_warm_builds_on_scored_logs_are_timed_as_shipped_and_as_before(tmp_path):
     _labelled_channel(tmp_path, "alpha", 3)
     _labelled_channel(tmp_path, "beta", 4, one=True)

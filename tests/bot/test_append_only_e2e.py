@@ -74,15 +74,15 @@ async def test_claude_reads_the_previous_request_and_answer_then_what_is_new():
 
 
 @contextlib.asynccontextmanager
-async def bot_runs(store: Store) -> AsyncIterator[Callable[[], Any]]:
+async def bot_runs(store: Store, **sections: dict) -> AsyncIterator[Callable[[], Any]]:
     """One fake Discord and one fake model, and a way to run the bot on them again (a restart:
-    a new client, the same store)."""
+    a new client, the same store); ``sections``: config sections, as ``make_config`` takes."""
     async with (
         FakeDiscord(bot_id=BOT_ID, bot_name="threadwise", bot_nick="Threadwise") as discord,
         FakeOpenAI() as fake,
     ):
         await discord.load_log(EXAMPLE)
-        config = make_config(discord, fake)
+        config = make_config(discord, fake, **sections)
 
         @contextlib.asynccontextmanager
         async def run() -> AsyncIterator[Harness]:

@@ -24,6 +24,7 @@ from bot.serve.client import ThreadwiseClient
 from bot.serve.live_config import apply_to_client
 from bot.serve.model_command import REFUSED
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, EXAMPLE, Harness, settled
+from tests.fakes.zygote import fake_mcp_args
 
 GUILD = 1300000000000000000
 CATEGORY = 1300000000000000700
@@ -456,9 +457,8 @@ async def test_a_channel_table_turns_tools_off_there(tmp_path):
     from bot.tools.toolbox import Toolbox
     from tests.fakes.harness import running_bot
 
-    fake_mcp = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
     tools_on = {"enabled": True, "read_page": False, "call_timeout_seconds": 2.0}
-    server = McpServerSettings(name="test", command=sys.executable, args=[str(fake_mcp)])
+    server = McpServerSettings(name="test", command=sys.executable, args=fake_mcp_args())
     servers = McpServers.from_settings([server], restart_delays=(0.1,), ping_interval=0.3)
     await servers.start(wait=30)
     off = [{"match": {"channel_ids": [CHANNEL]}, "tools": {"enabled": False}}]

@@ -40,8 +40,10 @@ runs = {"tally": 0}
 
 
 @server.tool()
-def tally(label: str = "") -> str:
+async def tally(label: str = "") -> str:
     """Count one more run: a tool with an effect, which running twice would do twice."""
+    # On the server's loop, in the order the calls arrive (the SDK runs a plain function in a
+    # worker thread, where two calls sent at once could count in either order).
     runs["tally"] += 1
     return f"tally {label}: run {runs['tally']}"
 

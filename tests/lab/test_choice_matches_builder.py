@@ -36,6 +36,7 @@ import pytest
 from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 # The sample data beside the checkout (a worktree sits one level deeper than the main one).
 DATA = next(
     (

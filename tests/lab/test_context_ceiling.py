@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 
 
 def _labelled_channel(folder: Path, name: str, seed: int, *, one: bool = False) -> None:

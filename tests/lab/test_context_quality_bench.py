@@ -13,6 +13,7 @@ from conversation.selection.weights import WEIGHTS_FILE as WEIGHTS
 from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 
 
 def reply_chain_row(folder: Path, *flags: str) -> list[str]:

@@ -5,6 +5,7 @@ Run as the command (tests never import bench): it fits on synthetic data and com
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +14,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("lightgbm")
-pytest.importorskip("sklearn")
+# Whether they are installed, not imported: importing them cost every worker seconds at
+# collection, and only the command this runs uses them.
+pytestmark = [
+    pytest.mark.skipif(
+        not all(importlib.util.find_spec(name) for name in ("lightgbm", "sklearn")),
+        reason="needs the train extra (lightgbm, scikit-learn)",
+    ),
+    pytest.mark.slow,
+]
 
 
 def test_exported_trees_give_lightgbm_s_own_scores_and_thresholds():

@@ -7,6 +7,7 @@ config.toml ships, the recent messages the bot keeps whatever the trainer would 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -24,8 +25,15 @@ from tests.fakes.synthetic import busy_channel
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("lightgbm")
-pytest.importorskip("sklearn")
+# Whether they are installed, not imported: importing them cost every worker seconds at
+# collection, and only the command this runs uses them.
+pytestmark = [
+    pytest.mark.skipif(
+        not all(importlib.util.find_spec(name) for name in ("lightgbm", "sklearn")),
+        reason="needs the train extra (lightgbm, scikit-learn)",
+    ),
+    pytest.mark.slow,
+]
 
 
 def _labelled_log(folder: Path, name: str, seed: int) -> None:
@@ -43,37 +51,36 @@ def _labelled_log(folder: Path, name: str, seed: int) -> None:
     (folder / f"{name}.gold.json").write_text(json.dumps({"messages": labels}))
 
 
-def _chosen(folder: Path, *flags: str) -> list[int]:
-    result = subprocess.run(
-        [sys.executable, "-m", "lab.train_relevance", str(folder), "--dry-run",
-         "--triggers", "200", "--threshold-triggers", "100", *flags],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    return [int(m) for m in re.findall(r"min_linear +(\d+) best", result.stdout)]
-
-
-def test_the_threshold_is_chosen_for_the_shipped_min_linear(tmp_path):
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """One fit on two labelled logs (``--out`` in a folder of its own), shared by the tests
+    that read what it printed and what it wrote: the same run the two of them made apart
+    (``--dry-run`` only leaves the write out), a fit less."""
+    folder = tmp_path_factory.mktemp("labelled")
     for name, seed in (("alpha", 1), ("beta", 2)):
-        _labelled_log(tmp_path, name, seed)
-    shipped = tomllib.loads((ROOT / "config.toml").read_text())["context"]["min_linear"]
-    tried = _chosen(tmp_path)
-    assert tried and set(tried) == {shipped}
-
-
-def test_the_answer_ranking_learns_which_message_a_trigger_answers(tmp_path):
-    """In these logs every message answers the one three before it: the ranking fitted beside
-    the score must put that one first for nearly every trigger (a ranking that learned nothing
-    would pick it about one time in the number of candidates)."""
-    for name, seed in (("alpha", 1), ("beta", 2)):
-        _labelled_log(tmp_path, name, seed)
-    out = tmp_path / "weights.json"
+        _labelled_log(folder, name, seed)
+    out = tmp_path_factory.mktemp("weights") / "weights.json"
     result = subprocess.run(
-        [sys.executable, "-m", "lab.train_relevance", str(tmp_path), "--out", str(out),
+        [sys.executable, "-m", "lab.train_relevance", str(folder), "--out", str(out),
          "--triggers", "200", "--threshold-triggers", "100"],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout, out
+
+
+def test_the_threshold_is_chosen_for_the_shipped_min_linear(trained):
+    shipped = tomllib.loads((ROOT / "config.toml").read_text())["context"]["min_linear"]
+    stdout, _ = trained
+    tried = [int(m) for m in re.findall(r"min_linear +(\d+) best", stdout)]
+    assert tried and set(tried) == {shipped}
+
+
+def test_the_answer_ranking_learns_which_message_a_trigger_answers(trained):
+    """In these logs every message answers the one three before it: the ranking fitted beside
+    the score must put that one first for nearly every trigger (a ranking that learned nothing
+    would pick it about one time in the number of candidates)."""
+    _, out = trained
     model = load_model_from(out).model_copy(update={"second_look_floor": 0.0})
     assert model.answers is not None  # in the file whatever the choice (0 skips its step)
     source = LogSource(parse_export(busy_channel(seed=3, messages=120)))

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from bot.cli.main import main
 from bot.demo.openai_server import FakeOpenAI
-
-FAKE_MCP = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
+from tests.fakes.zygote import fake_mcp_args
 
 
 def closed_port() -> int:
@@ -29,7 +28,7 @@ def config(tmp_path: Path, model_url: str, *, named_url: str | None = None, mcp_
     env = "{ FAKE_MCP_EXIT = '1' }" if mcp_exits else "{}"
     text += (
         f"[[tools.mcp]]\nname = 'tools'\ncommand = {json.dumps(sys.executable)}\n"
-        f"args = [{json.dumps(str(FAKE_MCP))}]\nenv = {env}\n"
+        f"args = {json.dumps(fake_mcp_args())}\nenv = {env}\n"
     )
     path = tmp_path / "config.toml"
     path.write_text(text)

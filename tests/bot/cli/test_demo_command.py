@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from bot.cli.store import open_existing
 from bot.cli.studio import running
@@ -55,6 +56,7 @@ def lines_in_order(text: str, *wanted: str) -> None:
         at = found + len(piece)
 
 
+@pytest.mark.slow
 def test_the_demo_plays_the_scene_and_leaves_a_store_explain_and_the_studio_open(tmp_path):
     done = demo(tmp_path, "--dir", "fresh demo")
     assert done.returncode == 0, done.stderr

@@ -105,7 +105,8 @@ async def ask(discord: FakeDiscord, model: FakeOpenAI, text: str) -> dict:
 
 
 async def wait_for_log(caplog: pytest.LogCaptureFixture, words: str) -> str:
-    async with asyncio.timeout(5):
+    # Returns as soon as the line is there; 5 s was once too few on a loaded machine.
+    async with asyncio.timeout(30):
         while True:
             for record in caplog.records:
                 if record.name == config_reload.log.name and words in record.getMessage():
@@ -176,7 +177,7 @@ async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
     path = tmp_path / "config.toml"
     async with FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord, FakeOpenAI() as model:
         await discord.load_log(EXAMPLE)
-        four = "[context]\nmin_linear = 4\n"  # four recent messages: a wide context
+        four = "[context]\nsummarize = false\nmin_linear = 4\n"  # four recent messages, wide
         path.write_text(config_text(discord, model, prompt="p", extra=four))
         async with bot_running(path):
             await discord.gateway.wait_for_identified()
@@ -189,7 +190,7 @@ async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
                     discord,
                     model,
                     prompt="p",
-                    extra="[context]\nmin_linear = 1\nmax_total = 2\n"
+                    extra="[context]\nsummarize = false\nmin_linear = 1\nmax_total = 2\n"
                     f'[storage]\npath = "{storage}"\n',
                 )
             )
@@ -211,7 +212,7 @@ async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
                     discord,
                     model,
                     prompt="p",
-                    extra="[context]\nmin_linear = 10\nmax_total = 30\n"
+                    extra="[context]\nsummarize = false\nmin_linear = 10\nmax_total = 30\n"
                     f'[storage]\npath = "{storage}"\n',
                 )
             )
@@ -222,7 +223,7 @@ async def test_context_and_trigger_edits_apply_and_restart_keys_are_announced(
                     discord,
                     model,
                     prompt="p",
-                    extra="[context]\nmin_linear = 10\nmax_total = 30\n"
+                    extra="[context]\nsummarize = false\nmin_linear = 10\nmax_total = 30\n"
                     f'[storage]\npath = "{storage}"\n',
                 ).replace(
                     'system_prompt = "p"',

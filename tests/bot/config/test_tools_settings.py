@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, load_config
+from tests.fakes.zygote import fake_mcp_args
 
 
 def load(tmp_path: Path, text: str):
@@ -89,7 +90,6 @@ def test_check_config_lists_each_server_with_its_tools(tmp_path: Path) -> None:
     import sys
 
     root = Path(__file__).resolve().parents[3]
-    server = root / "tests" / "fakes" / "mcp_server.py"
     path = tmp_path / "config.toml"
     path.write_text(
         f"""
@@ -98,7 +98,7 @@ enabled = true
 [[tools.mcp]]
 name = "test"
 command = {json_string(sys.executable)}
-args = [{json_string(str(server))}]
+args = [{", ".join(map(json_string, fake_mcp_args()))}]
 allow = ["echo", "huge"]
 [[tools.mcp]]
 name = "remote"

@@ -165,6 +165,7 @@ async def _world() -> AsyncIterator[tuple[FakeDiscord, FakeOpenAI]]:
     assert not discord.server_errors, discord.server_errors
 
 
+@pytest.mark.slow
 async def test_two_shard_processes_answer_their_guilds_into_one_store(
     postgres_url: str, tmp_path: Path
 ) -> None:

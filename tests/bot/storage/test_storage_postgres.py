@@ -44,6 +44,7 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
 """
 
 
+@pytest.mark.slow
 def test_two_processes_write_at_once_without_losing_or_doubling(postgres_url: str) -> None:
     Store.open_url(postgres_url).close()  # migrate once, as the first bot to start does
     children = [

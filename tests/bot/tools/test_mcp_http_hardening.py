@@ -14,7 +14,6 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -24,8 +23,8 @@ from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.tools.mcp_servers import McpServers
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
+from tests.fakes.zygote import fake_mcp_args
 
-FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 PASSWORD, QUERY_KEY, HEADER_KEY = "pw-S3CRET-one", "qk-S3CRET-two", "hk-S3CRET-three"
 
 
@@ -51,7 +50,7 @@ class Proxy:
 async def proxy() -> AsyncIterator[Proxy]:
     port = free_port()
     upstream = await asyncio.create_subprocess_exec(
-        sys.executable, str(FAKE), "http", str(port),
+        sys.executable, *fake_mcp_args("http", str(port)),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     state = Proxy()

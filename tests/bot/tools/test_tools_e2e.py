@@ -11,7 +11,6 @@ import json
 import re
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -45,14 +44,14 @@ from tests.fakes.harness import (
     running_bot,
     settled,
 )
+from tests.fakes.zygote import fake_mcp_args
 
-FAKE_MCP = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 TOOLS_ON = {"enabled": True, "read_page": False, "call_timeout_seconds": 2.0}
 
 
 @pytest.fixture
 async def toolbox() -> AsyncIterator[Toolbox]:
-    server = McpServerSettings(name="test", command=sys.executable, args=[str(FAKE_MCP)])
+    server = McpServerSettings(name="test", command=sys.executable, args=fake_mcp_args())
     servers = McpServers.from_settings([server], restart_delays=(0.1,), ping_interval=0.3)
     await servers.start(wait=30)
     try:
@@ -402,9 +401,9 @@ async def test_a_server_going_down_mid_answer_keeps_the_room_and_the_offer_agree
     """The tools are taken once per answer: a server that goes down between the budget and the
     request does not leave room kept for tools the request no longer offers (its tools are
     still offered, and a call to one is answered "try again later")."""
-    first = McpServerSettings(name="test", command=sys.executable, args=[str(FAKE_MCP)])
+    first = McpServerSettings(name="test", command=sys.executable, args=fake_mcp_args())
     second = McpServerSettings(
-        name="naps", command=sys.executable, args=[str(FAKE_MCP)],
+        name="naps", command=sys.executable, args=fake_mcp_args(),
         env={"FAKE_MCP_MANY": "1"}, allow=["nap"],
     )  # fmt: skip
     servers = McpServers.from_settings([first, second], restart_delays=(30.0,), ping_interval=30)

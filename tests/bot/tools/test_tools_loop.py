@@ -8,7 +8,6 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,8 @@ from bot.model.tool_loop import complete_with_tools
 from bot.tools.mcp_servers import McpServers
 from bot.tools.toolbox import Toolbox
 from tests.fakes import anthropic_server as anthropic_fake
+from tests.fakes.zygote import fake_mcp_args
 
-FAKE_MCP = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 PROMPT = [
     {"role": "system", "content": "You are a bot."},
     {"role": "user", "content": "alice: what does the echo say?", "name": "alice"},
@@ -30,7 +29,7 @@ PROMPT = [
 
 @pytest.fixture
 async def toolbox() -> AsyncIterator[Toolbox]:
-    server = McpServerSettings(name="test", command=sys.executable, args=[str(FAKE_MCP)])
+    server = McpServerSettings(name="test", command=sys.executable, args=fake_mcp_args())
     servers = McpServers.from_settings([server], restart_delays=(0.1,))
     await servers.start(wait=30)
     settings = ToolSettings(enabled=True, read_page=False, call_timeout_seconds=1.0)

@@ -11,14 +11,13 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from bot.config.tool_settings import McpServerSettings
 from bot.tools.mcp_servers import McpServer, McpServers
+from tests.fakes.zygote import fake_mcp_args
 
-FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 LOGGER = "bot.tools.mcp_servers"
 
 
@@ -38,7 +37,7 @@ def free_port() -> int:
 
 async def test_a_missing_allow_name_is_warned_once(caplog: pytest.LogCaptureFixture) -> None:
     settings = McpServerSettings(
-        name="test", command=sys.executable, args=[str(FAKE)], allow=["echo", "nosuch"]
+        name="test", command=sys.executable, args=fake_mcp_args(), allow=["echo", "nosuch"]
     )
     servers = McpServers.from_settings([settings], restart_delays=(0.1,), ping_interval=0.05)
     caplog.set_level(logging.INFO, logger=LOGGER)
@@ -85,7 +84,7 @@ async def test_down_up_down_is_warned_once_each_time(caplog: pytest.LogCaptureFi
         assert not server.up and server.state.startswith("down: ConnectError")
         await asyncio.sleep(0.5)
         process = await asyncio.create_subprocess_exec(
-            sys.executable, str(FAKE), "http", str(port),
+            sys.executable, *fake_mcp_args("http", str(port)),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         async with asyncio.timeout(30):

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -25,12 +24,11 @@ from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService, StaticResolver
 from conversation.common.settings import ArticleSettings
-
-FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
+from tests.fakes.zygote import fake_mcp_args
 
 
 def stdio_server(**extra: object) -> McpServerSettings:
-    return McpServerSettings(name="test", command=sys.executable, args=[str(FAKE)], **extra)
+    return McpServerSettings(name="test", command=sys.executable, args=fake_mcp_args(), **extra)
 
 
 def call(name: str, arguments: str = "{}", call_id: str = "c1") -> ToolCallRequest:
@@ -228,7 +226,7 @@ async def up(servers: McpServers) -> None:
 async def test_http_server_with_headers_from_environment() -> None:
     port = _free_port()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(FAKE), "http", str(port),
+        sys.executable, *fake_mcp_args("http", str(port)),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     settings = McpServerSettings(
@@ -345,7 +343,7 @@ async def test_http_server_that_went_away_is_reconnected() -> None:
 
     async def serve() -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
-            sys.executable, str(FAKE), "http", str(port),
+            sys.executable, *fake_mcp_args("http", str(port)),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
 
