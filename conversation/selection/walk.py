@@ -21,7 +21,8 @@ EDGE_MESSAGES = 20
 of irc-train (every third log, shipped weights; ``lab.context_quality --only "threadwise
 builder"``): one page F1 0.630 at 1.01 REST calls per cold trigger, two pages always 0.642 at
 2.00, a second page when one of the oldest 20 entered 0.642 at 1.22, the oldest 40 0.642 at
-1.35."""
+1.35 (by a first form that added the second page's messages after the other candidates; the
+figures of the form shipped are in docs/experiments.md)."""
 
 
 @dataclass
