@@ -30,6 +30,21 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
 
+# ----------------------------------------------------------------------------- workers
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core, and one more. Many tests wait on a server, a process or
+    a timeout rather than compute; a third worker on two cores computes meanwhile. Measured
+    from a fresh clone on the two-core machine, idle: 5 min 8 s with two workers, 4 min 13 s
+    with three, the CPU time the same (7.7 and 7.4 CPU-minutes)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return cores + 1
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _spawned_processes_fork(tmp_path_factory: pytest.TempPathFactory) -> None:
     """multiprocessing's spawned processes here (the goose3 workers of every command a test
