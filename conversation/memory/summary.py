@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from conversation.graph.node import FrozenMap, MessageNode
+from conversation.graph.node import FrozenMap, MessageNode, thaw_json
 from conversation.memory.sent import SentPrompt
 from conversation.prompt.pipeline import PreparedPrompt, is_others_label
 from conversation.prompt.tokens import text_tokens
@@ -124,7 +124,7 @@ def summary_of(node: MessageNode) -> Summary | None:
     """The summary a node sends (None: not a summary)."""
     if not is_summary(node):
         return None
-    return Summary.model_validate(_plain(node.metadata["summary"]))
+    return Summary.model_validate(thaw_json(node.metadata["summary"]))
 
 
 def parsed_summary(content: str, authors: dict[int, str] | None = None) -> Summary | None:
@@ -230,12 +230,3 @@ async def write_summary(dropped: Dropped, policy: SummaryPolicy) -> tuple[Summar
 def _time(written: str) -> datetime | None:
     """A time as the header writes it (``unknown``: None)."""
     return None if written == "unknown" else datetime.strptime(written, _TIME).replace(tzinfo=UTC)
-
-
-def _plain(value: object) -> object:
-    """Node metadata (read-only mappings) as plain JSON data."""
-    if isinstance(value, FrozenMap | dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
