@@ -4,18 +4,20 @@ another shard on PostgreSQL, still starts with the request before it.
 
 The store already keeps every request as sent (``request_messages``) and where each message came
 from; a request read back is used only when it translates back to exactly the recorded messages,
-so a follow-up never starts with something that was not sent.
+so a follow-up never starts with something that was not sent. Where its conversation was last cut
+(``SentPrompt.cut_at``: what the cut left out is not selected back) is a line of its work log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from bot.storage import InteractionRecord, Store, StoreError
-from bot.storage.models import ContextEntry
+from bot.storage.models import ContextEntry, WorkLogEntry
 from conversation.graph.formats import node_from_openai, to_openai
 from conversation.graph.node import MessageFormatError, MessageNode
 from conversation.memory.recall import BoundedMemory
@@ -27,6 +29,10 @@ from conversation.prompt.tokens import TokenCounter
 from conversation.sources.snowflakes import time_snowflake
 
 log = logging.getLogger(__name__)
+
+CUT_FLOOR = "cut_floor"
+"""The work log's action for where a request's conversation was last cut."""
+_CUT_AT = re.compile(r"cut at the request for message (\d+)")
 
 
 class StoredPromptMemory:
@@ -94,7 +100,29 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
         answer_ids=tuple(ids),
         cache_key=conversation_key(_root(nodes, record.trigger_message_id)),
         others=_others(nodes),
+        cut_at=cut_at_of(record.work_log),
     )
+
+
+def cut_floor_entry(cut_at: int) -> WorkLogEntry:
+    """The work log's line for a request whose conversation was cut at ``cut_at``'s request:
+    it tells the operator why older messages stay out, and the next follow-up (read back from
+    the store after a restart, or by another shard) where the cut was."""
+    detail = (
+        f"the conversation was cut at the request for message {cut_at}: what the cut left out "
+        "is not selected back"
+    )
+    return WorkLogEntry(action=CUT_FLOOR, detail=detail)
+
+
+def cut_at_of(work_log: Sequence[WorkLogEntry]) -> int | None:
+    """Where the recorded request's conversation was last cut (None: not since it was built
+    afresh, or recorded before the work log said so)."""
+    for entry in work_log:
+        found = _CUT_AT.search(entry.detail) if entry.action == CUT_FLOOR else None
+        if found is not None:
+            return int(found.group(1))
+    return None
 
 
 def _restored(node: MessageNode, entry: ContextEntry | None) -> MessageNode:

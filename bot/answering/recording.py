@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from bot.answering.answerer import AnswerResult
+from bot.answering.prompt_memory import cut_floor_entry
 from bot.answering.tool_record import tool_context, tool_parameters, tool_work_log
 from bot.config.schema import Config
 from bot.model.tool_loop import ToolProgress
@@ -73,6 +74,8 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
             for e in prepared.selection.work_log
         )
         work.extend(continued_log(result))
+        if prepared.cut_at is not None:
+            work.append(cut_floor_entry(prepared.cut_at))
         if prepared.summary_note is not None:
             status, detail = prepared.summary_note
             work.append(WorkLogEntry(action="summary", detail=detail, status=status))

@@ -12,7 +12,8 @@ that request's conversation is still selected (``keep_share``), the request is:
 2. the bot's answer to it;
 3. the conversation's messages selected since, then the other recent ones after the label, then
    the trigger with its time. A message selected now that is older than the previous trigger
-   joins here too, with its time, rather than being inserted where it was said.
+   joins here too, with its time, rather than being inserted where it was said (unless a cut
+   left it out: below).
 
 An edited message is sent as edited and a deleted one never again: the prefix breaks at the
 first such message, once (the next follow-up starts with this request).
@@ -20,9 +21,14 @@ first such message, once (the next follow-up starts with this request).
 The cut: when the request would exceed the budget or ``max_total`` messages, it is built afresh
 from the current selection, fitted to ``cut_share`` of both (half by default), so the following
 answers append again for a while instead of cutting a message per answer. The cut is one
-``Cut`` in the work log. Given a ``SummaryPolicy``, what falls out is summarized by the model
-before the request goes (``conversation.memory.summary``): the summary comes right after the
-system prompt, room is kept for it in the cut, and the follow-ups send it unchanged.
+``Cut`` in the work log. What it left out is not selected back into the follow-ups: the request
+remembers where it was cut (``cut_at``, carried on by each follow-up that continues it, until
+the conversation is built afresh or cut again), else the selection would bring the dropped
+messages back at the next answer, the room refill at once and the next cut, which loses the
+server's cached prefix, come an answer or two later. Given a ``SummaryPolicy``, what falls out
+is summarized by the model before the request goes (``conversation.memory.summary``): the
+summary comes right after the system prompt, room is kept for it in the cut, and the follow-ups
+send it unchanged.
 """
 
 from __future__ import annotations
@@ -148,6 +154,7 @@ def sent_prompt(
         cache_key=prepared.cache_key,
         digests={k: v for k, v in digests.items() if k in sent_ids},
         others=tuple(sorted(others & sent_ids)),
+        cut_at=prepared.cut_at,
     )
 
 
@@ -209,7 +216,13 @@ def _continued(
     if budget is not None:
         fitted = FittedPrompt(nodes=nodes, tokens=tokens, total=total, budget=budget)
     continued = _assembled(
-        fresh, nodes, fitted, reused=reused, key=previous.cache_key, continues=previous.trigger_id
+        fresh,
+        nodes,
+        fitted,
+        reused=reused,
+        key=previous.cache_key,
+        continues=previous.trigger_id,
+        cut_at=previous.cut_at,
     )
     return continued, False
 
@@ -258,7 +271,7 @@ def cut_prompt(
         fitted = FittedPrompt(
             nodes=kept_nodes, tokens=tokens, total=total, budget=budget, cuts=cuts
         )
-    return _assembled(fresh, kept_nodes, fitted)
+    return _assembled(fresh, kept_nodes, fitted, cut_at=fresh.selection.trigger.id)
 
 
 def with_summary(
@@ -284,7 +297,7 @@ def with_summary(
             budget=fitted.budget,
             cuts=fitted.cuts,
         )
-    assembled = _assembled(prepared, spliced, fitted)
+    assembled = _assembled(prepared, spliced, fitted, cut_at=prepared.cut_at)
     if replaced:  # the same request, the summary linked to what it replaces
         graph = MessageGraph()
         graph.extend([nodes[0], *replaced, *nodes[1:]])
@@ -301,7 +314,9 @@ def refit_keeping_summary(
     and every follow-up continuing it would lose the conversation's beginning for good."""
     summary = next((s for s in map(summary_of, _nodes(prepared)) if s is not None), None)
     if summary is None:
-        return refit_prompt(prepared, budget, counter)
+        refit = refit_prompt(prepared, budget, counter)
+        refit.cut_at = prepared.cut_at
+        return refit
     room = counter.node(summary_node(summary))
     smaller = budget.model_copy(update={"reserve": min(budget.reserve + room, budget.window - 1)})
     refit = with_summary(refit_prompt(prepared, smaller, counter), summary, counter)
@@ -319,6 +334,7 @@ def _assembled(
     reused: int | None = None,
     key: str | None = None,
     continues: int | None = None,
+    cut_at: int | None = None,
 ) -> PreparedPrompt:
     """``fresh``'s selection and materialized messages, sent as ``nodes``."""
     graph = MessageGraph()
@@ -333,6 +349,7 @@ def _assembled(
         reused=reused,
         key=key,
         continues=continues,
+        cut_at=cut_at,
     )
 
 
@@ -393,7 +410,7 @@ def _new_part(
     have |= {str(i) for i in (*previous.answer_ids, previous.trigger_id)}
     others = {str(m.id) for m in fresh.layout.others} if fresh.layout else set()
     nodes = _nodes(fresh)
-    floor = _summarized_floor(previous)
+    floor = _cut_floor(previous)
     parent = reference_id(fresh.selection.trigger)
     conversation: list[MessageNode] = []
     recent: list[MessageNode] = []
@@ -401,7 +418,7 @@ def _new_part(
         if node.message_id is None or node.message_id in have or now.deleted(int(node.message_id)):
             continue
         if floor is not None and int(node.message_id) < floor and int(node.message_id) != parent:
-            continue  # cut and summarized: it does not come back
+            continue  # cut (and summarized, or not): it does not come back
         if int(node.message_id) < previous.trigger_id:  # joins after the answer: with its time
             node = time_stamped(node).model_copy(update={"metadata": _uncounted(node)})
         (recent if node.message_id in others else conversation).append(node)
@@ -409,12 +426,21 @@ def _new_part(
     return added, _tokens_of(added, counter)
 
 
-def _summarized_floor(previous: SentPrompt) -> int | None:
-    """With a summary in the previous request, its trigger (None without one): an older
-    message it does not hold was cut and is in the summary (or was never part of the
-    conversation), and selected again it would be sent twice and outgrow the room at once, a
-    cut and a summary per answer. Only the message the trigger replies to still joins."""
-    return previous.trigger_id if any(is_summary(node) for node in previous.nodes) else None
+def _cut_floor(previous: SentPrompt) -> int | None:
+    """The message before which what the previous request does not hold is not selected back
+    (None: no cut since it was built afresh, and anything selected may join). Selected again,
+    what a cut left out would refill the room at once: the next cut comes an answer or two
+    later, and each cut throws away the server's cached prefix.
+
+    With a summary in the previous request, its trigger: an older message it does not hold
+    was cut and is in the summary (or was never part of the conversation), and sent again it
+    would be there twice. After a plain cut, the trigger of the request that was cut
+    (``cut_at``): what that cut dropped is older, and stays out until the conversation is
+    built afresh or cut again; a message the conversation selects later that was said since
+    still joins, as without a cut. Either way, the message the trigger replies to still joins."""
+    if any(is_summary(node) for node in previous.nodes):
+        return previous.trigger_id
+    return previous.cut_at
 
 
 def _uncounted(node: MessageNode) -> FrozenMap:

@@ -30,6 +30,9 @@ class SentPrompt(BaseModel):
     cache_key: str
     digests: dict[int, str] = {}  # message id -> digest of its text when sent
     others: tuple[int, ...] = ()  # the messages sent as other recent talk, not the conversation
+    # The trigger of the request at which the conversation was last cut (None: not cut since
+    # it was last built afresh; a record stored before this was kept reads back as None).
+    cut_at: int | None = None
 
     @property
     def message_ids(self) -> set[int]:

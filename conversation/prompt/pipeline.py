@@ -44,6 +44,10 @@ class PreparedPrompt:
     reused: int | None = None
     key: str | None = None
     continues: int | None = None  # the trigger of the request this one starts with
+    # The trigger of the request at which its conversation was last cut: an older message this
+    # one does not hold was left out there, and its follow-ups do not select it back (None: not
+    # cut since its conversation's request was last built afresh).
+    cut_at: int | None = None
     # At a cut: the summary written of what fell out, or why none was, for the work log
     # (``conversation.memory.summary``): (status, detail).
     summary_note: tuple[Literal["success", "failure"], str] | None = None

@@ -5,6 +5,7 @@ client, fake Discord, fake OpenAI server, a real SQLite store)."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from bot.demo.openai_server import Answer, Fail, FakeOpenAI, RecordedRequest
@@ -164,6 +165,39 @@ async def test_summarize_false_makes_plain_cuts_and_no_summary_calls():
     assert len(talk.answers) == 12 and talk.summaries == []
 
 
+def said(request: RecordedRequest) -> set[str]:
+    """The members' notes and questions a request sends (``note 12``, ``question 15``)."""
+    return {
+        found
+        for message in request.body["messages"]
+        if message["role"] == "user"
+        for found in re.findall(r"(?:note|question) \d+\b", message["content"])
+    }
+
+
+async def test_what_a_plain_cut_left_out_is_not_sent_again_until_the_next_cut(tmp_path):
+    """Without a summary, the follow-ups after a cut would select what it left out again and
+    outgrow the room at once (a cut every answer or two, each losing the server's cache)."""
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store, context={"max_total": 20, "summarize": False}) as bot:
+            talk = await long_conversation(bot, messages=100)
+        logs = work_logs(store, talk.replies)
+        triggers = [store.explain(int(reply["id"])).trigger_message_id for reply in talk.replies]
+    cuts = [i for i, log in enumerate(logs) if cut(log)]
+    assert len(cuts) >= 2 and not [i for i in cuts if i + 1 in cuts]
+    for start, end in zip(cuts, [*cuts[1:], len(talk.answers)], strict=True):
+        dropped = said(talk.answers[start - 1]) - said(talk.answers[start])
+        assert dropped, start
+        for index in range(start + 1, end):  # each continues the one before, without them
+            before, sent = talk.answers[index - 1].body["messages"], talk.answers[index]
+            assert json.dumps(sent.body["messages"][: len(before)]) == json.dumps(before)
+            assert not dropped & said(sent), index
+        # The work log says where the conversation was cut, up to the next cut.
+        cut_at = [e.detail for log in logs[start:end] for e in log if e.action == "cut_floor"]
+        assert len(cut_at) == end - start
+        assert all(f"at the request for message {triggers[start]}:" in d for d in cut_at)
+
+
 async def test_the_summary_survives_a_restart_and_forget_user_drops_it(tmp_path):
     with Store.open(tmp_path / "store.sqlite3") as store:
         async with bot_runs(store, context={"max_total": 20}) as run:
@@ -189,6 +223,27 @@ async def test_the_summary_survives_a_restart_and_forget_user_drops_it(tmp_path)
         explained = store.explain(int(talk.replies[-1]["id"]))
     assert summary not in exported and "Summary " not in exported
     assert [m.excerpt for m in explained.context if m.reasons == ["summary"]] == [REMOVED]
+
+
+async def test_a_plain_cut_still_holds_after_a_restart(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with bot_runs(store, context={"max_total": 20, "summarize": False}) as run:
+            async with run() as bot:
+                talk = await long_conversation(bot, messages=20)
+            logs = work_logs(store, talk.replies)
+            assert cut(logs[-1])  # the last answer cut
+            before = talk.answers[-1].body["messages"]
+            dropped = said(talk.answers[-2]) - said(talk.answers[-1])
+            async with run() as bot:  # restarted: the store remembers where it was cut
+                await bot.discord.user_says(
+                    CHANNEL, CHLOE, "and after the restart?",
+                    reply_to=int(talk.replies[-1]["id"]), mention_author=False,
+                )  # fmt: skip
+                await bot.model.wait_for_chat_requests(len(talk.answers) + 1)
+                await settled(bot)
+                after = bot.model.chat_requests[-1]
+    assert json.dumps(after.body["messages"][: len(before)]) == json.dumps(before)
+    assert dropped and not dropped & said(after)
 
 
 async def test_summary_model_writes_the_summaries_on_its_own_endpoint():

@@ -4,12 +4,16 @@ conversation that outgrows its room is cut once, to a share of it."""
 
 from __future__ import annotations
 
+import copy
+import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from conversation.common.settings import ContextSettings
 from conversation.graph.node import MessageNode
 from conversation.memory.append import ChannelNow, Continuity, remembered_prompt, sent_prompt
 from conversation.memory.recall import BoundedMemory
+from conversation.memory.sent import SentPrompt
 from conversation.prompt.budget import Budget
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.pipeline import PreparedPrompt, persona_for
@@ -18,6 +22,7 @@ from conversation.replay.log_source import LogSource
 from conversation.selection.builder import ContextBuilder
 from conversation.sources.cache import ChannelCache
 from conversation.sources.reader import ChannelReader
+from conversation.sources.snowflakes import time_snowflake
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "support-channel.json"
@@ -117,3 +122,66 @@ async def test_a_conversation_past_max_total_is_cut_once_to_a_share_of_it():
     assert second.fitted is not None
     assert "conversation cut to 50%" in second.fitted.cuts[-1].describe()
     assert len([n for n in first.graph.snapshot().nodes() if n.message_id]) > 4
+
+
+def with_follow_ups(folder: Path, count: int) -> tuple[LogSource, list[int]]:
+    """The example channel with ``count`` more questions of Chloé's after ``SECOND``, a minute
+    apart, each replying to the one before."""
+    export = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    asked = export["messages"][-1]
+    ids: list[int] = []
+    for number in range(1, count + 1):
+        said = datetime.fromisoformat(asked["timestamp"]) + timedelta(minutes=1)
+        asked = copy.deepcopy(asked) | {
+            "id": str(time_snowflake(said)),
+            "timestamp": said.isoformat(),
+            "content": f"and question {number}: what if the disk fills up halfway?",
+            "mentions": [],
+        }
+        asked["reference"]["messageId"] = str(ids[-1] if ids else SECOND)
+        export["messages"].append(asked)
+        ids.append(int(asked["id"]))
+    path = folder / "support-channel.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    return LogSource.from_file(path), ids
+
+
+def message_ids(nodes: list[MessageNode] | tuple[MessageNode, ...]) -> set[str]:
+    return {n.message_id for n in nodes if n.message_id is not None}
+
+
+async def test_what_a_plain_cut_left_out_is_not_selected_back_in(tmp_path):
+    """After a cut without a summary, the follow-ups' selections hold the messages it left
+    out again; sent again they would refill the room at once (a cut every answer or two)."""
+    source, later = with_follow_ups(tmp_path, 3)
+    memory = BoundedMemory()
+    cut, roomy = Continuity(max_total=8, cut_share=0.5), Continuity(max_total=50)
+    sent: list[SentPrompt] = []
+    fresh: list[PreparedPrompt] = []
+    triggers = [FIRST, SECOND, *later]
+    for trigger_id, continuity in zip(triggers, [cut, cut, roomy, roomy, roomy], strict=True):
+        fresh.append(await fresh_prompt(source, trigger_id))
+        prepared, previous = await remembered_prompt(
+            fresh[-1], memory, source.channel_id, continuity=continuity, budget=BUDGET
+        )
+        sent.append(sent_prompt(prepared, source.channel_id, answer=ANSWER, previous=previous))
+        memory.remember_now(sent[-1])
+    first, second, *follow_ups = sent
+    assert first.cut_at is None and second.cut_at == SECOND  # the second request was cut
+    dropped = message_ids(first.nodes) - message_ids(second.nodes) - {str(i) for i in first.others}
+    assert dropped and dropped <= message_ids(fresh[2].graph.snapshot().nodes())  # selected again
+    before = second
+    for after in follow_ups:  # each continues the one before, and none sends them again
+        assert after.nodes[: len(before.nodes)] == before.nodes
+        assert after.nodes[len(before.nodes)] == ANSWER
+        assert not dropped & message_ids(after.nodes)
+        assert after.cut_at == SECOND
+        before = after
+    # Built afresh (the conversation moved on: it continues no request), it has no floor.
+    moved_on = Continuity(max_total=50, keep_share=1.01)
+    prepared, previous = await remembered_prompt(
+        fresh[-1], memory, source.channel_id, continuity=moved_on, budget=BUDGET
+    )
+    assert previous is not None and previous.cut_at == SECOND and prepared.continues is None
+    assert sent_prompt(prepared, source.channel_id, previous=previous).cut_at is None
+    assert dropped <= message_ids(prepared.graph.snapshot().nodes())
