@@ -1,0 +1,53 @@
+"""What an answer sent, read back from the store (after a restart, or by another shard), on
+SQLite and PostgreSQL: where its conversation was last cut comes back with it, and a record
+stored before the work log said so reads back as never cut."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.answering.prompt_memory import StoredPromptMemory, cut_floor_entry
+from bot.storage import ContextEntry, InteractionRecord, Store, WorkLogEntry
+
+CHLOE = 1300000000000000103
+CHANNEL = 7
+
+
+def answered(trigger: int, work_log: list[WorkLogEntry]) -> InteractionRecord:
+    """An answer to ``trigger`` (a request of the system prompt and the trigger)."""
+    now = datetime.now(UTC)
+    return InteractionRecord(
+        channel_id=CHANNEL, trigger_message_id=trigger, trigger_author_id=CHLOE,
+        started_at=now, ended_at=now, model="m",
+        request_messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": f"Chloé: question {trigger}?"},
+        ],
+        context=[
+            None,
+            ContextEntry(message_id=trigger, author_id=CHLOE, name="Chloé", reasons=["trigger"]),
+        ],
+        answer="Done.", answer_message_ids=[trigger + 1], outcome="success", work_log=work_log,
+    )  # fmt: skip
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    if request.param == "postgresql":
+        return Store.open_url(request.getfixturevalue("postgres_url"))
+    return Store.open(tmp_path / "store.sqlite3")
+
+
+async def test_where_a_conversation_was_cut_is_read_back_with_its_request(store: Store) -> None:
+    async with store:
+        continued = WorkLogEntry(action="prompt_continued", detail="starts with the request ...")
+        await store.record(answered(1001, [continued, cut_floor_entry(990)]))
+        await store.record(answered(1003, [continued]))  # never cut, or recorded before
+        memory = StoredPromptMemory(store)
+        cut = await memory.recall(CHANNEL, [1002])  # replies to the answer
+        uncut = await memory.recall(CHANNEL, [1003])
+    assert cut is not None and cut.trigger_id == 1001 and cut.cut_at == 990
+    assert uncut is not None and uncut.trigger_id == 1003 and uncut.cut_at is None
