@@ -5,12 +5,10 @@ stored before the work log said so reads back as never cut."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
-
-import pytest
 
 from bot.answering.prompt_memory import StoredPromptMemory, cut_floor_entry
 from bot.storage import ContextEntry, InteractionRecord, Store, WorkLogEntry
+from tests.bot.storage.test_summaries_stored import store  # noqa: F401
 
 CHLOE = 1300000000000000103
 CHANNEL = 7
@@ -34,14 +32,9 @@ def answered(trigger: int, work_log: list[WorkLogEntry]) -> InteractionRecord:
     )  # fmt: skip
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    if request.param == "postgresql":
-        return Store.open_url(request.getfixturevalue("postgres_url"))
-    return Store.open(tmp_path / "store.sqlite3")
-
-
-async def test_where_a_conversation_was_cut_is_read_back_with_its_request(store: Store) -> None:
+async def test_where_a_conversation_was_cut_is_read_back_with_its_request(
+    store: Store,  # noqa: F811
+) -> None:
     async with store:
         continued = WorkLogEntry(action="prompt_continued", detail="starts with the request ...")
         await store.record(answered(1001, [continued, cut_floor_entry(990)]))
