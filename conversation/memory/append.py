@@ -323,6 +323,7 @@ def refit_keeping_summary(
     if refit.fitted is not None:
         refit.fitted = replace(refit.fitted, budget=budget)
     refit.summary_note = prepared.summary_note
+    refit.cut_at = prepared.cut_at
     return refit
 
 

@@ -31,7 +31,7 @@ class SentPrompt(BaseModel):
     digests: dict[int, str] = {}  # message id -> digest of its text when sent
     others: tuple[int, ...] = ()  # the messages sent as other recent talk, not the conversation
     # The trigger of the request at which the conversation was last cut (None: not cut since
-    # it was last built afresh; a record stored before this was kept reads back as None).
+    # it was last built afresh, or read back from a record stored before the store kept it).
     cut_at: int | None = None
 
     @property

@@ -11,13 +11,20 @@ from pathlib import Path
 
 from conversation.common.settings import ContextSettings
 from conversation.graph.node import MessageNode
-from conversation.memory.append import ChannelNow, Continuity, remembered_prompt, sent_prompt
+from conversation.memory.append import (
+    ChannelNow,
+    Continuity,
+    refit_keeping_summary,
+    remembered_prompt,
+    sent_prompt,
+)
 from conversation.memory.recall import BoundedMemory
 from conversation.memory.sent import SentPrompt
 from conversation.prompt.budget import Budget
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.pipeline import PreparedPrompt, persona_for
 from conversation.prompt.pipeline import prepare_prompt as build_prompt
+from conversation.prompt.tokens import TokenCounter
 from conversation.replay.log_source import LogSource
 from conversation.selection.builder import ContextBuilder
 from conversation.sources.cache import ChannelCache
@@ -166,6 +173,9 @@ async def test_what_a_plain_cut_left_out_is_not_selected_back_in(tmp_path):
         )
         sent.append(sent_prompt(prepared, source.channel_id, answer=ANSWER, previous=previous))
         memory.remember_now(sent[-1])
+        if trigger_id == later[0]:  # refused as too long, rebuilt: still where it was cut
+            smaller = Budget(window=2048, reserve=512)
+            assert refit_keeping_summary(prepared, smaller, TokenCounter()).cut_at == SECOND
     first, second, *follow_ups = sent
     assert first.cut_at is None and second.cut_at == SECOND  # the second request was cut
     dropped = message_ids(first.nodes) - message_ids(second.nodes) - {str(i) for i in first.others}

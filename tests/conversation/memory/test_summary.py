@@ -151,6 +151,7 @@ async def test_a_prompt_refused_as_too_long_is_rebuilt_with_its_summary():
     assert sent[1] == nodes(second)[1] and not any(is_summary(n) for n in sent[2:])
     assert refit.fitted is not None and refit.fitted.budget == smaller and refit.fitted.fits
     assert refit.summary_note == second.summary_note
+    assert refit.cut_at == second.cut_at == SECOND  # and where it was cut
     assert len(sent) < len(nodes(second))  # the rest was cut to fit
 
 
