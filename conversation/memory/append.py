@@ -482,7 +482,10 @@ async def remembered_prompt(
     if not cut or summaries is None:
         return prepared, previous
     dropped = dropped_by(previous, prepared)
-    if not dropped:
+    if not dropped:  # nothing new to summarize: what the summary so far says still holds
+        if dropped.earlier is not None:
+            prepared = with_summary(prepared, dropped.earlier, counter)
+            prepared.summary_note = ("success", f"the {dropped.earlier.describe()} kept")
         return prepared, previous
     summary, why = await write_summary(dropped, summaries)
     if summary is None:

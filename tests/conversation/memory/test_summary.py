@@ -61,7 +61,7 @@ class Writer:
 
 
 async def cut_with(
-    policy: SummaryPolicy | None, earlier: Summary | None = None
+    policy: SummaryPolicy | None, earlier: Summary | None = None, continuity: Continuity = CUT
 ) -> tuple[SentPrompt, PreparedPrompt]:
     """The first request (remembered with its answer, carrying ``earlier`` after its system
     prompt when given) and the follow-up's, which outgrows ``CUT`` and is cut."""
@@ -83,7 +83,7 @@ async def cut_with(
     memory.remember_now(sent)
     second, _ = await remembered_prompt(
         await fresh_prompt(source, SECOND), memory, source.channel_id,
-        continuity=CUT, budget=BUDGET, summaries=policy,
+        continuity=continuity, budget=BUDGET, summaries=policy,
     )  # fmt: skip
     return sent, second
 
@@ -235,3 +235,37 @@ def test_a_summary_read_back_from_its_text_is_the_one_sent():
     untimed = Summary(text="The answers only.", messages=2)  # no message said when
     back = MessageNode(role="user", content=summary_node(untimed).content)
     assert summary_of(restored_summary(back, {})) == untimed
+
+
+async def test_a_cut_that_drops_none_of_the_conversation_keeps_the_summary_before_it():
+    source = LogSource.from_file(EXAMPLE)
+    tight = Continuity(max_total=4, cut_share=0.5)
+    plain = nodes((await cut_with(None, continuity=tight))[1])
+    kept = {n.message_id for n in plain if n.message_id is not None}
+    memory = BoundedMemory()
+    first, _ = await remembered_prompt(
+        await fresh_prompt(source, FIRST), memory, source.channel_id,
+        continuity=CUT, budget=BUDGET,
+    )  # fmt: skip
+    sent = sent_prompt(first, source.channel_id)  # no answer: nothing of it to drop
+    # The earlier request held only what the cut keeps, and the summary before it.
+    held = [
+        (n, t) for n, t in zip(sent.nodes[1:], sent.tokens[1:], strict=True) if n.message_id in kept
+    ]
+    sent = sent.model_copy(
+        update={
+            "nodes": (sent.nodes[0], summary_node(EARLIER), *(n for n, _ in held)),
+            "tokens": (sent.tokens[0], 50, *(t for _, t in held)),
+        }
+    )
+    memory.remember_now(sent)
+    writer = Writer()
+    second, _ = await remembered_prompt(
+        await fresh_prompt(source, SECOND), memory, source.channel_id,
+        continuity=tight, budget=BUDGET, summaries=SummaryPolicy(write=writer),
+    )  # fmt: skip
+    assert second.cut_at is not None  # it was cut
+    assert writer.given == []  # nothing new to summarize
+    sent_now = nodes(second)
+    assert is_summary(sent_now[1]) and summary_of(sent_now[1]) == EARLIER
+    assert second.summary_note == ("success", f"the {EARLIER.describe()} kept")
