@@ -53,7 +53,7 @@ from conversation.selection.message_links import (
 from conversation.selection.relevance import RelevanceModel
 from conversation.selection.result import ContextSelection, Reason, ReasonKind
 from conversation.selection.scoring import CandidatePool, Scoring, show_replies_among
-from conversation.selection.walk import Walk, reaches_edge
+from conversation.selection.walk import Walk, reaches_edge, with_older
 from conversation.selection.weights import load_model
 from conversation.sources.cache import UNKNOWN
 from conversation.sources.reader import ChannelReader, WorkEntry
@@ -192,6 +192,7 @@ class ContextBuilder:
         limit = min(self.settings.min_linear, max_total)
         recent = await reader.recent(trigger, limit, keep=is_conversational)
         fetchable = self.settings.candidate_window
+        last_round: tuple[dict[int, list[Reason]], CandidatePool] | None = None
         while True:
             problems: list[str] = []
             log_start = len(reader.log)
@@ -204,12 +205,19 @@ class ContextBuilder:
             self._add_free_parents(trigger, reader, candidates)
             scored = self._score(trigger, candidates, model, keep={m.id for m in recent})
             reasons = self._choose(trigger, recent, scored, max_total)
+            if last_round is not None:  # the new page adds to what the last round chose
+                kept, read_before = last_round
+                reasons = with_older(kept, read_before.by_id, scored, reasons, max_total)
+                for message in read_before.messages:
+                    candidates.add(message)
             if not (walk.stopped_at_edge and reaches_edge(candidates.walked, reasons)):
                 break
             # Step 6b: the conversation goes on past what was read. One more page (as far as
             # ``cached_candidate_window``), then the build again from the cache, candidates in
-            # the order a bot that held them all would have; the work log keeps what this round
-            # paid for, the next one repeats the rest.
+            # the order a bot that held them all would have, and what the new page adds to this
+            # round's choice (``with_older``); the work log keeps what this round paid for, the
+            # next one repeats the rest.
+            last_round = (reasons, candidates)
             fetchable = walk.step + 1
             reader.log[log_start:] = [e for e in reader.log[log_start:] if _paid(e)]
         show_replies_among(reasons, candidates.by_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+from conversation.selection import walk
 from tests.bot.test_read_history import asks
 from tests.fakes.harness import BEN, CHANNEL, CHLOE, DEV, ELI, Harness, running_bot, settled
 
@@ -72,7 +73,10 @@ async def test_the_walk_stops_at_one_page_when_set_so_or_when_the_conversation_i
         assert history_pages(bot) == 1
 
 
-async def test_a_cold_build_reads_a_second_page_when_the_conversation_reaches_the_first_edge():
+async def test_a_cold_build_reads_a_second_page_when_the_conversation_reaches_the_first_edge(
+    monkeypatch,
+):
+    monkeypatch.setattr(walk, "OLDER_MARGIN", 0.0)  # the second page's messages enter too
     async with running_bot(context=EVERY_CANDIDATE, model=ROOMY_MODEL) as bot:
         await busy_channel_after_a_question(bot)
         bot.client.caches._caches.clear()  # restarted: nothing held, history costs REST

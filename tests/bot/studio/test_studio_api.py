@@ -555,10 +555,13 @@ def test_the_studio_command_reads_the_log_once_when_a_table_applies(tmp_path, mo
     assert app[CHANNEL_KEY].applies.table == 2 and app[CHANNEL_KEY].model.name == "big-model"
 
 
-async def test_a_warm_cache_shows_what_a_bot_that_saw_the_channel_builds(tmp_path):
+async def test_a_warm_cache_shows_what_a_bot_that_saw_the_channel_builds(tmp_path, monkeypatch):
     """Cold, a busy channel's context costs history pages (two here: every candidate enters,
     so the conversation reaches the first page's edge); warm, the walk goes as far through what
     the cache holds, with no REST call, as ``replay --warm`` shows."""
+    from conversation.selection import walk
+
+    monkeypatch.setattr(walk, "OLDER_MARGIN", 0.0)  # the second page's messages enter too
     from tests.fakes.synthetic import busy_channel
 
     log = tmp_path / "busy.json"

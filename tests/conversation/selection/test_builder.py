@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from conversation.common.settings import ContextSettings
 from conversation.replay.dce import parse_export
 from conversation.replay.log_source import LogSource
+from conversation.selection import walk
 from conversation.selection.builder import ContextBuilder
 from conversation.selection.result import ContextSelection
 from conversation.sources.cache import ChannelCache
@@ -154,7 +155,9 @@ async def test_warm_cache_fed_like_the_gateway_costs_no_rest_calls():
     assert source.total_calls == 0
 
 
-async def test_the_walk_passes_candidate_window_only_through_what_the_cache_holds():
+async def test_the_walk_passes_candidate_window_only_through_what_the_cache_holds(monkeypatch):
+    # Every candidate enters: no threshold, and no margin for the second page's messages.
+    monkeypatch.setattr(walk, "OLDER_MARGIN", 0.0)
     export = parse_export(
         busy_channel(seed=3, messages=400, reply_rate=0, old_reply_rate=0, silence_rate=0)
     )
@@ -191,10 +194,15 @@ async def test_a_cold_build_reads_a_second_page_only_when_the_conversation_reach
         assert first.rest_calls == 1
         # Among the first page's 20 oldest messages, one entered by its score (not as recent).
         edge = {m.id for m in source.messages[index - 100 : index - 80]}
+        edge_start = source.messages[index - 100].id
         at_edge = any(first.reasons[i][0].kind != "linear" for i in edge & set(first.reasons))
         assert built.rest_calls == (2 if at_edge else 1)
         if not at_edge:
             assert built.reasons == first.reasons
+        # The second page adds: what one page chose stays, for the same reasons, and what is
+        # added is older than the first page.
+        assert first.reasons.items() <= built.reasons.items()
+        assert all(i < edge_start for i in set(built.reasons) - set(first.reasons))
         pages[built.rest_calls] += 1
     assert pages[1] > 0 and pages[2] > 0, pages
 
