@@ -1,0 +1,86 @@
+"""A stdio MCP server cannot exhaust the bot's memory (bot/tools/mcp_stdio.py), against the real
+test server (tests/fakes/mcp_server.py): a message over the limit, whole or never ending, drops
+the connection with one warning, the call in flight says why, and the server is started again
+and answers the next call. The limit here is small (64 KB) so that the SDK's own reader, which
+kept any line whole, fails these tests: it returned the long answer, and hung on the endless
+line while it buffered it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import AsyncIterator
+
+import pytest
+
+from bot.config.tool_settings import McpServerSettings, ToolSettings
+from bot.tools.mcp_servers import McpServers
+from bot.tools.spec import ToolCallRequest
+from bot.tools.toolbox import Toolbox
+from tests.fakes.zygote import fake_mcp_args
+
+LIMIT = 64_000
+OVER = f"sent a message over the {LIMIT}-byte limit: connection dropped, it restarts"
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[McpServers]:
+    settings = McpServerSettings(
+        name="test", command=sys.executable, args=fake_mcp_args(), env={"FAKE_MCP_SPILL": "1"}
+    )
+    started = McpServers.from_settings(
+        [settings], restart_delays=(0.1,), ping_interval=30, max_response_bytes=LIMIT
+    )
+    await started.start(wait=30)
+    try:
+        yield started
+    finally:
+        await started.close()
+
+
+def call(name: str, arguments: str = "{}") -> ToolCallRequest:
+    return ToolCallRequest(id="c1", name=name, arguments=arguments)
+
+
+async def up_again(servers: McpServers) -> None:
+    [server] = servers.servers
+    async with asyncio.timeout(30):
+        while not (server.up and server.connections == 2):
+            await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [("huge", '{"size": 200000}'), ("spill", "{}")],
+    ids=["an answer over the limit", "a line that never ends"],
+)
+async def test_a_message_over_the_limit_drops_the_connection_and_the_server_restarts(
+    servers: McpServers, caplog: pytest.LogCaptureFixture, tool: str, arguments: str
+) -> None:
+    caplog.set_level(logging.WARNING, logger="bot.tools.mcp_servers")
+    box = Toolbox(
+        ToolSettings(enabled=True, read_page=False, call_timeout_seconds=20), servers=servers
+    )
+    [before] = await box.run([call("pid")])
+    async with asyncio.timeout(30):  # no hang: the call ends well within its own timeout
+        [over] = await box.run([call(tool, arguments)])
+    assert over.status == "error"
+    assert over.detail == f"MCP server test {OVER}; try again later"
+    await up_again(servers)
+    [after] = await box.run([call("pid")])
+    [echo] = await box.run([call("echo", '{"text": "still here"}')])
+
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [f"MCP server test {OVER}"]  # one line, no second "connection broke"
+    assert after.status == "ok" and before.status == "ok"
+    assert after.detail != before.detail  # a new process
+    assert echo.status == "ok" and "echo: still here" in echo.content
+
+
+async def test_an_answer_within_the_limit_keeps_the_connection(servers: McpServers) -> None:
+    box = Toolbox(ToolSettings(enabled=True, read_page=False), servers=servers)
+    [outcome] = await box.run([call("huge", '{"size": 25000}')])
+    [server] = servers.servers
+    assert outcome.status == "ok" and outcome.original_chars == 25_000
+    assert server.up and server.connections == 1
