@@ -84,3 +84,27 @@ async def test_an_answer_within_the_limit_keeps_the_connection(servers: McpServe
     [server] = servers.servers
     assert outcome.status == "ok" and outcome.original_chars == 25_000
     assert server.up and server.connections == 1
+
+
+async def test_a_tool_listing_over_the_limit_is_a_server_down_warned_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before it is up (its first listing is too long) the server is down with the reason, and
+    retried in the background without a warning at every attempt."""
+    settings = McpServerSettings(name="test", command=sys.executable, args=fake_mcp_args())
+    servers = McpServers.from_settings([settings], restart_delays=(0.1,), max_response_bytes=500)
+    caplog.set_level(logging.WARNING, logger="bot.tools.mcp_servers")
+    [server] = servers.servers
+    try:
+        await servers.start(wait=30)
+        async with asyncio.timeout(30):
+            while server.connections == 0 and server.state == "connecting":
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)  # a few attempts more
+        assert not server.up and server.state == "down: it " + OVER.replace(str(LIMIT), "500")
+    finally:
+        await servers.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        f"MCP server test: down: it {OVER.replace(str(LIMIT), '500')} (trying again"
+    )
