@@ -16,6 +16,7 @@ import pytest
 
 from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.tools.mcp_servers import McpServers
+from bot.tools.server_stderr import MAX_LINE_CHARS
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
 from tests.fakes.zygote import fake_mcp_args
@@ -108,3 +109,23 @@ async def test_a_tool_listing_over_the_limit_is_a_server_down_warned_once(
     assert len(warnings) == 1 and warnings[0].startswith(
         f"MCP server test: down: it {OVER.replace(str(LIMIT), '500')} (trying again"
     )
+
+
+async def test_a_stderr_line_that_never_ends_is_logged_cut_once_and_the_server_goes_on(
+    servers: McpServers, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its stderr is the server's log, not a message: no limit drops it, and the line is held
+    to a few KB (bot/tools/server_stderr.py) while the connection goes on."""
+    caplog.set_level(logging.INFO, logger="bot.tools.server_stderr")
+    box = Toolbox(
+        ToolSettings(enabled=True, read_page=False, call_timeout_seconds=1), servers=servers
+    )
+    [spilling] = await box.run([call("spill", '{"to": "stderr"}')])
+    await asyncio.sleep(1.0)  # some tens of MB more of it
+    [echo] = await box.run([call("echo", '{"text": "still here"}')])
+    [server] = servers.servers
+    assert spilling.status == "timeout"
+    assert echo.status == "ok" and server.connections == 1
+    lines = [r.getMessage() for r in caplog.records if r.name == "bot.tools.server_stderr"]
+    assert lines == ['MCP server test: {"jsonrpc": "2.0", "method": "notifications/message", '
+                     '"params": "' + "x" * (MAX_LINE_CHARS - 66) + "…"]  # fmt: skip
