@@ -10,6 +10,10 @@ buffered: ``on_overflow`` is told once (the server drops the connection and star
 program again, as after a crash), the session sees the connection end (a call in flight fails
 instead of waiting), and the rest of the program's stdout is read and thrown away until it is
 stopped, so a program blocked on a full pipe can still exit.
+
+The spawn and stop helpers are private names of the SDK (its version is pinned in
+``constraints.txt``): an SDK that renames them fails this import, and the tests with it; one
+that bounds its own reader makes this module unneeded.
 """
 
 from __future__ import annotations
