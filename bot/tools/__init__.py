@@ -3,7 +3,8 @@ and the built-in ``read_page``.
 
 What lives here: the tool specs and results every tool speaks in (``spec``), making a result
 inert before the model reads it (``defuse``), the MCP connections and their restarts
-(``mcp_servers``), a stdio server's stderr into the bot's log (``server_stderr``),
+(``mcp_servers``), a stdio server's messages read with a size limit (``mcp_stdio``), its
+stderr into the bot's log (``server_stderr``),
 the HTTP client of a server reached by url, its secrets kept out of the logs and its
 reads bounded (``mcp_http``), ``read_page`` on the article reader (``read_page``), the hosts
 it may read in one answer (``page_hosts``), the toolbox that runs a round of calls in

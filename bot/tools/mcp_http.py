@@ -7,9 +7,13 @@ transport below puts the query back and sends the user and password as Basic aut
 request leaves for that endpoint, under the logging. What was not logged cannot leak.
 
 The SDK reads a JSON answer whole, however long: an endless body would grow the bot until it
-is killed. Each answer to a POST is cut at ``max_bytes`` (``mcp_servers.response_limit``;
-the SDK turns the error into a refused call, the connection goes on); a compressed answer,
-whose size says nothing of what it unpacks to, is refused the same way (none is asked for).
+is killed. Each answer is cut at ``max_bytes`` (``mcp_servers.response_limit``; to a POST,
+the SDK turns the error into a refused call, the connection goes on; the DELETE that ends a
+session and the redirect of a GET, which the SDK also reads whole, fail the same way); a
+compressed answer, whose size says nothing of what it unpacks to, is refused the same way (none
+is asked for). The one answer not cut whole is a GET's plain event stream, which lasts as
+long as the connection: the SDK holds each of its events to ``max_bytes``
+(``max_sse_event_size``).
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ class BoundedStream(httpx2.AsyncByteStream):
 
 class EndpointTransport(httpx2.AsyncBaseTransport):
     """Sends a request for the public url to the real one, with the url's credentials, and
-    bounds what each POST reads back."""
+    bounds what each answer but a GET's event stream reads back."""
 
     def __init__(
         self, endpoint: Endpoint, max_bytes: int, inner: httpx2.AsyncBaseTransport | None = None
@@ -93,15 +97,20 @@ class EndpointTransport(httpx2.AsyncBaseTransport):
                 extensions=request.extensions,
             )
         response = await self._inner.handle_async_request(request)
-        if request.method == "POST":
-            encoding = response.headers.get("content-encoding", "identity").strip().lower()
-            refusal = "" if encoding == "identity" else "the server compressed its answer: not read"
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        refusal = "" if encoding == "identity" else "the server compressed its answer: not read"
+        if refusal or request.method != "GET" or not _event_stream(response):
             assert isinstance(response.stream, httpx2.AsyncByteStream)
             response.stream = BoundedStream(response.stream, self._max, refusal)
         return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def _event_stream(response: httpx2.Response) -> bool:
+    content_type = response.headers.get("content-type", "").partition(";")[0]
+    return response.status_code == 200 and content_type.strip().lower() == "text/event-stream"
 
 
 def http_client(

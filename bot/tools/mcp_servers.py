@@ -79,6 +79,7 @@ class McpServer:
         self._missing: frozenset[str] = frozenset()  # allow names last warned as not offered
         self._warned_down = ""  # the down state last warned about ("" while it is up)
         self._stderr: StderrToLog | None = None  # the program's stderr, this attempt (stdio)
+        self._overflow = ""  # why this connection was dropped: a message over the limit
         self._calls = asyncio.Semaphore(CONCURRENT_CALLS)
 
     @property
@@ -136,7 +137,8 @@ class McpServer:
         except MCPError as error:
             if error.code == CONNECTION_CLOSED:
                 self._broken.set()
-                raise ServerDown(f"MCP server {self.name} closed the connection") from error
+                why = self._overflow or "closed the connection"
+                raise ServerDown(f"MCP server {self.name} {why}") from error
             return f"the server refused the call: {error}", True
         return result_text(result.content, result.structured_content), bool(result.is_error)
 
@@ -145,7 +147,8 @@ class McpServer:
     async def _target(self, stack: contextlib.AsyncExitStack) -> Any:
         """The transport: the program over stdio (its stderr into the bot's log), or HTTP."""
         from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
+
+        from bot.tools.mcp_stdio import bounded_stdio_client
 
         settings = self.settings
         if settings.command is not None:
@@ -156,7 +159,9 @@ class McpServer:
             )
             self._stderr = StderrToLog(self.name)
             errlog = await stack.enter_async_context(self._stderr)
-            return stdio_client(parameters, errlog=errlog)
+            return bounded_stdio_client(
+                parameters, errlog=errlog, max_bytes=self._max_bytes, on_overflow=self._overflowed
+            )
         from mcp.client.streamable_http import streamable_http_client
 
         from bot.tools.mcp_http import http_client
@@ -166,6 +171,16 @@ class McpServer:
         )
         stack.push_async_callback(http.aclose)
         return streamable_http_client(url, http_client=http, max_sse_event_size=self._max_bytes)
+
+    def _overflowed(self) -> None:
+        """The program wrote a message over the limit: its connection is dropped (the
+        supervisor starts it again) and a call in flight says why."""
+        from bot.tools.mcp_stdio import over_limit
+
+        self._overflow = over_limit(self._max_bytes)
+        if self.up:  # else the failed start's warning says it
+            log.warning("MCP server %s %s", self.name, self._overflow)
+        self._broken.set()
 
     async def _supervise(self) -> None:
         failures = 0
@@ -178,7 +193,9 @@ class McpServer:
             except ValueError as error:  # a header's environment variable is not set
                 self._down(f"down: {error}")
             except Exception as error:  # the transport's task group, a refused handshake...
-                self._down(f"down: {describe(error)}")
+                self._down(
+                    f"down: it {self._overflow}" if self._overflow else f"down: {describe(error)}"
+                )
             self._tried.set()
             if time.monotonic() - began > 60:
                 failures = 0  # it ran a while: start the pauses from the shortest again
@@ -209,7 +226,7 @@ class McpServer:
             # refused call would otherwise read "connecting" whenever they met an attempt.
             self.state = "connecting"
         self._tried.clear()
-        self._stderr = None
+        self._stderr, self._overflow = None, ""
         async with contextlib.AsyncExitStack() as stack:
             async with asyncio.timeout(self._connect_timeout):
                 client = await stack.enter_async_context(Client(await self._target(stack)))
@@ -224,8 +241,10 @@ class McpServer:
                 await self._watch(client)
             finally:
                 # Together: a call in the closing window below must not read "is up".
-                self._client, self.state = None, "down: the connection broke"
-        log.warning("MCP server %s: the connection broke", self.name)
+                broke = f"it {self._overflow}" if self._overflow else "the connection broke"
+                self._client, self.state = None, f"down: {broke}"
+        if not self._overflow:  # else its warning said why already
+            log.warning("MCP server %s: the connection broke", self.name)
 
     async def _watch(self, client: Any) -> None:
         """Return when the connection is found broken: by a call, or by a listing that failed."""

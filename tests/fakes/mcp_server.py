@@ -9,13 +9,17 @@ APIs refuse. With ``FAKE_MCP_MANY`` in its environment it also offers ``nap`` (s
 its calls ran at once), ``bloated`` (an input schema over 8 KB) and ``t0``..``t99`` (``t0``
 with a 5,000-character description), for the tool-list limits. ``FAKE_MCP_STDERR`` in its
 environment is written to its stderr as it starts, as a server's own log would be; with
-``FAKE_MCP_EXIT`` it then exits, as a server that cannot start does."""
+``FAKE_MCP_EXIT`` it then exits, as a server that cannot start does. With ``FAKE_MCP_SPILL``
+it also offers ``spill``, which writes a line to its stdout (or stderr) that never ends (a
+broken or hostile server, for the message limit)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
+import threading
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
@@ -102,6 +106,26 @@ if os.environ.get("FAKE_MCP_MANY"):
     for number in range(100):
         about = "A long description. " * 250 if number == 0 else "A numbered tool."
         server.tool(name=f"t{number}", description=about)(numbered)
+
+
+if os.environ.get("FAKE_MCP_SPILL"):
+    wire = os.dup(1)  # the SDK moves stdout aside while it serves: this is the bot's pipe
+
+    @server.tool()
+    async def spill(to: str = "stdout") -> str:
+        """Write a line that never ends to stdout (past the SDK) or stderr; never answer."""
+        fd = wire if to == "stdout" else 2
+
+        def endless() -> None:
+            start = b'{"jsonrpc": "2.0", "method": "notifications/message", "params": "'
+            with contextlib.suppress(OSError):  # the bot closed the pipe
+                os.write(fd, start)
+                while True:
+                    os.write(fd, b"x" * 65536)
+
+        threading.Thread(target=endless, daemon=True).start()
+        await asyncio.sleep(3600)
+        return "never"
 
 
 if __name__ == "__main__":

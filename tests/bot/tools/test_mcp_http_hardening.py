@@ -1,7 +1,8 @@
 """An MCP server over HTTP, through a local proxy in front of the real test server
 (tests/fakes/mcp_server.py): the url's secrets reach the server but no log line (the HTTP
 client's and the SDK's included, at every level), the server state or its summary; an answer
-that never ends is cut at the byte limit, and the bot goes on; a server that turns to
+that never ends (to a call, to the DELETE that ends a session, or as a GET's redirect) is cut
+at the byte limit, and the bot goes on; a server that turns to
 redirecting elsewhere is an error the model reads, without the url's secrets."""
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ class Proxy:
     endless: bool = False
     redirect_to: str | None = None  # answer every POST with a 307 there
     sent_bytes: int = 0
+    fail_listing: bool = False  # answer a tools/list with a 500: the bot connects again
+    endless_delete: bool = False  # the DELETE that ends a session gets a body that never ends
+    endless_get: bool = False  # every GET is redirected to itself with a body that never ends
+    legacy: bool = False  # the server does not know the 2026 protocol's ``server/discover``
 
 
 @pytest.fixture
@@ -67,10 +72,19 @@ async def proxy() -> AsyncIterator[Proxy]:
         )
         if request.method == "POST" and state.redirect_to is not None:
             raise web.HTTPTemporaryRedirect(state.redirect_to)
+        if request.method == "DELETE" and state.endless_delete:
+            return await endless(request, web.StreamResponse(), b"")
+        if request.method == "GET" and state.endless_get:
+            redirect = web.StreamResponse(status=307, headers={"Location": str(request.url)})
+            return await endless(request, redirect, b"")
         message = json.loads(body) if body else {}
         called = message.get("params", {}).get("name") if isinstance(message, dict) else None
         if state.endless and message.get("method") == "tools/call" and called == state.endless_tool:
             return await endless_json(request, message.get("id"))
+        if state.fail_listing and message.get("method") == "tools/list":
+            raise web.HTTPInternalServerError()
+        if state.legacy and message.get("method") == "server/discover":
+            raise web.HTTPNotFound()  # a server of the 2025 protocol: sessions, GET, DELETE
         headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host",)}
         async with session.request(
             request.method, f"http://127.0.0.1:{port}{request.path}", data=body, headers=headers
@@ -87,10 +101,15 @@ async def proxy() -> AsyncIterator[Proxy]:
 
     async def endless_json(request: web.Request, call_id: object) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
-        await response.prepare(request)
         start = json.dumps({"jsonrpc": "2.0", "id": call_id, "result": {"content": [
             {"type": "text", "text": ""}]}})[:-5]  # fmt: skip
-        await response.write(start.encode())
+        return await endless(request, response, start.encode())
+
+    async def endless(
+        request: web.Request, response: web.StreamResponse, start: bytes
+    ) -> web.StreamResponse:
+        await response.prepare(request)
+        await response.write(start)
         chunk = b"x" * 65536
         try:
             while state.sent_bytes < 100_000_000:
@@ -191,6 +210,31 @@ async def test_an_answer_that_never_ends_is_cut_at_the_byte_limit(
     assert other.status == "ok"
     assert proxy.sent_bytes < 50_000_000
     no_secret_in(cut.content)
+
+
+@pytest.mark.parametrize("answer", ["endless_delete", "endless_get"])
+async def test_no_other_answer_is_read_past_the_byte_limit(proxy: Proxy, answer: str) -> None:
+    """The DELETE that ends a session (the bot connects again after a failed listing) and a
+    redirect of the stream of the server's own messages (GET) are read whole by the SDK."""
+    setattr(proxy, answer, True)
+    proxy.legacy = True
+    servers = await started(secret_settings(proxy), max_response_bytes=1_000_000)
+    [server] = servers.servers
+    try:
+        proxy.fail_listing = True
+        async with asyncio.timeout(30):
+            while server.up:
+                await asyncio.sleep(0.05)
+        proxy.fail_listing = False
+        async with asyncio.timeout(30):
+            while not server.up:
+                await asyncio.sleep(0.05)
+        box = Toolbox(ToolSettings(enabled=True, read_page=False), servers=servers)
+        [outcome] = await box.run([call("echo", '{"text": "hello"}')])
+    finally:
+        await servers.close()
+    assert outcome.status == "ok"
+    assert proxy.sent_bytes < 50_000_000  # each such answer is 100 MB: this is far less
 
 
 async def test_a_server_that_turns_to_redirecting_is_an_error_without_secrets(

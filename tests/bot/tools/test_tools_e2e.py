@@ -1,7 +1,8 @@
 """Tools end to end: the real bot on the fake Discord, the real model client against the fake
 OpenAI server, real tools on the test MCP server (stdio), a real SQLite store. The answer is
 posted, the tool calls are in the store and in the export byte for byte as sent, a tool's
-@everyone pings no one, the streamed message says what runs, a dead server comes back."""
+@everyone pings no one, the streamed message says what runs, a dead server comes back (and one
+that writes a line without end)."""
 
 from __future__ import annotations
 
@@ -164,14 +165,45 @@ async def test_a_dead_server_is_restarted_and_the_answer_goes_on(tmp_path, toolb
         assert reply["content"] == "The tool broke."
         error = bot.model.chat_requests[-1].body["messages"][-1]["content"]
         assert error.startswith('<tool_error tool="die">')
-        server = toolbox.servers.servers[0]
-        async with asyncio.timeout(30):
-            while not (server.up and server.connections == 2):
-                await asyncio.sleep(0.05)
-        bot.model.queue(CallTools((("echo", '{"text": "back"}'),)))
-        bot.model.script(echo_the_tool)
-        reply = await ask(bot, "and now?")
-        assert re.search(r"echo: back", reply["content"])
+        await restarted_and_answering(bot, toolbox)
+
+
+async def restarted_and_answering(bot, toolbox: Toolbox) -> None:
+    """The server has been started again, and the bot's next tool call gets its answer."""
+    server = toolbox.servers.servers[0]
+    async with asyncio.timeout(30):
+        while not (server.up and server.connections == 2):
+            await asyncio.sleep(0.05)
+    bot.model.queue(CallTools((("echo", '{"text": "back"}'),)))
+    bot.model.script(echo_the_tool)
+    reply = await ask(bot, "and now?")
+    assert re.search(r"echo: back", reply["content"])
+
+
+async def test_a_server_writing_without_end_is_restarted_and_the_bot_answers(tmp_path) -> None:
+    """A stdio server that writes a line that never ends: the model is told why its call
+    failed, the bot answers, and the server, started again, answers the next call."""
+    server = McpServerSettings(
+        name="test", command=sys.executable, args=fake_mcp_args(), env={"FAKE_MCP_SPILL": "1"}
+    )
+    servers = McpServers.from_settings([server], restart_delays=(0.1,), max_response_bytes=64_000)
+    await servers.start(wait=30)
+    patient = TOOLS_ON | {"call_timeout_seconds": 20}
+    toolbox = Toolbox(ToolSettings(**patient), servers=servers)
+    try:
+        async with running_bot(toolbox=toolbox, **{"tools": patient}) as bot:
+            bot.model.queue(CallTools((("spill", "{}"),)), Answer(text="The tool broke."))
+            async with asyncio.timeout(15):  # well within the call's 20 s
+                reply = await ask(bot, "please use the spilling tool")
+            assert reply["content"] == "The tool broke."
+            error = bot.model.chat_requests[-1].body["messages"][-1]["content"]
+            assert error == (
+                '<tool_error tool="spill">MCP server test sent a message over the 64000-byte '
+                "limit: connection dropped, it restarts; try again later</tool_error>"
+            )
+            await restarted_and_answering(bot, toolbox)
+    finally:
+        await servers.close()
 
 
 @contextlib.asynccontextmanager
