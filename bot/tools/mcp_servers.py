@@ -80,6 +80,7 @@ class McpServer:
         self._warned_down = ""  # the down state last warned about ("" while it is up)
         self._stderr: StderrToLog | None = None  # the program's stderr, this attempt (stdio)
         self._overflow = ""  # why this connection was dropped: a message over the limit
+        self._warned_unbounded = False  # said that the SDK's own stdio reader is in use
         self._calls = asyncio.Semaphore(CONCURRENT_CALLS)
 
     @property
@@ -148,8 +149,6 @@ class McpServer:
         """The transport: the program over stdio (its stderr into the bot's log), or HTTP."""
         from mcp import StdioServerParameters
 
-        from bot.tools.mcp_stdio import bounded_stdio_client
-
         settings = self.settings
         if settings.command is not None:
             parameters = StdioServerParameters(
@@ -159,6 +158,10 @@ class McpServer:
             )
             self._stderr = StderrToLog(self.name)
             errlog = await stack.enter_async_context(self._stderr)
+            try:
+                from bot.tools.mcp_stdio import bounded_stdio_client
+            except ImportError as error:  # an SDK without the helpers the bounded reader uses
+                return self._unbounded_stdio(parameters, errlog, error)
             return bounded_stdio_client(
                 parameters, errlog=errlog, max_bytes=self._max_bytes, on_overflow=self._overflowed
             )
@@ -171,6 +174,23 @@ class McpServer:
         )
         stack.push_async_callback(http.aclose)
         return streamable_http_client(url, http_client=http, max_sse_event_size=self._max_bytes)
+
+    def _unbounded_stdio(self, parameters: Any, errlog: Any, error: ImportError) -> Any:
+        """The SDK's own stdio reader, which keeps a message whole however long: tools keep
+        working with an SDK version whose private helpers moved, and the log says the limit
+        does not hold (once per server)."""
+        from mcp.client.stdio import stdio_client
+
+        if not self._warned_unbounded:
+            self._warned_unbounded = True
+            log.warning(
+                "MCP server %s: this mcp version's stdio messages are read without the "
+                "%d-byte limit (%s)",
+                self.name,
+                self._max_bytes,
+                error,
+            )
+        return stdio_client(parameters, errlog=errlog)
 
     def _overflowed(self) -> None:
         """The program wrote a message over the limit: its connection is dropped (the

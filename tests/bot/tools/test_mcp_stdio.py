@@ -129,3 +129,28 @@ async def test_a_stderr_line_that_never_ends_is_logged_cut_once_and_the_server_g
     lines = [r.getMessage() for r in caplog.records if r.name == "bot.tools.server_stderr"]
     assert lines == ['MCP server test: {"jsonrpc": "2.0", "method": "notifications/message", '
                      '"params": "' + "x" * (MAX_LINE_CHARS - 66) + "…"]  # fmt: skip
+
+
+async def test_an_sdk_without_the_bounded_readers_helpers_still_runs_the_server(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A later mcp that renamed the private helpers fails the bounded reader's import: the
+    # server runs on the SDK's own reader, and the log says the limit does not hold.
+    monkeypatch.setitem(sys.modules, "bot.tools.mcp_stdio", None)
+    caplog.set_level(logging.WARNING, logger="bot.tools.mcp_servers")
+    settings = McpServerSettings(name="test", command=sys.executable, args=fake_mcp_args())
+    started = McpServers.from_settings(
+        [settings], restart_delays=(0.1,), ping_interval=30, max_response_bytes=LIMIT
+    )
+    await started.start(wait=30)
+    try:
+        box = Toolbox(ToolSettings(enabled=True, read_page=False), servers=started)
+        [echo] = await box.run([call("echo", '{"text": "unbounded"}')])
+    finally:
+        await started.close()
+    assert echo.status == "ok" and "echo: unbounded" in echo.content
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [w for w in warnings if "read without the 64000-byte limit" in w] == [
+        "MCP server test: this mcp version's stdio messages are read without the 64000-byte "
+        "limit (import of bot.tools.mcp_stdio halted; None in sys.modules)"
+    ]
