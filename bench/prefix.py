@@ -255,7 +255,7 @@ def main() -> None:
         f"{args.window} | tokens not re-read/answer | prompts | continued | cut | context F1 "
         "| parent recall |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, tally in tallies.items():
         print(
             f"| {name} | {tally.tokens:,} | {tally.share(tally.previous):.1%} | "
