@@ -32,7 +32,9 @@ log = logging.getLogger(__name__)
 
 CUT_FLOOR = "cut_floor"
 """The work log's action for where a request's conversation was last cut."""
-_CUT_AT = re.compile(r"cut at the request for message (\d+)")
+# The line's first number: forget-user rewrites a forgotten name wherever it stands as a word
+# ("message", "cut"), and leaves numbers that are not their id.
+_CUT_AT = re.compile(r"(\d+)")
 
 
 class StoredPromptMemory:

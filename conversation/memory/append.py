@@ -205,7 +205,16 @@ def _continued(
         kept.append(previous.answer)
         tokens.append(counter.node(previous.answer))
     reused = len(kept) if not broken else None
-    added, added_tokens = _new_part(previous, fresh, kept, counter, now)
+    floor = _cut_floor(previous)
+    added, added_tokens = _new_part(previous, fresh, kept, counter, now, floor)
+    if floor is not None and floor == previous.cut_at and not _summarized(previous):
+        # What a plain cut left out comes back when the whole request still fits the share
+        # a cut leaves (the room grew, as when the operator widens it): no cut comes sooner.
+        back, back_tokens = _new_part(previous, fresh, kept, counter, now, None)
+        if len(back) > len(added) and _within_cut_share(
+            [*kept, *back], [*tokens, *back_tokens], continuity, budget, counter
+        ):
+            added, added_tokens = back, back_tokens
     nodes, tokens = [*kept, *added], [*tokens, *added_tokens]
     total = counter.scale(REPLY_PRIMING) + sum(tokens)
     messages = sum(1 for node in nodes if node.message_id is not None)
@@ -311,7 +320,18 @@ def refit_keeping_summary(
 ) -> PreparedPrompt:
     """``refit_prompt`` (after a "context too long" answer) with the summary ``prepared``
     sent kept right after the system prompt, room made for it: rebuilt without it, the request
-    and every follow-up continuing it would lose the conversation's beginning for good."""
+    and every follow-up continuing it would lose the conversation's beginning for good. Only
+    what the request held is fitted again: the whole context would bring back what a cut left
+    out (and what a summary stands for), and its follow-ups would then hold it for good."""
+    held = {n.message_id for n in _nodes(prepared) if n.message_id is not None}
+    materialized = prepared.materialized
+    prepared = replace(
+        prepared,
+        materialized=replace(
+            materialized,
+            nodes=[n for n in materialized.nodes if n.message_id is None or n.message_id in held],
+        ),
+    )
     summary = next((s for s in map(summary_of, _nodes(prepared)) if s is not None), None)
     if summary is None:
         refit = refit_prompt(prepared, budget, counter)
@@ -404,14 +424,15 @@ def _new_part(
     kept: list[MessageNode],
     counter: TokenCounter,
     now: ChannelNow,
+    floor: int | None,
 ) -> tuple[list[MessageNode], list[int]]:
     """What the fresh request holds that the previous one and its answer do not: the
-    conversation's new messages, the label and the other recent ones, the trigger last."""
+    conversation's new messages, the label and the other recent ones, the trigger last (none
+    older than ``floor`` that the previous request does not hold, but the parent)."""
     have = {n.message_id for n in kept if n.message_id is not None}
     have |= {str(i) for i in (*previous.answer_ids, previous.trigger_id)}
     others = {str(m.id) for m in fresh.layout.others} if fresh.layout else set()
     nodes = _nodes(fresh)
-    floor = _cut_floor(previous)
     parent = reference_id(fresh.selection.trigger)
     conversation: list[MessageNode] = []
     recent: list[MessageNode] = []
@@ -439,9 +460,29 @@ def _cut_floor(previous: SentPrompt) -> int | None:
     (``cut_at``): what that cut dropped is older, and stays out until the conversation is
     built afresh or cut again; a message the conversation selects later that was said since
     still joins, as without a cut. Either way, the message the trigger replies to still joins."""
-    if any(is_summary(node) for node in previous.nodes):
+    if _summarized(previous):
         return previous.trigger_id
     return previous.cut_at
+
+
+def _summarized(previous: SentPrompt) -> bool:
+    return any(is_summary(node) for node in previous.nodes)
+
+
+def _within_cut_share(
+    nodes: list[MessageNode],
+    tokens: list[int],
+    continuity: Continuity,
+    budget: Budget | None,
+    counter: TokenCounter,
+) -> bool:
+    """Whether a request is no larger than what a cut leaves (``cut_share`` of ``max_total``
+    and of the budget): as far from the next cut as a request right after one."""
+    messages = sum(1 for node in nodes if node.message_id is not None) - 1  # not the trigger
+    if messages > continuity.cut_share * continuity.max_total:
+        return False
+    total = counter.scale(REPLY_PRIMING) + sum(tokens)
+    return budget is None or total <= continuity.cut_share * budget.limit
 
 
 def _uncounted(node: MessageNode) -> FrozenMap:

@@ -44,3 +44,37 @@ async def test_where_a_conversation_was_cut_is_read_back_with_its_request(
         uncut = await memory.recall(CHANNEL, [1003])
     assert cut is not None and cut.trigger_id == 1001 and cut.cut_at == 990
     assert uncut is not None and uncut.trigger_id == 1003 and uncut.cut_at is None
+
+
+async def test_where_it_was_cut_survives_forgetting_someone_named_like_a_word_of_the_line(
+    store: Store,  # noqa: F811
+) -> None:
+    """forget-user rewrites a forgotten name wherever it stands as a word in the
+    conversations they took part in, the work log's lines included: a person called "message"
+    or "cut" must not take the cut's message id with the words around it."""
+    asked = answered(1001, [cut_floor_entry(990)])
+    for name in ("message", "cut"):
+        other = len(name)  # a person of their own for each name
+        said = ContextEntry(
+            message_id=995 + other, author_id=other, name=name, reasons=["temporal"]
+        )
+        asked = asked.model_copy(
+            update={
+                "request_messages": [
+                    asked.request_messages[0],
+                    {"role": "user", "content": f"{name}: {name} here"},
+                    *asked.request_messages[1:],
+                ],
+                "context": [asked.context[0], said, *asked.context[1:]],
+            }
+        )
+    async with store:
+        await store.record(asked)
+        for other in (len("message"), len("cut")):
+            await store.forget_user(other)
+        record = store.latest_answered(CHANNEL, [1001])
+        cut = await StoredPromptMemory(store).recall(CHANNEL, [1002])
+    assert record is not None
+    [line] = [e.detail for e in record.work_log if e.action == "cut_floor"]
+    assert "removed" in line  # the names went, as forget-user says
+    assert cut is not None and cut.cut_at == 990

@@ -158,8 +158,8 @@ def test_the_benchmark_without_its_data_says_where_it_looks(tmp_path):
 
 
 def test_warm_replays_show_what_a_bot_that_saw_the_channel_builds(tmp_path):
-    """Cold, a busy channel's context costs history pages (a second one here: every candidate
-    enters, so the conversation reaches the first page's edge); ``--warm`` walks as far through
+    """Cold, a busy channel's context costs history pages (a second one here: every candidate of
+    the first page enters, so the conversation reaches its edge); ``--warm`` walks as far through
     what the cache holds, with no REST call, as the running bot does."""
     from tests.fakes.synthetic import busy_channel
 
@@ -179,7 +179,9 @@ def test_warm_replays_show_what_a_bot_that_saw_the_channel_builds(tmp_path):
         return json.loads(done.stdout)
 
     cold, warm = context(), context("--warm")
-    assert (len(cold["context"]), cold["rest_calls"]) == (199, 2)
+    # Cold, the first page's choice and what the second adds (its messages 0.1 over the
+    # threshold: not all of them), for a second REST call.
+    assert cold["rest_calls"] == 2 and 100 < len(cold["context"]) < 199
     assert (len(warm["context"]), warm["rest_calls"]) == (199, 0)
     shown = run_cli("replay", str(log), "--no-model", "--warm", "--config", str(config))
     assert (

@@ -162,7 +162,9 @@ async def test_what_a_plain_cut_left_out_is_not_selected_back_in(tmp_path):
     out again; sent again they would refill the room at once (a cut every answer or two)."""
     source, later = with_follow_ups(tmp_path, 3)
     memory = BoundedMemory()
-    cut, roomy = Continuity(max_total=8, cut_share=0.5), Continuity(max_total=50)
+    # The follow-ups have room to grow (no cut), but not so much that what the cut left out
+    # would fit in half of it.
+    cut, roomy = Continuity(max_total=8, cut_share=0.5), Continuity(max_total=12)
     sent: list[SentPrompt] = []
     fresh: list[PreparedPrompt] = []
     triggers = [FIRST, SECOND, *later]
@@ -175,11 +177,13 @@ async def test_what_a_plain_cut_left_out_is_not_selected_back_in(tmp_path):
         memory.remember_now(sent[-1])
         if trigger_id == later[0]:  # refused as too long, rebuilt: still where it was cut
             smaller = Budget(window=2048, reserve=512)
-            assert refit_keeping_summary(prepared, smaller, TokenCounter()).cut_at == SECOND
+            refit = refit_keeping_summary(prepared, smaller, TokenCounter())
+            assert refit.cut_at == SECOND
     first, second, *follow_ups = sent
     assert first.cut_at is None and second.cut_at == SECOND  # the second request was cut
     dropped = message_ids(first.nodes) - message_ids(second.nodes) - {str(i) for i in first.others}
     assert dropped and dropped <= message_ids(fresh[2].graph.snapshot().nodes())  # selected again
+    assert not dropped & message_ids(refit.graph.snapshot().nodes())  # nor brought back by it
     before = second
     for after in follow_ups:  # each continues the one before, and none sends them again
         assert after.nodes[: len(before.nodes)] == before.nodes
@@ -195,3 +199,24 @@ async def test_what_a_plain_cut_left_out_is_not_selected_back_in(tmp_path):
     assert previous is not None and previous.cut_at == SECOND and prepared.continues is None
     assert sent_prompt(prepared, source.channel_id, previous=previous).cut_at is None
     assert dropped <= message_ids(prepared.graph.snapshot().nodes())
+
+
+async def test_what_a_plain_cut_left_out_comes_back_when_the_room_has_grown(tmp_path):
+    """Widened (an operator raised ``max_total``), the room holds what the cut left out with
+    the follow-up and stays within what a cut leaves: it comes back, no cut comes sooner."""
+    source, later = with_follow_ups(tmp_path, 1)
+    memory = BoundedMemory()
+    sent: list[SentPrompt] = []
+    steps = [(FIRST, 8), (SECOND, 8), (later[0], 50)]
+    for trigger_id, max_total in steps:
+        prepared, previous = await remembered_prompt(
+            await fresh_prompt(source, trigger_id), memory, source.channel_id,
+            continuity=Continuity(max_total=max_total, cut_share=0.5), budget=BUDGET,
+        )  # fmt: skip
+        sent.append(sent_prompt(prepared, source.channel_id, answer=ANSWER, previous=previous))
+        memory.remember_now(sent[-1])
+    first, second, widened = sent
+    dropped = message_ids(first.nodes) - message_ids(second.nodes) - {str(i) for i in first.others}
+    assert second.cut_at == SECOND and dropped
+    assert widened.nodes[: len(second.nodes)] == second.nodes  # it continues the cut request
+    assert dropped <= message_ids(widened.nodes)
