@@ -40,8 +40,9 @@ BYTES_PER_RESULT_CHAR = 12  # UTF-8, JSON-escaped, as text and as structured con
 
 
 def response_limit(max_result_chars: int) -> int:
-    """The bytes read of one answer over HTTP (``bot.tools.mcp_http``): room for a result of
-    ``max_result_chars`` however it is spelled, never less than a full tool listing."""
+    """The bytes read of one answer over HTTP (``bot.tools.mcp_http``), or of one message over
+    stdio (``bot.tools.mcp_stdio``): room for a result of ``max_result_chars`` however it is
+    spelled, never less than a full tool listing."""
     return max(MIN_RESPONSE_BYTES, BYTES_PER_RESULT_CHAR * max_result_chars)
 
 
@@ -247,16 +248,18 @@ class McpServer:
             self.state = "connecting"
         self._tried.clear()
         self._stderr, self._overflow = None, ""
+        self._broken.clear()  # before the program starts: a message over the limit is kept
         async with contextlib.AsyncExitStack() as stack:
             async with asyncio.timeout(self._connect_timeout):
                 client = await stack.enter_async_context(Client(await self._target(stack)))
                 self.tools = await self._list_tools(client)
-            self._broken.clear()
             self._client, self.connections = client, self.connections + 1
             self.state, self._warned_down = "up", ""
             self._tried.set()
             names = ", ".join(t.name for t in self.tools) or "none"
             log.info("MCP server %s up (%s), tools: %s", self.name, self.settings.transport, names)
+            if self._overflow:  # over the limit after its listing, before it was up: unsaid
+                log.warning("MCP server %s %s", self.name, self._overflow)
             try:
                 await self._watch(client)
             finally:

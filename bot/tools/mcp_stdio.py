@@ -54,8 +54,9 @@ async def read_messages(
     deliver: MemoryObjectSendStream[SessionMessage | Exception],
     max_bytes: int,
 ) -> bool:
-    """Deliver each line of ``stdout`` as a message until it ends (True), or until a line is
-    over ``max_bytes`` (False): at most ``max_bytes`` plus one read are held at any time."""
+    """Deliver each line of ``stdout`` as a message until it ends or the session is gone
+    (True), or until a line is over ``max_bytes`` (False): at most ``max_bytes`` plus one read
+    are held at any time."""
     line = bytearray()
     async for chunk in stdout:
         start = 0
@@ -63,7 +64,10 @@ async def read_messages(
             if len(line) + end - start > max_bytes:
                 return False
             line += chunk[start:end]
-            await deliver.send(parse(bytes(line)))
+            try:
+                await deliver.send(parse(bytes(line)))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return True  # the session is gone (it closes its end first): nothing to say
             line.clear()
             start = end + 1
         if len(line) + len(chunk) - start > max_bytes:
