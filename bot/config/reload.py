@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ from conversation.articles.service import LIVE_LIMITS
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0
+SETTLE_SECONDS = 0.1
+"""A changed file is read again this long after: a write caught halfway (a script or an editor
+that empties the file, then writes it) reads differently then, and is taken at the next poll,
+whole. Read once, an emptied file is a valid config of defaults, applied for a poll."""
 # Sections the running bot reads afresh for each answer, but for the keys listed after them,
 # which it reads once at start (the model client's connection: provider, address, secrets).
 # Of [articles], only the per-context limits apply live. Everything else, [discord] and
@@ -173,6 +178,9 @@ class ConfigWatcher:
         content = self._read()
         if content == self._seen:
             return None
+        time.sleep(SETTLE_SECONDS)
+        if self._read() != content:
+            return None  # still being written: the next poll reads it whole
         self._seen = content
         if isinstance(content, str):
             return FileRefused(f"{self.path}: {content}")

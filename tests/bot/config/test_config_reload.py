@@ -433,3 +433,26 @@ def test_check_config_refuses_a_path_that_is_no_config_file(tmp_path):
     with pytest.raises(ConfigError) as refused:
         load_config(tmp_path)
     assert refused.value.lines == (f"{tmp_path}: not a regular file but a folder: not read",)
+
+
+def test_a_file_caught_halfway_through_a_write_is_taken_whole_at_the_next_poll(
+    tmp_path, monkeypatch
+):
+    """A script or an editor that empties the file, then writes it: caught in between, the
+    empty file is a valid config of defaults, and it was applied (the system prompt, the model
+    and every limit went back to their defaults for a poll)."""
+    # A second between the two reads: the rest of the write surely lands within it.
+    monkeypatch.setattr(config_reload, "SETTLE_SECONDS", 1.0, raising=False)
+    path = tmp_path / "config.toml"
+    write(path, '[model]\nsystem_prompt = "You are Alpha."\n')
+    applied: list[Config] = []
+    watcher = ConfigWatcher(path, load_config(path), lambda old, new: applied.append(new))
+    write(path, "")  # emptied; the rest comes while the watcher looks
+    rest = threading.Timer(0.05, write, (path, '[model]\nsystem_prompt = "You are Beta."\n'))
+    rest.start()
+    try:
+        assert not watcher.check()  # the empty file is not taken
+    finally:
+        rest.join()
+    assert applied == []
+    assert watcher.check() and applied[-1].model.system_prompt == "You are Beta."
