@@ -207,19 +207,18 @@ def _continued(
     reused = len(kept) if not broken else None
     floor = _cut_floor(previous)
     added, added_tokens = _new_part(previous, fresh, kept, counter, now, floor)
-    if floor is not None and floor == previous.cut_at and not _summarized(previous):
+    if floor is not None and not _summarized(previous):
         # What a plain cut left out comes back when the whole request still fits the share
         # a cut leaves (the room grew, as when the operator widens it): no cut comes sooner.
         back, back_tokens = _new_part(previous, fresh, kept, counter, now, None)
-        if len(back) > len(added) and _within_cut_share(
-            [*kept, *back], [*tokens, *back_tokens], continuity, budget, counter
+        messages, total = _size([*kept, *back], [*tokens, *back_tokens], counter)
+        if len(back) > len(added) and not _outgrows(
+            messages, total, continuity, budget, continuity.cut_share
         ):
             added, added_tokens = back, back_tokens
     nodes, tokens = [*kept, *added], [*tokens, *added_tokens]
-    total = counter.scale(REPLY_PRIMING) + sum(tokens)
-    messages = sum(1 for node in nodes if node.message_id is not None)
-    over_budget = budget is not None and total > budget.limit
-    if over_budget or messages > continuity.max_total + 1:  # the trigger is not counted
+    messages, total = _size(nodes, tokens, counter)
+    if _outgrows(messages, total, continuity, budget):
         return cut_prompt(fresh, continuity, budget, counter, total, summary_room), True
     fitted = None
     if budget is not None:
@@ -335,14 +334,14 @@ def refit_keeping_summary(
     summary = next((s for s in map(summary_of, _nodes(prepared)) if s is not None), None)
     if summary is None:
         refit = refit_prompt(prepared, budget, counter)
-        refit.cut_at = prepared.cut_at
-        return refit
-    room = counter.node(summary_node(summary))
-    smaller = budget.model_copy(update={"reserve": min(budget.reserve + room, budget.window - 1)})
-    refit = with_summary(refit_prompt(prepared, smaller, counter), summary, counter)
-    if refit.fitted is not None:
-        refit.fitted = replace(refit.fitted, budget=budget)
-    refit.summary_note = prepared.summary_note
+    else:
+        room = counter.node(summary_node(summary))
+        reserve = min(budget.reserve + room, budget.window - 1)
+        smaller = budget.model_copy(update={"reserve": reserve})
+        refit = with_summary(refit_prompt(prepared, smaller, counter), summary, counter)
+        if refit.fitted is not None:
+            refit.fitted = replace(refit.fitted, budget=budget)
+        refit.summary_note = prepared.summary_note
     refit.cut_at = prepared.cut_at
     return refit
 
@@ -469,20 +468,19 @@ def _summarized(previous: SentPrompt) -> bool:
     return any(is_summary(node) for node in previous.nodes)
 
 
-def _within_cut_share(
-    nodes: list[MessageNode],
-    tokens: list[int],
-    continuity: Continuity,
-    budget: Budget | None,
-    counter: TokenCounter,
+def _size(nodes: list[MessageNode], tokens: list[int], counter: TokenCounter) -> tuple[int, int]:
+    """A request's conversation messages (the trigger not counted) and its tokens."""
+    messages = sum(1 for node in nodes if node.message_id is not None) - 1
+    return messages, counter.scale(REPLY_PRIMING) + sum(tokens)
+
+
+def _outgrows(
+    messages: int, total: int, continuity: Continuity, budget: Budget | None, share: float = 1.0
 ) -> bool:
-    """Whether a request is no larger than what a cut leaves (``cut_share`` of ``max_total``
-    and of the budget): as far from the next cut as a request right after one."""
-    messages = sum(1 for node in nodes if node.message_id is not None) - 1  # not the trigger
-    if messages > continuity.cut_share * continuity.max_total:
-        return False
-    total = counter.scale(REPLY_PRIMING) + sum(tokens)
-    return budget is None or total <= continuity.cut_share * budget.limit
+    """Whether a request of ``messages`` and ``total`` tokens is larger than ``share`` of its
+    room (of ``max_total`` and of the budget): the whole room, or what a cut leaves."""
+    over_budget = budget is not None and total > share * budget.limit
+    return over_budget or messages > share * continuity.max_total
 
 
 def _uncounted(node: MessageNode) -> FrozenMap:
