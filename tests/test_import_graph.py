@@ -36,6 +36,7 @@ LAYERS = (
     "bot.tools",
     "bot.model",
     "bot.discord",
+    "bot.intake",
     "bot.answering",
     "bot.studio",
     "bot.serve",

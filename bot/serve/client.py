@@ -3,7 +3,7 @@
 Gateway events feed the per-channel caches (create, edit, delete), so a busy channel's context
 costs no REST calls. Triggers are debounced per person (a burst of messages gets one answer)
 and answered one at a time per channel, each member holding one place in line
-(``bot.answering.queue``).
+(``bot.intake.queue``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ import nextcord
 from bot.answering.answerer import Answerer, Recorder
 from bot.answering.metrics import Metrics
 from bot.answering.notices import bot_notices
-from bot.answering.once import AnsweredOnce
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.prompt_memory import StoredPromptMemory
-from bot.answering.queue import AnswerQueue, AnswerSlots
 from bot.config.schema import Config, ConfigError, TriggerSettings
 from bot.config.validators import snowflake
 from bot.discord.compat import message_from_payload, set_rest_base
@@ -33,6 +31,8 @@ from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 from bot.discord.mentions import allowed_mentions
 from bot.discord.triggers import has_role_rules, permitted, trigger_kind
 from bot.discord.visibility import may_read_history, may_view_channel
+from bot.intake.once import AnsweredOnce
+from bot.intake.queue import AnswerQueue, AnswerSlots
 from bot.model.client import ModelClient
 from bot.serve.metrics_server import MetricsServer
 from bot.storage import Store
