@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.answering.answerer import AnswerResult
+from bot.answering.result import AnswerResult
 from bot.config.schema import Config
 from bot.demo.discord_server import FakeDiscord
 from bot.demo.openai_server import Answer, FakeOpenAI
@@ -61,7 +61,7 @@ async def run(channels: int, rounds: int, think: float) -> None:
     spacing = think / channels
 
     async def record(result: AnswerResult) -> None:
-        results.append((rounds_of.get(result.trigger.id, 0), result))
+        results.append((rounds_of.get(result.trigger.message.id, 0), result))
 
     async with FakeDiscord() as discord, FakeOpenAI(default=Answer(first_byte_delay=0.05)) as model:
         members = []
@@ -125,7 +125,7 @@ async def run(channels: int, rounds: int, think: float) -> None:
     print("|---|---|---|---|---|")
     for label, group in (("cold (first round)", cold), ("warm (later rounds)", warm)):
         overheads = [r.overhead_seconds * 1e3 for r in group if r.overhead_seconds is not None]
-        calls = [r.prepared.selection.rest_calls for r in group if r.prepared]
+        calls = [r.asked.prepared.selection.rest_calls for r in group if r.asked.prepared]
         print(
             f"| {label} | {len(group)} | {percentile(overheads, 0.5):.1f} ms | "
             f"{percentile(overheads, 0.95):.1f} ms | {statistics.mean(calls):.2f} |"
@@ -303,7 +303,7 @@ async def worker(raw_config: str) -> None:
 
         async def record(result: AnswerResult) -> None:
             nonlocal recorded
-            channel = result.trigger.channel.id
+            channel = result.trigger.message.channel.id
             if channel in seen and result.overhead_seconds is not None:
                 warm.append(result.overhead_seconds)
             seen.add(channel)

@@ -10,8 +10,8 @@ goes up, or on any circle):
 * ``bot.model``: the chat model client and its providers.
 * ``bot.discord``: Discord's rules and surface: triggers, following, permissions, visibility,
   posting.
-* ``bot.intake``: a message that calls for an answer, until the answer starts: the line, each
-  trigger answered once.
+* ``bot.intake``: a message that calls for an answer, as a value, until the answer starts:
+  whether it is one, the burst window, the line, each trigger answered once.
 * ``bot.answering``: one answer, trigger to record: context, model, reply, store.
 * ``bot.studio``: the local tuning and browsing page.
 * ``bot.serve``: the running process: the client, start-up, reload, shards, health, shutdown.

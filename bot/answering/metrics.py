@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+from bot.answering.result import AnswerResult, Asked
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +29,19 @@ class Metrics:
     """Every number the bot exports, in its own registry."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client import CollectorRegistry
         from prometheus_client.process_collector import ProcessCollector
 
         self.registry = registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # process_resident_memory_bytes and friends
+        self._declare_answers(registry)
+        self._declare_work(registry)
+        self._declare_load(registry)
+
+    def _declare_answers(self, registry: CollectorRegistry) -> None:
+        """The answers and the model that wrote them."""
+        from prometheus_client import Counter, Histogram
+
         self.answers = Counter(
             "threadwise_answers",
             "Answers finished, by outcome (success, partial, failure) and trigger kind.",
@@ -61,6 +74,11 @@ class Metrics:
             ["model"],
             registry=registry,
         )
+
+    def _declare_work(self, registry: CollectorRegistry) -> None:
+        """What went into the answers: Discord reads, linked pages, tools, summaries, refits."""
+        from prometheus_client import Counter, Histogram
+
         self.rest_calls = Counter(
             "threadwise_discord_rest_calls",
             "Discord REST calls made to read the context of answers (history pages, messages).",
@@ -98,6 +116,11 @@ class Metrics:
             ["model"],
             registry=registry,
         )
+
+    def _declare_load(self, registry: CollectorRegistry) -> None:
+        """How busy the bot is: the store's writes, the line, the caches."""
+        from prometheus_client import Gauge, Histogram
+
         self.store_write = Histogram(
             "threadwise_store_write_seconds",
             "Time to record one answer in the store.",
@@ -132,11 +155,11 @@ class Metrics:
         self.cache_messages.set_function(cache_messages)
         self.cache_channels.set_function(cache_channels)
 
-    def observe_answer(self, result: Any, trigger: str, model: str) -> None:
-        """Count one finished answer (a ``bot.answering.answerer.AnswerResult``, which reads
-        this module: duck-typed here)."""
-        self.answers.labels(result.outcome, trigger).inc()
-        prepared = result.prepared
+    def observe_answer(self, result: AnswerResult) -> None:
+        """Count one finished answer, by its trigger's kind and the model that answered."""
+        asked, model = result.asked, result.model_settings.name
+        self.answers.labels(result.ending.outcome, result.trigger.kind).inc()
+        prepared = asked.prepared
         if prepared is not None:
             self.rest_calls.inc(prepared.selection.rest_calls)
             for article in prepared.materialized.articles:
@@ -144,12 +167,12 @@ class Metrics:
             if prepared.summary_note is not None:
                 written = prepared.summary_note[0] == "success"
                 self.summaries.labels("written" if written else "failed").inc()
-        self._observe_tools(result)
-        if result.refits:
-            self.refits.labels(model).inc(len(result.refits))
-        completion = result.completion
+        self._observe_tools(asked)
+        if asked.refits:
+            self.refits.labels(model).inc(len(asked.refits))
+        completion = asked.completion
         if completion is None:
-            if result.error is not None and result.model_attempts:
+            if result.ending.error is not None and asked.attempts:
                 self.model_errors.labels(model).inc()
             return
         self.model_latency.labels(model).observe(completion.latency_seconds)
@@ -165,11 +188,11 @@ class Metrics:
                 if count:
                     self.tokens.labels(model, kind).inc(count)
 
-    def _observe_tools(self, result: Any) -> None:
+    def _observe_tools(self, asked: Asked) -> None:
         """Every call of the answer, those of prompts refused as too long included (they ran).
         A tool is named only when it was offered: the model may call any name, and each name
         would be a new time series."""
-        for progress in (*(refused for _, refused in result.refused_tool_use), result.tool_use):
+        for progress in (*(refused for _, refused in asked.refused_tool_use), asked.tool_use):
             if progress is None:
                 continue
             offered = {spec.name for spec in progress.specs}

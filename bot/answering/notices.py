@@ -7,7 +7,7 @@ error's ``user_message``, the posting notes, the answering lines and the channel
 
 from __future__ import annotations
 
-from bot.answering.answerer import STOPPING_LINE, UNEXPECTED_LINE
+from bot.answering.result import STOPPING_LINE, UNEXPECTED_LINE
 from bot.discord.posting import CUT_NOTE, EMPTY_ANSWER
 from bot.model.errors import OVERLOADED_MESSAGE, ModelError
 from conversation.sources.discord_source import DISCORD_TROUBLE, HISTORY_UNREADABLE

@@ -5,117 +5,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
-from bot.answering.answerer import AnswerResult
 from bot.answering.prompt_memory import cut_floor_entry
+from bot.answering.result import AnswerResult, Asked
 from bot.answering.tool_record import tool_context, tool_parameters, tool_work_log
+from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config
 from bot.model.tool_loop import ToolProgress
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
+from conversation.graph.node import MessageNode
 from conversation.memory.summary import SUMMARY_REASON, summary_of
 from conversation.prompt.budget import SHORTENED
+from conversation.prompt.pipeline import PreparedPrompt
 from conversation.selection.result import ContextSelection
 
 log = logging.getLogger(__name__)
 
 
-def interaction_record(result: AnswerResult, config: Config) -> InteractionRecord:
+def interaction_record(result: AnswerResult) -> InteractionRecord:
     """The record of one answer. The request messages are the exact body that was sent.
 
     With ``provider = "anthropic"`` they are the OpenAI-format messages the Anthropic request was
     translated from (by a fixed translation), so the store and ``export`` keep one format.
     """
-    prepared = result.prepared
-    request = result.request or {}
-    model = result.model_settings or config.model  # the channel's, when it has its own
-    sent = request.get("messages") if model.provider == "openai" else None
-    loop = result.tool_use
-    added = loop.added if loop is not None else []
-    messages = list(sent or ([*prepared.request_messages, *added] if prepared else []))
-    context: list[ContextEntry | None] = []
-    work: list[WorkLogEntry] = []
-    if result.followed is not None:
-        work.append(WorkLogEntry(action="followed", detail=result.followed))
-    articles: list[ArticleEntry] = []
-    if prepared is not None:
-        nodes = prepared.graph.snapshot().nodes()
-        for node in nodes[: len(messages)]:
-            summary = summary_of(node)
-            if summary is not None:  # who it drew on: forget-user drops it with them
-                tokens = (node.metadata or {}).get("tokens")
-                context.append(
-                    ContextEntry(reasons=[SUMMARY_REASON], tokens=tokens, named=summary.authors)
-                )
-                continue
-            if node.message_id is None:
-                context.append(None)
-                continue
-            metadata = node.metadata or {}
-            reasons = list(metadata.get("reasons", ()))
-            if metadata.get("trigger"):
-                reasons = ["trigger"]
-            if metadata.get("budget") == "shortened":
-                reasons.append(SHORTENED)
-            named = metadata.get("named", {})
-            context.append(
-                ContextEntry(
-                    message_id=int(node.message_id),
-                    author_id=int(node.user_id) if node.user_id else None,
-                    name=node.name,
-                    reasons=reasons,
-                    tokens=metadata.get("tokens"),
-                    named={int(user_id): name for user_id, name in named.items()},
-                )
-            )
-        work.extend(
-            WorkLogEntry(action=e.action, detail=e.detail, status=e.status, count=e.messages)
-            for e in prepared.selection.work_log
-        )
-        work.extend(continued_log(result))
-        if prepared.cut_at is not None:
-            work.append(cut_floor_entry(prepared.cut_at))
-        if prepared.summary_note is not None:
-            status, detail = prepared.summary_note
-            work.append(WorkLogEntry(action="summary", detail=detail, status=status))
-        work.extend(budget_log(result))
-        for result_article in prepared.materialized.articles:
-            articles.append(
-                ArticleEntry(
-                    url=result_article.url,
-                    status=str(result_article.status),
-                    reason=result_article.reason or None,
-                )
-            )
-            work.append(
-                WorkLogEntry(
-                    action="article",
-                    detail=f"{result_article.url}: {result_article.reason or 'extracted'}",
-                    status="success" if result_article.ok else "failure",
-                )
-            )
-    for prompt, refused in result.refused_tool_use:
-        work.extend(tool_work_log(refused, refused=prompt))
-    if loop is not None and prepared is not None and len(context) < len(messages):
-        context.extend([None] * (len(prepared.request_messages) - len(context)))
-        context.extend(tool_context(loop)[: len(messages) - len(context)])
-        work.extend(tool_work_log(loop))
-    context.extend([None] * (len(messages) - len(context)))
-    for attempt in result.model_attempts:
-        work.append(
-            WorkLogEntry(
-                action="model_attempt",
-                detail=f"attempt {attempt.number}: {attempt.outcome}"
-                + (f" ({attempt.error})" if attempt.error else ""),
-                status="success" if attempt.outcome == "ok" else "failure",
-            )
-        )
-    completion = result.completion
+    asked, ending, trigger = result.asked, result.ending, result.trigger.message
+    model = result.model_settings
+    request = asked.request or {}
+    messages = request_messages(asked, model)
+    completion = asked.completion
     usage = {}
     if completion is not None and completion.usage is not None:
         usage = completion.usage.model_dump(exclude_none=True)
-    trigger = result.trigger
     guild = getattr(trigger, "guild", None)
     return InteractionRecord(
         guild_id=guild.id if guild is not None else None,
@@ -123,22 +45,139 @@ def interaction_record(result: AnswerResult, config: Config) -> InteractionRecor
         trigger_message_id=trigger.id,
         trigger_author_id=trigger.author.id,
         started_at=result.started_at,
-        ended_at=result.ended_at or result.started_at,
+        ended_at=result.ended_at,
         model=completion.model if completion else model.name,
-        parameters=parameters(request, loop)
+        parameters=parameters(request, asked.tool_use)
         or {"temperature": model.temperature, "max_tokens": model.max_tokens},
         request_messages=messages,
-        context=context,
-        answer=result.answer,
+        context=context_entries(asked, len(messages)),
+        answer=ending.answer,
         answer_message_ids=result.posted_ids,
         usage=usage,
         latency_seconds=completion.latency_seconds if completion else None,
-        outcome=result.outcome,
-        error=result.error,
-        work_log=work,
-        articles=articles,
-        people=people_names(prepared.selection) if prepared is not None else {},
+        outcome=ending.outcome,
+        error=ending.error,
+        work_log=work_log(result, len(messages)),
+        articles=article_entries(asked.prepared),
+        people=people_names(asked.prepared.selection) if asked.prepared is not None else {},
     )
+
+
+def request_messages(asked: Asked, model: ModelSettings) -> list[dict]:
+    """The messages as sent: the request body's own (OpenAI), else the prompt's and the tool
+    turns after it (the Anthropic request was translated from them)."""
+    sent = (asked.request or {}).get("messages") if model.provider == "openai" else None
+    prepared = asked.prepared
+    added = asked.tool_use.added if asked.tool_use is not None else []
+    return list(sent or ([*prepared.request_messages, *added] if prepared else []))
+
+
+def context_entries(asked: Asked, sent: int) -> list[ContextEntry | None]:
+    """Why each of the ``sent`` request messages is there, aligned with them: a Discord message
+    and why it was selected, a summary and whom it drew on, a tool turn; None for the rest (the
+    system prompt, a label)."""
+    prepared = asked.prepared
+    context: list[ContextEntry | None] = []
+    if prepared is not None:
+        context = [_context_entry(node) for node in _nodes(prepared)[:sent]]
+        if asked.tool_use is not None and _tool_turns_sent(asked, sent):
+            context.extend([None] * (len(prepared.request_messages) - len(context)))
+            context.extend(tool_context(asked.tool_use)[: sent - len(context)])
+    context.extend([None] * (sent - len(context)))
+    return context
+
+
+def _context_entry(node: MessageNode) -> ContextEntry | None:
+    summary = summary_of(node)
+    if summary is not None:  # who it drew on: forget-user drops it with them
+        tokens = (node.metadata or {}).get("tokens")
+        return ContextEntry(reasons=[SUMMARY_REASON], tokens=tokens, named=summary.authors)
+    if node.message_id is None:
+        return None
+    metadata = node.metadata or {}
+    reasons = list(metadata.get("reasons", ()))
+    if metadata.get("trigger"):
+        reasons = ["trigger"]
+    if metadata.get("budget") == "shortened":
+        reasons.append(SHORTENED)
+    named = metadata.get("named", {})
+    return ContextEntry(
+        message_id=int(node.message_id),
+        author_id=int(node.user_id) if node.user_id else None,
+        name=node.name,
+        reasons=reasons,
+        tokens=metadata.get("tokens"),
+        named={int(user_id): name for user_id, name in named.items()},
+    )
+
+
+def work_log(result: AnswerResult, sent: int) -> list[WorkLogEntry]:
+    """What the answer did, in order: why a follow-up was answered, how the prompt was built,
+    the tool rounds (those of refused prompts first) and every model attempt."""
+    asked = result.asked
+    work: list[WorkLogEntry] = []
+    if result.trigger.followed is not None:
+        work.append(WorkLogEntry(action="followed", detail=result.trigger.followed))
+    if asked.prepared is not None:
+        work.extend(prompt_log(asked.prepared, asked.refits))
+    for prompt, refused in asked.refused_tool_use:
+        work.extend(tool_work_log(refused, refused=prompt))
+    if asked.tool_use is not None and _tool_turns_sent(asked, sent):
+        work.extend(tool_work_log(asked.tool_use))
+    work.extend(
+        WorkLogEntry(
+            action="model_attempt",
+            detail=f"attempt {attempt.number}: {attempt.outcome}"
+            + (f" ({attempt.error})" if attempt.error else ""),
+            status="success" if attempt.outcome == "ok" else "failure",
+        )
+        for attempt in asked.attempts
+    )
+    return work
+
+
+def prompt_log(prepared: PreparedPrompt, refits: Sequence[str]) -> list[WorkLogEntry]:
+    """How the prompt was built: the selection's steps, the earlier request it continues, the
+    cut and its summary, the token budget, the linked articles."""
+    work = [
+        WorkLogEntry(action=e.action, detail=e.detail, status=e.status, count=e.messages)
+        for e in prepared.selection.work_log
+    ]
+    work.extend(continued_log(prepared))
+    if prepared.cut_at is not None:
+        work.append(cut_floor_entry(prepared.cut_at))
+    if prepared.summary_note is not None:
+        status, detail = prepared.summary_note
+        work.append(WorkLogEntry(action="summary", detail=detail, status=status))
+    work.extend(budget_log(prepared, refits))
+    work.extend(
+        WorkLogEntry(
+            action="article",
+            detail=f"{article.url}: {article.reason or 'extracted'}",
+            status="success" if article.ok else "failure",
+        )
+        for article in prepared.materialized.articles
+    )
+    return work
+
+
+def article_entries(prepared: PreparedPrompt | None) -> list[ArticleEntry]:
+    """Each linked page the prompt read, and how reading it went."""
+    if prepared is None:
+        return []
+    return [
+        ArticleEntry(url=article.url, status=str(article.status), reason=article.reason or None)
+        for article in prepared.materialized.articles
+    ]
+
+
+def _nodes(prepared: PreparedPrompt) -> list[MessageNode]:
+    return prepared.graph.snapshot().nodes()
+
+
+def _tool_turns_sent(asked: Asked, sent: int) -> bool:
+    """Whether the request sent tool turns after the prompt (more messages than its nodes)."""
+    return asked.prepared is not None and len(_nodes(asked.prepared)) < sent
 
 
 def parameters(request: dict, loop: object) -> dict:
@@ -165,10 +204,9 @@ def people_names(selection: ContextSelection) -> dict[int, list[str]]:
     return {user_id: sorted(names) for user_id, names in people.items() if names}
 
 
-def continued_log(result: AnswerResult) -> list[WorkLogEntry]:
+def continued_log(prepared: PreparedPrompt) -> list[WorkLogEntry]:
     """Which earlier request the prompt starts with (``conversation.memory``), if any."""
-    prepared = result.prepared
-    if prepared is None or prepared.continues is None:
+    if prepared.continues is None:
         return []
     if prepared.reused is None:
         how = "an edit or deletion broke it at that message"
@@ -178,13 +216,13 @@ def continued_log(result: AnswerResult) -> list[WorkLogEntry]:
     return [WorkLogEntry(action="prompt_continued", detail=detail)]
 
 
-def budget_log(result: AnswerResult) -> list[WorkLogEntry]:
+def budget_log(prepared: PreparedPrompt, refits: Sequence[str]) -> list[WorkLogEntry]:
     """The token budget in the work log: prompts refused as too long, the accepted prompt's
     size against its budget, and each cut made to fit it."""
     entries = [
-        WorkLogEntry(action="budget_refit", detail=note, status="failure") for note in result.refits
+        WorkLogEntry(action="budget_refit", detail=note, status="failure") for note in refits
     ]
-    fitted = result.prepared.fitted if result.prepared else None
+    fitted = prepared.fitted
     if fitted is not None:
         entries.append(
             WorkLogEntry(
@@ -207,7 +245,7 @@ class InteractionRecorder:
         self.config = config
 
     async def __call__(self, result: AnswerResult) -> None:
-        await self.store.record(interaction_record(result, self.config))
+        await self.store.record(interaction_record(result))
 
 
 RETENTION_INTERVAL_SECONDS = 24 * 3600

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.answering.answerer import cache_hints
+from bot.answering.asking import cache_hints
 from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.config.schema import Config

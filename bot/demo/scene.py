@@ -16,8 +16,8 @@ import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from bot.answering.answerer import AnswerResult
 from bot.answering.recording import InteractionRecorder
+from bot.answering.result import AnswerResult
 from bot.config.schema import Config
 from bot.demo.discord_server import FakeDiscord
 from bot.demo.openai_server import Answer, FakeOpenAI
@@ -175,9 +175,9 @@ class Scene:
                 shown(self.discord.message(CHANNEL_ID, posted)["content"], self.names)
                 for posted in result.posted_ids
             )
-            said.followed = result.followed
-            if result.outcome != "success":
-                said.error = result.error or result.outcome
+            said.followed = result.trigger.followed
+            if result.ending.outcome != "success":
+                said.error = result.ending.error or result.ending.outcome
         self.show(said)
         return said
 

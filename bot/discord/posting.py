@@ -14,13 +14,17 @@ Posting is not allowed to lose the answer: while streaming, a failed post or edi
 tried again at the next one; the final post retries Discord's transient errors, and when the
 trigger cannot be replied to any more (deleted, or history not readable) it posts to the channel
 without the reference. Only then does it give up, and the caller records the whole answer.
+
+While the answer is prepared, the channel shows "typing..." (``typing_indicator``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import nextcord
@@ -40,6 +44,32 @@ SEND_ATTEMPTS = 3  # a post that meets Discord's 5xx is tried this often
 SEND_RETRY_SECONDS = 0.5  # first wait between attempts, doubled each time
 # A reply refused for its reference (target deleted, no history permission): post it plainly.
 REFERENCE_REFUSED = (400, 403, 404)
+
+
+@contextlib.asynccontextmanager
+async def typing_indicator(channel: Any) -> AsyncIterator[None]:
+    """Show "typing..." while the answer is prepared, without waiting for Discord to ack it.
+
+    nextcord's ``channel.typing()`` awaits the first request before the body runs, which put a
+    REST round trip on every answer's critical path; here it runs beside the work instead.
+    """
+
+    async def keep_typing() -> None:
+        while True:
+            try:
+                await channel.trigger_typing()
+            except Exception as error:  # typing is cosmetic: never fail an answer for it
+                log.debug("typing indicator failed: %s", error)
+                return
+            await asyncio.sleep(8)  # Discord shows it for about 10 seconds
+
+    task = asyncio.create_task(keep_typing())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 class ReplyStreamer:

@@ -17,25 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol
+from typing import Any
+
+from bot.intake.trigger import Trigger
 
 log = logging.getLogger(__name__)
 
-
-class Queued(Protocol):
-    """A trigger in line (a nextcord ``Message``): where it was said, by whom."""
-
-    @property
-    def id(self) -> int: ...
-
-    @property
-    def channel(self) -> Any: ...
-
-    @property
-    def author(self) -> Any: ...
-
-
-Answer = Callable[[Any], Awaitable[None]]
+Answer = Callable[[Trigger], Awaitable[None]]
 Spawn = Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
 
 
@@ -70,10 +58,10 @@ class AnswerQueue:
         self._slots = slots
         self._spawn = spawn
         # channel id -> member id -> their waiting trigger (dicts keep insertion order).
-        self._waiting: dict[int, dict[int, Queued]] = {}
+        self._waiting: dict[int, dict[int, Trigger]] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
 
-    def waiting(self, channel_id: int) -> list[Queued]:
+    def waiting(self, channel_id: int) -> list[Trigger]:
         """Triggers in line in the channel, next first (not the one being answered)."""
         return list(self._waiting.get(channel_id, {}).values())
 
@@ -81,17 +69,18 @@ class AnswerQueue:
         """Triggers in line across all channels (the metrics' queue length)."""
         return sum(len(line) for line in self._waiting.values())
 
-    def submit(self, message: Queued) -> Queued | None:
+    def submit(self, trigger: Trigger) -> Trigger | None:
         """Put the trigger in line; returns the same member's trigger it replaced, if any."""
+        message = trigger.message
         channel_id, member_id = message.channel.id, message.author.id
         line = self._waiting.setdefault(channel_id, {})
         replaced = line.pop(member_id, None)
-        line[member_id] = message  # at the back: a newer trigger does not keep the old place
+        line[member_id] = trigger  # at the back: a newer trigger does not keep the old place
         if replaced is not None:
             log.info(
                 "message %s replaces %s from %s waiting in channel %s; only the newer is answered",
                 message.id,
-                replaced.id,
+                replaced.message.id,
                 member_id,
                 channel_id,
             )
@@ -106,11 +95,11 @@ class AnswerQueue:
                     # Taken out of line only once a slot is free: while waiting for one, a
                     # newer trigger from the same member still replaces it.
                     member_id = next(iter(line))
-                    message = line.pop(member_id)
+                    trigger = line.pop(member_id)
                     try:
-                        await self._answer(message)
+                        await self._answer(trigger)
                     except Exception:  # one failed answer must not strand the rest of the line
-                        log.exception("answering message %s failed", message.id)
+                        log.exception("answering message %s failed", trigger.message.id)
         finally:
             self._workers.pop(channel_id, None)
             if not self._waiting.get(channel_id):

@@ -7,7 +7,7 @@ start-up summary and model probe (``startup``), hot reload handed to the client
 endpoint (``metrics_server``), the container's heartbeat file (``health``) and SIGTERM handled
 like Ctrl-C (``shutdown``).
 
-May import every layer below it (``bot.answering``, ``bot.discord``, ``bot.model``,
-``bot.tools``, ``bot.storage``, ``bot.studio``, ``bot.config``, ``bot.errors``) and
-``conversation``; only the command line imports it.
+May import every layer below it (``bot.answering``, ``bot.intake``, ``bot.discord``,
+``bot.model``, ``bot.tools``, ``bot.storage``, ``bot.studio``, ``bot.config``, ``bot.errors``)
+and ``conversation``; only the command line imports it.
 """

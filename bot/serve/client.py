@@ -1,9 +1,11 @@
 """The Discord client: gateway events in, answers out.
 
 Gateway events feed the per-channel caches (create, edit, delete), so a busy channel's context
-costs no REST calls. Triggers are debounced per person (a burst of messages gets one answer)
-and answered one at a time per channel, each member holding one place in line
-(``bot.intake.queue``).
+costs no REST calls. A message that calls for an answer becomes a ``Trigger``
+(``bot.intake.admission``), waits out its author's burst (``bot.intake.burst``: a burst of
+messages gets one answer) and is answered in its turn, one at a time per channel, each member
+holding one place in line (``bot.intake.queue``). The slash commands are in
+``bot.serve.commands``.
 """
 
 from __future__ import annotations
@@ -12,27 +14,31 @@ import argparse
 import asyncio
 import logging
 from collections.abc import Coroutine
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import nextcord
 
-from bot.answering.answerer import Answerer, Recorder
+from bot.answering.answerer import Answerer
 from bot.answering.metrics import Metrics
 from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.prompt_memory import StoredPromptMemory
-from bot.config.schema import Config, ConfigError, TriggerSettings
+from bot.answering.result import Recorder
+from bot.config.schema import Config, ConfigError
 from bot.config.validators import snowflake
 from bot.discord.compat import message_from_payload, set_rest_base
-from bot.discord.dm_roles import DmRoles, RoleLookupFailed
-from bot.discord.follow import Follower, follow_enabled
+from bot.discord.dm_roles import DmRoles
+from bot.discord.follow import Follower
 from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 from bot.discord.mentions import allowed_mentions
-from bot.discord.triggers import has_role_rules, permitted, trigger_kind
-from bot.discord.visibility import may_read_history, may_view_channel
+from bot.discord.visibility import may_view_channel
+from bot.intake.admission import Admission
+from bot.intake.burst import BurstWindow
 from bot.intake.once import AnsweredOnce
 from bot.intake.queue import AnswerQueue, AnswerSlots
+from bot.intake.recall import recall_recent_answers
+from bot.intake.trigger import Trigger
 from bot.model.client import ModelClient
 from bot.serve.metrics_server import MetricsServer
 from bot.storage import Store
@@ -40,7 +46,7 @@ from bot.tools.toolbox import Toolbox
 from conversation.articles.service import ArticleService
 from conversation.common.text import clean_text
 from conversation.prompt.materialize import MaterializeOptions, Materializer
-from conversation.prompt.names import bot_name_in, shown_name
+from conversation.prompt.names import bot_name_in
 from conversation.selection.seal import SEAL_TEXT, is_seal
 from conversation.sources.cache import CacheRegistry
 from conversation.sources.slim import Slimmer
@@ -54,8 +60,6 @@ INTENT_HELP = (
 
 
 FRESH_REFUSED = "Only members who may manage messages here can start the context over."
-RECALLED_INTERACTIONS = 200
-"""The latest interactions read at start for the bot's recent answers (one per channel kept)."""
 
 
 def make_intents() -> nextcord.Intents:
@@ -65,7 +69,7 @@ def make_intents() -> nextcord.Intents:
 
 
 class ThreadwiseClient(nextcord.Client):
-    """nextcord client wired to the builder, the materializer, the model and the store."""
+    """nextcord client wired to the intake, the answerer and the store."""
 
     def __init__(
         self,
@@ -116,23 +120,33 @@ class ThreadwiseClient(nextcord.Client):
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
         self._channels: dict[int, Any] = {}
-        self._pending: dict[tuple[int, int], Any] = {}
-        self.follower = Follower()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.answer_slots = AnswerSlots(lambda: self.config.triggers.max_concurrent_answers)
-        self.queue = AnswerQueue(self._answer_now, self.answer_slots, self._spawn)
-        # Trigger id -> why it is answered, until answered or dropped: its kind (for the
-        # metrics) and, for a follow-up, the explanation line.
-        self._kinds: dict[int, tuple[str, str | None]] = {}
-        self.answered_once = AnsweredOnce(store.answered_async if store is not None else None)
+        self._open_intake(store)
         if self.metrics is not None:
             self.metrics.watch(
                 queue_length=self.queue.waiting_total,
                 cache_messages=lambda: sum(len(cache) for cache in self.caches),
                 cache_channels=lambda: len(self.caches),
             )
-        self.dm_roles = DmRoles(lambda: self.guilds)
         self._register_commands()
+
+    def _open_intake(self, store: Store | None) -> None:
+        """The way from a gateway message to its answer: the door it goes through (becoming a
+        ``Trigger``), its author's burst, the line. Each reads the settings when it is used,
+        so a reloaded config applies to the next message."""
+        self.admission = Admission(
+            follower=Follower(),
+            answered_once=AnsweredOnce(store.answered_async if store is not None else None),
+            dm_roles=DmRoles(lambda: self.guilds),
+            permissions=lambda: self.config.permissions,
+            triggers_for=lambda channel: self.answerer.settings_for(channel).triggers,
+        )
+        self.answer_slots = AnswerSlots(lambda: self.config.triggers.max_concurrent_answers)
+        self.queue = AnswerQueue(self._answer_now, self.answer_slots, self._spawn)
+        self.burst = BurstWindow(
+            lambda channel: self.answerer.settings_for(channel).triggers.burst_window_seconds,
+            then=self.queue.submit,
+        )
 
     def _register_commands(self) -> None:
         @self.slash_command(
@@ -248,7 +262,13 @@ class ThreadwiseClient(nextcord.Client):
         set_rest_base(self.config.discord.api_base)
         await super().login(token)
         # Before the gateway connects, so no follow-up arrives before the bot knows its answers.
-        await self._recall_recent_answers()
+        if self.store is not None and self.user is not None:
+            await recall_recent_answers(
+                self.store,
+                self.admission.follower,
+                self.user.id,
+                self.config.triggers.follow_minutes,
+            )
         if self.metrics is not None and self.metrics_server is None:
             self.metrics_server = MetricsServer(self.metrics, self.config.metrics)
             await self.metrics_server.start()
@@ -284,44 +304,6 @@ class ThreadwiseClient(nextcord.Client):
 
             log.info("invite it with: %s", invite_url(self.application_id))
 
-    async def _recall_recent_answers(self) -> None:
-        """The bot's latest answer per channel within the follow window, from the store: a
-        follow-up right after a restart is followed as it was before it."""
-        if self.store is None or self.user is None:
-            return
-        from bot.storage import StoreError
-
-        store, bot_id = self.store, self.user.id
-        since = datetime.now(UTC) - timedelta(minutes=self.config.triggers.follow_minutes)
-
-        def recent() -> list[Any]:
-            latest: dict[int, Any] = {}
-            for summary in store.recent_interactions(limit=RECALLED_INTERACTIONS):
-                if summary.ended_at < since or summary.outcome != "success":
-                    continue
-                if summary.channel_id not in latest:
-                    latest[summary.channel_id] = store.get_interaction(summary.interaction_id)
-            return list(latest.values())
-
-        try:
-            records = await asyncio.to_thread(recent)
-        except StoreError as error:
-            log.warning("could not read the recent answers from the store: %s", error)
-            return
-        for record in records:
-            if not record.answer_message_ids:
-                continue
-            sent = record.request_messages[-1].get("content") if record.request_messages else ""
-            self.follower.recall_answer(
-                record.channel_id,
-                bot_id,
-                (record.trigger_message_id, record.trigger_author_id, str(sent or "")),
-                record.answer_message_ids,
-                record.answer,
-            )
-        if records:
-            log.info("recalled the latest answer in %d channel(s) from the store", len(records))
-
     # ------------------------------------------------------------------ gateway events
 
     async def on_message(self, message: nextcord.Message) -> None:
@@ -331,78 +313,9 @@ class ThreadwiseClient(nextcord.Client):
             self._channels[message.channel.id] = message.channel
         if self.user is None:
             return
-        if message.author.id == self.user.id and not is_seal(message, self.user.id):
-            self.follower.saw_bot_message(message, message.channel.id)
-        reference = message.reference
-        replies_to_bot = False
-        if reference is not None and reference.message_id is not None:
-            known = cache.get(reference.message_id)
-            replies_to_bot = getattr(getattr(known, "author", None), "id", None) == self.user.id
-        triggers = self.answerer.settings_for(message.channel).triggers
-        kind = trigger_kind(message, self.user.id, triggers, bot_message=replies_to_bot)
-        followed = None if kind is not None else self._follows(message, cache, triggers)
-        if followed is not None:
-            kind = "follow"
-        if kind is None:
-            return
-        if not await self.answered_once.claim(message.id):
-            log.info("message %s delivered again or answered before; not answering", message.id)
-            return
-        if not await self._permitted(message):
-            log.info("ignored message %s from %s: not permitted", message.id, message.author.id)
-            return
-        if followed is not None:
-            log.info("following message %s: %s", message.id, followed)
-        self._kinds[message.id] = (kind, followed)
-        self._spawn(self._debounced_answer(message))
-
-    def _follows(
-        self, message: nextcord.Message, cache: Any, settings: TriggerSettings
-    ) -> str | None:
-        """The explanation line of a message that calls no one, answered when it continues the
-        bot's conversation (``bot.discord.follow``); None when it is not. From the cache
-        alone, never for a bot or in a DM, and never for a member who may not read the
-        channel's history (the conversation it would continue is that history: issue 23's
-        rule, ``bot.discord.visibility``)."""
-        assert self.user is not None
-        if (
-            message.guild is None
-            or message.author.id == self.user.id
-            or getattr(message.author, "bot", False)
-            or not follow_enabled(settings, message.channel)
-            or not may_read_history(message.channel, message.author)
-            or not self.follower.spoke_lately(message, message.channel.id, settings.follow_minutes)
-        ):
-            return None
-        decision = self.follower.decide(message, cache, self.user.id, settings)
-        if not decision.answer or decision.kind != "followed":
-            return None
-
-        def name_of(user_id: int) -> str:
-            """Named as the prompt names them (``shown_name``: not nextcord's display_name)."""
-            member = message.guild.get_member(user_id) if message.guild is not None else None
-            if member is None:
-                member = self.follower.author_in(cache, message, user_id)
-            return (shown_name(member) if member is not None else "") or f"user {user_id}"
-
-        return decision.describe(name_of)
-
-    async def _permitted(self, message: nextcord.Message) -> bool:
-        """The permission lists, with a DM author's roles looked up in the shared guilds."""
-        settings = self.config.permissions
-        if message.guild is not None or not has_role_rules(settings):
-            return permitted(message, settings)
-        if message.author.id in settings.blocked_users:
-            return False  # no lookup needed to refuse
-        try:
-            roles = await self.dm_roles.held(
-                message.author.id, (*settings.blocked_roles, *settings.allowed_roles)
-            )
-        except RoleLookupFailed as error:
-            # Blocks always win: a person whose roles cannot be checked is not answered.
-            log.warning("roles of %s for a DM unknown, not answering: %s", message.author.id, error)
-            return False
-        return permitted(message, settings, roles=roles)
+        trigger = await self.admission.admit(message, cache, self.user.id)
+        if trigger is not None:
+            self._spawn(self.burst.wait_out(trigger))
 
     async def on_raw_message_edit(self, payload: nextcord.RawMessageUpdateEvent) -> None:
         data = payload.data
@@ -454,31 +367,13 @@ class ThreadwiseClient(nextcord.Client):
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _debounced_answer(self, message: nextcord.Message) -> None:
-        """Wait out a burst: only the person's latest message in it goes in line."""
-        key = (message.channel.id, message.author.id)
-        waiting = self._pending.get(key)
-        if waiting is not None and waiting.id > message.id:
-            self._kinds.pop(message.id, None)
-            return  # a newer message of the burst got here first (its DM role check was quicker)
-        self._pending[key] = message
-        settings = self.answerer.settings_for(message.channel)
-        await asyncio.sleep(settings.triggers.burst_window_seconds)
-        if self._pending.get(key) is not message:
-            self._kinds.pop(message.id, None)
-            return
-        del self._pending[key]
-        replaced = self.queue.submit(message)
-        if replaced is not None:
-            self._kinds.pop(replaced.id, None)
-
-    async def _answer_now(self, message: nextcord.Message) -> None:
-        kind, followed = self._kinds.pop(message.id, ("unknown", None))
+    async def _answer_now(self, trigger: Trigger) -> None:
+        message = trigger.message
         cache = self.caches.get(message.channel.id)
         if cache is not None and cache.is_deleted(message.id):
             log.info("message %s was deleted before the answer; not answering", message.id)
             return
-        await self.answerer.answer(message, followed=followed, kind=kind)
+        await self.answerer.answer(trigger)
 
 
 __all__ = ["ConfigError", "ThreadwiseClient"]

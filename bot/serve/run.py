@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import nextcord
 
-from bot.answering.answerer import Recorder
+from bot.answering.result import Recorder
 from bot.config.channels import top_level
 from bot.config.schema import Config, locate_config, require_token
 from bot.model.client import ModelClient

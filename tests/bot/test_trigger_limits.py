@@ -95,7 +95,7 @@ async def test_a_flooding_member_holds_one_place_in_line():
         said = await bot.discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> urgent: is prod down?")
         started = len(bot.model.chat_requests)
         await flood(bot, ELI, 5, "more spam")
-        waiting = [m.author.id for m in bot.client.queue.waiting(CHANNEL)]
+        waiting = [t.message.author.id for t in bot.client.queue.waiting(CHANNEL)]
         assert len(waiting) == len(set(waiting)) <= 2, waiting  # one place per member
         for _ in range(600):  # the reply to Ben (answers to Eli may come before it)
             if any(

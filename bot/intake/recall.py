@@ -1,0 +1,53 @@
+"""The bot's latest answer per channel, read back from the store at start: the follow-ups right
+after a restart are recognized as they were before it (the channel caches start empty).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.discord.follow import Follower
+from bot.storage import Store, StoreError
+
+log = logging.getLogger(__name__)
+
+RECALLED_INTERACTIONS = 200
+"""The latest interactions read at start for the bot's recent answers (one per channel kept)."""
+
+
+async def recall_recent_answers(
+    store: Store, follower: Follower, bot_id: int, follow_minutes: float
+) -> None:
+    """Hand ``follower`` the bot's latest answer per channel within the follow window."""
+    since = datetime.now(UTC) - timedelta(minutes=follow_minutes)
+
+    def recent() -> list[Any]:
+        latest: dict[int, Any] = {}
+        for summary in store.recent_interactions(limit=RECALLED_INTERACTIONS):
+            if summary.ended_at < since or summary.outcome != "success":
+                continue
+            if summary.channel_id not in latest:
+                latest[summary.channel_id] = store.get_interaction(summary.interaction_id)
+        return list(latest.values())
+
+    try:
+        records = await asyncio.to_thread(recent)
+    except StoreError as error:
+        log.warning("could not read the recent answers from the store: %s", error)
+        return
+    for record in records:
+        if not record.answer_message_ids:
+            continue
+        sent = record.request_messages[-1].get("content") if record.request_messages else ""
+        follower.recall_answer(
+            record.channel_id,
+            bot_id,
+            (record.trigger_message_id, record.trigger_author_id, str(sent or "")),
+            record.answer_message_ids,
+            record.answer,
+        )
+    if records:
+        log.info("recalled the latest answer in %d channel(s) from the store", len(records))
