@@ -10,7 +10,6 @@ holding one place in line (``bot.intake.queue``). The slash commands are in
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 from collections.abc import Coroutine
@@ -26,13 +25,10 @@ from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.prompt_memory import StoredPromptMemory
 from bot.answering.result import Recorder
 from bot.config.schema import Config, ConfigError
-from bot.config.validators import snowflake
 from bot.discord.compat import message_from_payload, set_rest_base
 from bot.discord.dm_roles import DmRoles
 from bot.discord.follow import Follower
-from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 from bot.discord.mentions import allowed_mentions
-from bot.discord.visibility import may_view_channel
 from bot.intake.admission import Admission
 from bot.intake.burst import BurstWindow
 from bot.intake.once import AnsweredOnce
@@ -40,6 +36,7 @@ from bot.intake.queue import AnswerQueue, AnswerSlots
 from bot.intake.recall import recall_recent_answers
 from bot.intake.trigger import Trigger
 from bot.model.client import ModelClient
+from bot.serve.commands import register_commands
 from bot.serve.metrics_server import MetricsServer
 from bot.storage import Store
 from bot.tools.toolbox import Toolbox
@@ -47,7 +44,6 @@ from conversation.articles.service import ArticleService
 from conversation.common.text import clean_text
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.names import bot_name_in
-from conversation.selection.seal import SEAL_TEXT, is_seal
 from conversation.sources.cache import CacheRegistry
 from conversation.sources.slim import Slimmer
 
@@ -57,9 +53,6 @@ INTENT_HELP = (
     "Discord refused the Message Content intent. Enable it for your bot in the developer "
     "portal (Applications > your bot > Bot > Privileged Gateway Intents > Message Content)."
 )
-
-
-FRESH_REFUSED = "Only members who may manage messages here can start the context over."
 
 
 def make_intents() -> nextcord.Intents:
@@ -128,7 +121,7 @@ class ThreadwiseClient(nextcord.Client):
                 cache_messages=lambda: sum(len(cache) for cache in self.caches),
                 cache_channels=lambda: len(self.caches),
             )
-        self._register_commands()
+        register_commands(self, self.answerer, store, self.caches)
 
     def _open_intake(self, store: Store | None) -> None:
         """The way from a gateway message to its answer: the door it goes through (becoming a
@@ -147,113 +140,6 @@ class ThreadwiseClient(nextcord.Client):
             lambda channel: self.answerer.settings_for(channel).triggers.burst_window_seconds,
             then=self.queue.submit,
         )
-
-    def _register_commands(self) -> None:
-        @self.slash_command(
-            name="context",
-            description="Show which messages the bot's latest answer here used, and why.",
-        )
-        async def context_command(
-            interaction: nextcord.Interaction,
-            message_id: str | None = nextcord.SlashOption(
-                description="An answer (or its trigger) to explain; default: the latest answer",
-                required=False,
-                default=None,
-            ),
-        ) -> None:
-            asker = interaction.user
-            text = (
-                await self.explain_for(interaction.channel_id, message_id, asker)
-                if asker is not None
-                else "I cannot tell who is asking."
-            )
-            await interaction.response.send_message(text, ephemeral=True)
-
-        @self.slash_command(
-            name="fresh",
-            description="Start the conversation over: the bot reads nothing said here before it.",
-        )
-        async def fresh_command(interaction: nextcord.Interaction) -> None:
-            in_dm = interaction.guild_id is None
-            if not in_dm and not interaction.permissions.manage_messages:
-                await interaction.response.send_message(FRESH_REFUSED, ephemeral=True)
-                return
-            await interaction.response.send_message(SEAL_TEXT)
-
-        from bot.serve.model_command import model_choices
-
-        @self.slash_command(
-            name="model",
-            description="List the models, say which answers here, or choose one for this channel.",
-            # Discord hides it from the others; the handler refuses them all the same (and in
-            # DMs, where there is no server to manage).
-            default_member_permissions=nextcord.Permissions(manage_guild=True),
-        )
-        async def model_command(
-            interaction: nextcord.Interaction,
-            name: str | None = nextcord.SlashOption(
-                description="A model to answer with in this channel until the next restart or "
-                "reload; 'default' goes back to the config's",
-                required=False,
-                default=None,
-                # The named models are fixed until a restart, so Discord can offer them.
-                choices=model_choices(self.config) or None,
-            ),
-        ) -> None:
-            from bot.serve.model_command import model_command_text
-
-            text = model_command_text(
-                self.answerer.channels,
-                interaction.channel,
-                may_choose=interaction.guild_id is not None
-                and interaction.permissions.manage_guild,
-                name=name,
-            )
-            await interaction.response.send_message(text, ephemeral=True)
-
-    async def explain_for(
-        self, channel_id: int | None, message_id: str | None, asker: nextcord.abc.User
-    ) -> str:
-        """The text of ``/context``: short enough for one ephemeral Discord message.
-
-        An answer from a channel the asker cannot view is "not found", worded exactly like an
-        id the store never saw (see ``bot.discord.visibility``).
-        """
-        from bot.storage import StoreError, not_in_store, render_text, without_linked_text
-
-        if self.store is None:
-            return "Answers are not being recorded here ([storage] is not set up)."
-        target: int | None = None
-        if message_id:
-            try:
-                target = snowflake(message_id)
-            except argparse.ArgumentTypeError:
-                return "That is not a message id (right-click a message, Copy Message ID)."
-        elif channel_id is not None and self.user is not None:
-            cache = self.caches.get(channel_id)
-            me = self.user.id
-            mine = (
-                [m for m in cache.messages() if m.author.id == me and not is_seal(m, me)]
-                if cache
-                else []
-            )
-            target = mine[-1].id if mine else None
-        if target is None:
-            return "I have not answered anything in this channel since I started."
-        try:
-            explanation = await self.store.explain_async(target)
-        except StoreError as error:
-            return str(error)
-        if not await may_view_channel(
-            self,
-            asker,
-            guild_id=explanation.guild_id,
-            channel_id=explanation.channel_id,
-            dm_participant_id=explanation.trigger_author_id,
-            restricted=any(e.action == "history_restricted" for e in explanation.work_log),
-        ):
-            return str(not_in_store(target))
-        return render_text(without_linked_text(explanation), limit=DISCORD_MESSAGE_LIMIT)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.demo.openai_server import Answer
-from bot.serve.client import FRESH_REFUSED
+from bot.serve.commands import FRESH_REFUSED
 from conversation.selection.seal import SEAL_TEXT
 from tests.bot.test_follow_e2e import answered, follow_up, talk_to_bot
 from tests.fakes.harness import (
