@@ -46,7 +46,6 @@ from conversation.memory.recall import BoundedMemory, PromptMemory
 from conversation.memory.sent import SentPrompt
 from conversation.prompt.materialize import Materializer
 from conversation.prompt.pipeline import PreparedPrompt, persona_for, prepare_prompt
-from conversation.selection.builder import ContextBuilder
 from conversation.selection.seal import sealed
 from conversation.sources.cache import CacheRegistry
 from conversation.sources.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
@@ -60,7 +59,7 @@ SHUTDOWN_GRACE_SECONDS = 0.5
 
 
 class Answerer:
-    """Shared by all channels: the caches, the builder, the materializer and the model."""
+    """Shared by all channels: the caches, the materializer, the model and the memory."""
 
     def __init__(
         self,
@@ -80,7 +79,6 @@ class Answerer:
         # What each answer sent, so a follow-up's request starts with it (conversation.memory).
         self.memory: PromptMemory = memory or BoundedMemory()
         self.caches = caches
-        self.builder = ContextBuilder(config.context, links=DiscordLinkResolver())
         self.materializer = materializer
         self.model = model
         self.bot_name = bot_name
@@ -92,7 +90,7 @@ class Answerer:
             config,
             clients=ModelClients(model, config.models),
             budgeter=self.budgeter,
-            links=self.builder.links,
+            links=DiscordLinkResolver(),
         )
 
     def settings_for(self, channel: Any) -> Config:
@@ -101,12 +99,11 @@ class Answerer:
 
     def reconfigure(self, config: Config) -> None:
         """A reloaded config: every channel's parts are built again (``/model`` choices end)."""
+        channels = self.channels
         self.channels = ChannelRuntimes(
-            config,
-            clients=self.channels.clients,
-            budgeter=self.budgeter,
-            links=self.builder.links,
+            config, clients=channels.clients, budgeter=self.budgeter, links=channels.links
         )
+        self.config = config
 
     async def answer(self, trigger: Trigger) -> AnswerResult:
         """The answer to ``trigger``, posted, recorded and counted; cancelled (the bot is

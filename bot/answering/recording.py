@@ -240,9 +240,8 @@ def budget_log(prepared: PreparedPrompt, refits: Sequence[str]) -> list[WorkLogE
 class InteractionRecorder:
     """The answer flow's recorder: writes each interaction through the store's writer thread."""
 
-    def __init__(self, store: Store, config: Config) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.config = config
 
     async def __call__(self, result: AnswerResult) -> None:
         await self.store.record(interaction_record(result))
@@ -271,7 +270,7 @@ async def open_recorder(config: Config) -> AsyncIterator[InteractionRecorder]:
             retention = asyncio.create_task(
                 apply_retention(store, config.storage.retention_days), name="retention"
             )
-        yield InteractionRecorder(store, config)
+        yield InteractionRecorder(store)
     finally:
         if retention is not None:
             retention.cancel()

@@ -145,7 +145,7 @@ async def play(config: Config, store_path: Path, *, use_model: bool, out: TextIO
         )
         print_header(out, model.base_url if use_model else None)
         with Store.open(store_path) as store:
-            watch = AnswerWatch(store, demo)
+            watch = AnswerWatch(store)
             with discord.nextcord_pointed_here():
                 async with running_client(demo, discord, watch, store):
                     scene = Scene(

@@ -87,8 +87,8 @@ class AnswerWatch:
     """The recorder of the demo's bot: records each answer in the store, then hands it to the
     scene, which so learns when an answer is complete (posted, edited and stored)."""
 
-    def __init__(self, store: Store, config: Config) -> None:
-        self._record = InteractionRecorder(store, config)
+    def __init__(self, store: Store) -> None:
+        self._record = InteractionRecorder(store)
         self.done: asyncio.Queue[AnswerResult] = asyncio.Queue()
 
     async def __call__(self, result: AnswerResult) -> None:

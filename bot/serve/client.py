@@ -61,6 +61,15 @@ def make_intents() -> nextcord.Intents:
     return intents
 
 
+def materialize_settings(config: Config) -> dict[str, Any]:
+    """What the materializer takes from the config (``MaterializeOptions``' fields)."""
+    return {
+        "vision": config.model.vision,
+        "max_text_chars": config.attachments.max_text_chars,
+        "max_text_attachments": config.attachments.max_text_attachments,
+    }
+
+
 class ThreadwiseClient(nextcord.Client):
     """nextcord client wired to the intake, the answerer and the store."""
 
@@ -141,6 +150,13 @@ class ThreadwiseClient(nextcord.Client):
             then=self.queue.submit,
         )
 
+    def reconfigure(self, config: Config) -> None:
+        """A reloaded config: what the client reads per message (the trigger rules through the
+        answerer's channels, the permissions, the answers at once) and the mentions allowed."""
+        mentions = allowed_mentions(config.mentions)
+        self.config = config
+        self.allowed_mentions = mentions
+
     # ------------------------------------------------------------------ lifecycle
 
     async def login(self, token: str) -> None:
@@ -177,12 +193,8 @@ class ThreadwiseClient(nextcord.Client):
             for cache in self.caches:
                 cache.stop_live()
         self._sessions += 1
-        self.materializer.options = MaterializeOptions(
-            bot_user_id=self.user.id,
-            vision=self.config.model.vision,
-            max_text_chars=self.config.attachments.max_text_chars,
-            max_text_attachments=self.config.attachments.max_text_attachments,
-            notices=bot_notices(),
+        self.materializer.reconfigure(
+            bot_user_id=self.user.id, notices=bot_notices(), **materialize_settings(self.config)
         )
         log.info("connected as %s (%s) to %d guild(s)", self.user, self.user.id, len(self.guilds))
         if self._sessions == 1 and self.application_id is not None:

@@ -10,46 +10,25 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from bot.answering.recording import InteractionRecorder
 from bot.config.reload import ConfigWatcher
 from bot.config.schema import Config
-from bot.discord.mentions import allowed_mentions
-from conversation.selection.builder import ContextBuilder
-
-if TYPE_CHECKING:
-    from bot.serve.client import ThreadwiseClient
+from bot.serve.client import ThreadwiseClient, materialize_settings
 
 log = logging.getLogger(__name__)
 
 
 def apply_to_client(client: ThreadwiseClient, old: Config, config: Config) -> None:
-    """Hand every part of the running bot that reads settings per answer the new ones.
-
-    Everything new is built before anything is swapped, so a failure leaves the old settings.
+    """Hand every part of the running bot that reads settings per answer the new ones: each
+    owner swaps what it owns. The answerer goes first: it builds the most (every channel's
+    parts, ``/model`` choices ending), and a failure there leaves the old settings everywhere.
     """
-    answerer = client.answerer
-    materializer = client.materializer
-    builder = ContextBuilder(config.context, links=answerer.builder.links)
-    mentions = allowed_mentions(config.mentions)
-    options = materializer.options.model_copy(
-        update={
-            "vision": config.model.vision,
-            "max_text_chars": config.attachments.max_text_chars,
-            "max_text_attachments": config.attachments.max_text_attachments,
-        }
-    )
-    client.config = answerer.config = config
-    client.allowed_mentions = mentions
-    answerer.builder = builder
-    answerer.model.apply_settings(config.model)
-    answerer.reconfigure(config)  # each channel's settings afresh; /model choices end here
-    if isinstance(answerer.recorder, InteractionRecorder):
-        answerer.recorder.config = config
-    materializer.options = options
-    if materializer.articles is not None:
-        materializer.articles.apply_limits(config.articles)
+    client.answerer.reconfigure(config)
+    client.reconfigure(config)
+    client.answerer.model.apply_settings(config.model)
+    client.materializer.reconfigure(**materialize_settings(config))
+    if client.materializer.articles is not None:
+        client.materializer.articles.apply_limits(config.articles)
     if config.logging.level != old.logging.level:
         logging.getLogger().setLevel(config.logging.level)
 

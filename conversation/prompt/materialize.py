@@ -79,6 +79,11 @@ class Materializer:
         self.options = options
         self.articles = articles
 
+    def reconfigure(self, **changes: Any) -> None:
+        """Swap in options with ``changes`` (fields of ``MaterializeOptions``): the bot's id
+        once the gateway says it, a reloaded config's limits. Every answer after reads them."""
+        self.options = self.options.model_copy(update=changes)
+
     async def materialize(self, selection: ContextSelection) -> MaterializedContext:
         notices = notices_of(self.options.notices)
         only_notices = [

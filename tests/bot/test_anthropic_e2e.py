@@ -51,7 +51,7 @@ async def claude_bot(store: Any = None, **model: Any) -> AsyncIterator[Harness]:
             }
         )
         async with ModelClient(config.model) as model_client:
-            recorder = InteractionRecorder(store, config) if store is not None else None
+            recorder = InteractionRecorder(store) if store is not None else None
             client = ThreadwiseClient(
                 config, articles=None, model=model_client, recorder=recorder, store=store
             )

@@ -89,7 +89,7 @@ async def bot_runs(store: Store, **sections: dict) -> AsyncIterator[Callable[[],
             async with ModelClient(config.model) as model:
                 client = ThreadwiseClient(
                     config, articles=None, model=model,
-                    recorder=InteractionRecorder(store, config), store=store,
+                    recorder=InteractionRecorder(store), store=store,
                 )  # fmt: skip
                 with discord.nextcord_pointed_here():
                     async with discord.running(client) as ready:

@@ -110,7 +110,7 @@ async def channel_bot(tmp_path: Path, store=None, **extra: str) -> AsyncIterator
         config = load_config(path, env={})
         from bot.answering.recording import InteractionRecorder
 
-        recorder = InteractionRecorder(store, config) if store is not None else None
+        recorder = InteractionRecorder(store) if store is not None else None
         async with ModelClient(config.model) as model_client:
             client = ThreadwiseClient(
                 config, articles=None, model=model_client, recorder=recorder, store=store

@@ -150,7 +150,7 @@ async def bot_session(discord: FakeDiscord, fake: FakeOpenAI, store: Store) -> A
             config,
             articles=None,
             model=model_client,
-            recorder=InteractionRecorder(store, config),
+            recorder=InteractionRecorder(store),
             store=store,
         )
         with discord.nextcord_pointed_here():

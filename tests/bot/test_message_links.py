@@ -100,7 +100,7 @@ async def linked_guild(
             discord.state.channels[str(RANDOM)]["permission_overwrites"] = random_overwrites
         config = make_config(discord, fake)
         async with ModelClient(config.model) as model_client:
-            recorder = InteractionRecorder(store, config) if store is not None else None
+            recorder = InteractionRecorder(store) if store is not None else None
             client = ThreadwiseClient(
                 config, articles=None, model=model_client, recorder=recorder, store=store
             )

@@ -92,7 +92,7 @@ async def running_bot(
         await discord.load_log(EXAMPLE)
         config = make_config(discord, fake, **sections)
         async with ModelClient(config.model) as model_client:
-            recorder = InteractionRecorder(store, config) if store is not None else None
+            recorder = InteractionRecorder(store) if store is not None else None
             client = ThreadwiseClient(
                 config, articles=None, model=model_client, recorder=recorder, store=store,
                 tools=toolbox,

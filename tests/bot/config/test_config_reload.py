@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -339,18 +340,21 @@ async def test_article_limits_apply_to_the_running_service():
 
 
 async def test_a_reload_keeps_links_to_other_channels_readable():
-    """The rebuilt context builder keeps the running bot's resolver of Discord message links."""
+    """A channel's rebuilt context builder keeps the running bot's resolver of Discord message
+    links."""
     from bot.model.client import ModelClient
     from bot.serve.client import ThreadwiseClient
 
     config = make_config()
     async with ArticleService(config.articles) as articles, ModelClient(config.model) as model:
         client = ThreadwiseClient(config, articles=articles, model=model)
-        links = client.answerer.builder.links
+        channel = SimpleNamespace(id=1, guild=None, category_id=None)
+        links = client.answerer.channels.runtime_for(channel).builder.links
         assert links is not None
         live_config.apply_to_client(client, config, make_config(context={"max_total": 12}))
-        assert client.answerer.builder.settings.max_total == 12
-        assert client.answerer.builder.links is links
+        builder = client.answerer.channels.runtime_for(channel).builder
+        assert builder.settings.max_total == 12
+        assert builder.links is links
         await client.close()
 
 

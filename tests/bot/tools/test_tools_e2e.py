@@ -229,7 +229,7 @@ async def claude_bot(store: Store, toolbox: Toolbox) -> AsyncIterator[Harness]:
         async with ModelClient(config.model) as model_client:
             client = ThreadwiseClient(
                 config, articles=None, model=model_client, store=store, tools=toolbox,
-                recorder=InteractionRecorder(store, config),
+                recorder=InteractionRecorder(store),
             )  # fmt: skip
             with discord.nextcord_pointed_here():
                 async with discord.running(client) as ready:
