@@ -158,23 +158,6 @@ def sent_prompt(
     )
 
 
-def continue_prompt(
-    previous: SentPrompt | None,
-    fresh: PreparedPrompt,
-    *,
-    continuity: Continuity,
-    budget: Budget | None,
-    counter: TokenCounter | None = None,
-    now: ChannelNow | None = None,
-    summary_room: int = 0,
-) -> PreparedPrompt:
-    """The request for ``fresh``'s trigger: ``previous`` continued when the trigger continues
-    it, else ``fresh`` (cut to ``cut_share`` when the conversation outgrew its room, with
-    ``summary_room`` tokens of it kept free for a summary)."""
-    prepared, _cut = _continued(previous, fresh, continuity, budget, counter, now, summary_room)
-    return prepared
-
-
 def _continued(
     previous: SentPrompt | None,
     fresh: PreparedPrompt,
@@ -184,7 +167,9 @@ def _continued(
     now: ChannelNow | None,
     summary_room: int,
 ) -> tuple[PreparedPrompt, bool]:
-    """``continue_prompt``'s request, and whether it is a cut."""
+    """The request for ``fresh``'s trigger, and whether it is a cut: ``previous`` continued
+    when the trigger continues it, else ``fresh`` (cut to ``cut_share`` when the conversation
+    outgrew its room, with ``summary_room`` tokens of it kept free for a summary)."""
     counter = counter or TokenCounter()
     now = now or ChannelNow()
     if previous is None or not previous.nodes or previous.nodes[0] != fresh.system:

@@ -5,12 +5,12 @@ the budget; a summary that fails leaves a plain cut and says why."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from conversation.graph.node import MessageNode
 from conversation.memory.append import (
     Continuity,
-    continue_prompt,
     refit_keeping_summary,
     remembered_prompt,
     sent_prompt,
@@ -88,6 +88,20 @@ async def cut_with(
     return sent, second
 
 
+class Recalls:
+    """A memory that recalls one request whatever the trigger (here the same message is asked
+    again: a BoundedMemory finds a request by the messages before its trigger)."""
+
+    def __init__(self, sent: SentPrompt) -> None:
+        self.sent = sent
+
+    async def recall(self, channel_id: int, candidates: Sequence[int]) -> SentPrompt | None:
+        return self.sent if channel_id == self.sent.channel_id else None
+
+    async def remember(self, sent: SentPrompt) -> None:
+        raise AssertionError("nothing is remembered here")
+
+
 def nodes(prepared: PreparedPrompt) -> list[MessageNode]:
     return prepared.graph.snapshot().nodes()
 
@@ -137,8 +151,11 @@ async def test_what_a_summarized_cut_left_out_is_not_selected_back_in():
         {n.message_id for n in first.nodes if n.message_id} - kept - {str(i) for i in first.others}
     )
     assert summarized <= {n.message_id for n in nodes(fresh)}  # selected again
-    third = continue_prompt(answered, fresh, continuity=Continuity(max_total=50), budget=BUDGET)
-    assert third.reused is not None  # continued, not cut
+    third, previous = await remembered_prompt(
+        fresh, Recalls(answered), source.channel_id,
+        continuity=Continuity(max_total=50), budget=BUDGET,
+    )  # fmt: skip
+    assert previous is answered and third.reused is not None  # continued, not cut
     assert not summarized & {n.message_id for n in nodes(third)}
 
 
