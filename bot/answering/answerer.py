@@ -109,7 +109,7 @@ class Answerer:
         """The answer to ``trigger``, posted, recorded and counted; cancelled (the bot is
         stopping), it leaves the person a line and a record, then the cancellation goes on."""
         started, began = datetime.now(UTC), time.perf_counter()
-        message, overhead = trigger.message, None
+        message, overhead = trigger.message, None  # overhead: trigger to request, our own cost
         runtime = self.channels.runtime_for(message.channel)  # the channel's settings
         reply = ReplyStreamer(
             message,
@@ -120,14 +120,14 @@ class Answerer:
         asking = Asking(runtime)
         try:
             async with typing_indicator(message.channel):
-                previous = await self._prompt(message, runtime, asking)
+                previous = await self._prompt(message, runtime, asking)  # the prompt, the tools
                 overhead = time.perf_counter() - began
-                completion = await asking.complete(
-                    # The model's text goes to Discord and the store too: made encodable.
+                completion = await asking.complete(  # the model, refits included
+                    # Its text goes to Discord and the store too: made encodable on arrival.
                     on_delta=lambda delta: reply.add(clean_text(delta)),
                     on_status=reply.status,
                 )
-            assert asking.prepared is not None
+            assert asking.prepared is not None  # the prompt the model answered
             ending = await self._post(reply, completion, asking.prepared)
             await self._remember(message, asking.prepared, previous, ending, reply.message_ids)
         except (Exception, asyncio.CancelledError) as error:
@@ -142,7 +142,7 @@ class Answerer:
             posted_ids=reply.message_ids,
             overhead_seconds=overhead,
         )
-        await self._keep(result)
+        await self._keep(result)  # the log, the store, the metrics
         if ending.abandoned:
             raise asyncio.CancelledError
         return result
@@ -168,9 +168,11 @@ class Answerer:
             budget = offer.with_room(budget)
         persona = persona_for(runtime.config.model.system_prompt, self.bot_name(channel), channel)
         source, cache = DiscordChannelSource(channel), self.caches.for_channel(channel.id)
-        reader = ChannelReader(source, cache)
-        if restriction is not None:
-            reader = RestrictedReader(source, cache, restriction)
+        reader = (
+            ChannelReader(source, cache)
+            if restriction is None
+            else RestrictedReader(source, cache, restriction)
+        )
         bot_id = self.materializer.options.bot_user_id or 0  # 0 before the gateway said it
         asking.prepared = await prepare_prompt(
             message, reader, runtime.builder, self.materializer, persona,

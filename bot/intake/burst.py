@@ -18,7 +18,7 @@ from bot.intake.trigger import Trigger
 class BurstWindow:
     """Per channel and person, the latest trigger waiting out its window."""
 
-    def __init__(self, seconds: Callable[[Any], float], then: Callable[[Trigger], Any]) -> None:
+    def __init__(self, seconds: Callable[[Any], float], then: Callable[[Trigger], None]) -> None:
         """``seconds``: a channel's window (read per trigger, so a reloaded config applies);
         ``then``: where the latest trigger of a burst goes (the line)."""
         self._seconds = seconds

@@ -69,8 +69,8 @@ class AnswerQueue:
         """Triggers in line across all channels (the metrics' queue length)."""
         return sum(len(line) for line in self._waiting.values())
 
-    def submit(self, trigger: Trigger) -> Trigger | None:
-        """Put the trigger in line; returns the same member's trigger it replaced, if any."""
+    def submit(self, trigger: Trigger) -> None:
+        """Put the trigger in line, in place of the same member's waiting one, if any."""
         message = trigger.message
         channel_id, member_id = message.channel.id, message.author.id
         line = self._waiting.setdefault(channel_id, {})
@@ -86,7 +86,6 @@ class AnswerQueue:
             )
         if channel_id not in self._workers:
             self._workers[channel_id] = self._spawn(self._work(channel_id))
-        return replaced
 
     async def _work(self, channel_id: int) -> None:
         try:

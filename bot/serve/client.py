@@ -151,8 +151,8 @@ class ThreadwiseClient(nextcord.Client):
         )
 
     def reconfigure(self, config: Config) -> None:
-        """A reloaded config: what the client reads per message (the trigger rules through the
-        answerer's channels, the permissions, the answers at once) and the mentions allowed."""
+        """A reloaded config: read per message from here on (the permissions, how many answers
+        at once), and the mentions Discord may ping made from it."""
         mentions = allowed_mentions(config.mentions)
         self.config = config
         self.allowed_mentions = mentions
