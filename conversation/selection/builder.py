@@ -41,7 +41,7 @@ from dataclasses import replace
 
 from conversation.common.settings import ContextSettings
 from conversation.selection.addressing import written_addressee
-from conversation.selection.clues import Clue, clue_of
+from conversation.selection.clues import ClueCache
 from conversation.selection.exploration import Candidate, Exploration
 from conversation.selection.message_links import (
     LinkOutcome,
@@ -59,7 +59,6 @@ from conversation.sources.cache import UNKNOWN
 from conversation.sources.reader import ChannelReader, WorkEntry
 from conversation.sources.source import MessageLike, created_ms, is_conversational, reference_id
 
-_CLUE_CACHE_SIZE = 4096
 # Neighbours read on each side of a replied-to message the walk did not reach.
 PARENT_NEIGHBOURS = 10
 
@@ -95,7 +94,7 @@ class ContextBuilder:
         self.threshold_ms = int(settings.time_threshold_minutes * 60_000)
         self.model = model if model is not None or not settings.learned_relevance else load_model()
         self.links = links
-        self._clues: dict[tuple[int, str], Clue] = {}
+        self._clues = ClueCache()
 
     def threshold_of(self, model: RelevanceModel) -> float:
         """The score a candidate needs: ``[context] relevance_threshold``, else the model's."""
@@ -353,8 +352,8 @@ class ContextBuilder:
         """Step 5: every candidate scored against the trigger and its reply thread (``keep``:
         those looked at twice whatever their first look, the recent ones, whose reasons are
         told)."""
-        trigger_clue = self._clue(trigger)
-        clues = [self._clue(m) for m in candidates.messages]
+        trigger_clue = self._clues.clue(trigger)
+        clues = [self._clues.clue(m) for m in candidates.messages]
         threshold = self.threshold_of(model)
         if threshold < model.second_look_floor:  # a threshold that low needs every score
             keep = {clue.id for clue in clues}
@@ -422,16 +421,6 @@ class ContextBuilder:
         if resolved is UNKNOWN or resolved is None or not reader.allows(resolved):  # type: ignore[arg-type]
             return None
         return resolved  # type: ignore[return-value]
-
-    def _clue(self, message: MessageLike) -> Clue:
-        """The message's clue, kept while the message is unchanged (an edit makes a new one)."""
-        key = (message.id, message.content or "")
-        clue = self._clues.get(key)
-        if clue is None:
-            if len(self._clues) >= _CLUE_CACHE_SIZE:
-                self._clues.clear()
-            clue = self._clues[key] = clue_of(message)
-        return clue
 
     # ------------------------------------------------------------------ participation rules
 
