@@ -71,15 +71,11 @@ class ArticleEntry(_Frozen):
     reason: str | None = None
 
 
-class InteractionRecord(_Frozen):
-    """One answer: its trigger, exactly what the model was sent, what came back, what was done.
+class InteractionHeader(_Frozen):
+    """What every view of an interaction starts with: where and by whom it was asked, when, which
+    model answered with which parameters, what it used and how it ended (the interactions row's
+    own columns, which ``reads.header_fields`` decodes for each view)."""
 
-    ``context`` is aligned with ``request_messages`` (same length) so each sent message keeps
-    its Discord origin and selection reasons; use ``None`` for messages without one (the system
-    prompt).
-    """
-
-    id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     guild_id: int | None = None
     channel_id: int
     trigger_message_id: int
@@ -88,14 +84,25 @@ class InteractionRecord(_Frozen):
     ended_at: AwareDatetime
     model: str
     parameters: dict[str, Any] = Field(default_factory=dict)
-    request_messages: list[dict[str, Any]]
-    context: list[ContextEntry | None]
-    answer: str = ""
-    answer_message_ids: list[int] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
     latency_seconds: float | None = None
     outcome: Outcome
     error: str | None = None
+
+
+class InteractionRecord(InteractionHeader):
+    """One answer: its trigger, exactly what the model was sent, what came back, what was done.
+
+    ``context`` is aligned with ``request_messages`` (same length) so each sent message keeps
+    its Discord origin and selection reasons; use ``None`` for messages without one (the system
+    prompt).
+    """
+
+    id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    request_messages: list[dict[str, Any]]
+    context: list[ContextEntry | None]
+    answer: str = ""
+    answer_message_ids: list[int] = Field(default_factory=list)
     work_log: list[WorkLogEntry] = Field(default_factory=list)
     articles: list[ArticleEntry] = Field(default_factory=list)
     people: dict[int, list[str]] = Field(
@@ -187,47 +194,23 @@ class ExplainedMessage(_Frozen):
     tokens: int | None = None
 
 
-class Explanation(_Frozen):
+class Explanation(InteractionHeader):
     """Why an answer was what it was: the trigger, the context and reasons, what was done."""
 
     interaction_id: str
-    guild_id: int | None
-    channel_id: int
-    trigger_message_id: int
-    trigger_author_id: int
-    started_at: datetime
-    ended_at: datetime
-    model: str
-    parameters: dict[str, Any]
     context: list[ExplainedMessage]
     articles: list[ArticleEntry]
     answer_message_ids: list[int]
-    usage: dict[str, int]
-    latency_seconds: float | None
-    outcome: Outcome
-    error: str | None
     work_log: list[WorkLogEntry]
     work_log_summary: list[str]
     removed: bool = False
 
 
-class InteractionSummary(_Frozen):
+class InteractionSummary(InteractionHeader):
     """One line of a list of interactions: enough to pick one and ask for its full record."""
 
     seq: int
     interaction_id: str
-    guild_id: int | None
-    channel_id: int
-    trigger_message_id: int
-    trigger_author_id: int
-    started_at: datetime
-    ended_at: datetime
-    model: str
-    parameters: dict[str, Any]
-    usage: dict[str, int]
-    latency_seconds: float | None
-    outcome: Outcome
-    error: str | None
     message_count: int
     answer_excerpt: str
     removed: bool = False

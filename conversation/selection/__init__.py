@@ -1,17 +1,22 @@
 """Which earlier messages a trigger is about, and whether a message continues the bot's talk.
 
-Modules: ``builder`` (the tik/tok walk: reply references followed one level a step, history explored
-under time sealing, ``min_linear`` and ``max_total`` kept), ``exploration`` (the state of a build by
-the participation rules), ``scoring`` (the candidates of a scored build and the reasons told from
-their scores), ``walk`` (how far back a build reads: a second history page only when the
-conversation reaches the first one's edge), ``result`` (what the builder returns: the selected
-messages and why each is there).
+The build: ``builder`` (its front door: the trigger's links first, then one of two modes, the
+history an asker may not read told), ``scored_build`` (the default: a walk back to a silence,
+the recent messages and the reply chain propose, the learned score chooses under
+``max_total``), ``scoring`` (its candidates and the reasons told from their scores), ``walk``
+(how far back it reads: a second history page only when the conversation reaches the first
+one's edge), ``rules_build`` (``learned_relevance = false``: the tik/tok walk, reply references
+followed one level a step, neighbours by who takes part), ``exploration`` (its state),
+``build_steps`` (what both modes do alike: the recent messages, the silence that seals them, a
+step through the channel, the selection told), ``references`` (a reply reference followed,
+written once for both), ``result`` (what a build returns: the selected messages and why each is
+there).
 
 The learned score: ``relevance`` (``RelevanceModel``: which candidates enter and which the trigger
-likely answers), ``clues`` (what the score reads of a message), ``features`` (what it weighs, and
-the words of an explanation), ``reach`` (how far a candidate reaches into the conversation by its
-links), ``stages`` (the fitted logistic and tree models, evaluated in pure Python), ``weights``
-(``relevance_weights.json`` read and checked).
+likely answers), ``clues`` (what the score reads of a message, kept once per text by a
+``ClueCache``), ``features`` (what it weighs, and the words of an explanation), ``reach`` (how far
+a candidate reaches into the conversation by its links), ``stages`` (the fitted logistic and tree
+models, evaluated in pure Python), ``weights`` (``relevance_weights.json`` read and checked).
 
 Links between messages: ``addressing`` (names written at the start of a message read as
 addresses), ``message_links`` (a pasted Discord message link joins the context like a reply).

@@ -1,10 +1,11 @@
 """Links to Discord messages in a trigger: the message they point at joins the context.
 
 A person who pastes ``https://discord.com/channels/GUILD/CHANNEL/MESSAGE`` is asking about that
-message as surely as one who replies to it, so the builder brings it in like a reference. A
-message in this channel is read through the channel reader; one in another channel needs a
-``LinkResolver`` that knows the server and checks that both the bot and the asker may read it
-(a link must never let someone read, through the bot, a channel they cannot open themselves).
+message as surely as one who replies to it, so the builder brings it in like a reference, in
+both modes, before the build chooses the rest (``linked_messages``). A message in this channel
+is read through the channel reader; one in another channel needs a ``LinkResolver`` that knows
+the server and checks that both the bot and the asker may read it (a link must never let
+someone read, through the bot, a channel they cannot open themselves).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from conversation.selection.result import Reason
+from conversation.sources.reader import ChannelReader, WorkEntry
 from conversation.sources.source import MessageLike
 
 _LINK = re.compile(
@@ -67,3 +70,43 @@ class LinkResolver(Protocol):
 def guild_id_of(message: MessageLike) -> int | None:
     guild = getattr(message, "guild", None)
     return getattr(guild, "id", None)
+
+
+async def linked_messages(
+    trigger: MessageLike, reader: ChannelReader, resolver: LinkResolver | None
+) -> tuple[list[tuple[MessageLike, Reason]], list[str]]:
+    """The messages the trigger links to, and a line for each link left out (and why)."""
+    linked: list[tuple[MessageLike, Reason]] = []
+    left_out: list[str] = []
+    for link in message_links(trigger.content or ""):
+        outcome = await _follow_link(link, trigger, reader, resolver)
+        reader.log.append(
+            WorkEntry(
+                action="link_followed",
+                detail=f"{trigger.id} links to {link.url}"
+                + (f": {outcome.left_out}" if outcome.left_out else ""),
+                status="success" if outcome.message is not None else "failure",
+            )
+        )
+        if outcome.message is not None and outcome.message.id != trigger.id:
+            linked.append((outcome.message, Reason(kind="link", via=trigger.id)))
+        elif outcome.left_out:
+            left_out.append(f"linked message {link.url} left out: {outcome.left_out}")
+    return linked, left_out
+
+
+async def _follow_link(
+    link: MessageLink, trigger: MessageLike, reader: ChannelReader, resolver: LinkResolver | None
+) -> LinkOutcome:
+    if link.guild_id != guild_id_of(trigger):
+        return LinkOutcome(left_out="it is in another server")
+    if link.message_id >= trigger.id:
+        return LinkOutcome(left_out="it is newer than the question")
+    if link.channel_id == reader.source.channel_id:
+        message = await reader.get(link.message_id)
+        if message is None:
+            return LinkOutcome(left_out=reader.unreadable or "it no longer exists")
+        return LinkOutcome(message=message)
+    if resolver is None:
+        return LinkOutcome(left_out="only this channel can be read here")
+    return await resolver.resolve(link, trigger)

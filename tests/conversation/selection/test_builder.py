@@ -1,4 +1,4 @@
-"""The tik/tok builder on replayed channel logs: edge cases by hand, invariants by hypothesis."""
+"""The builder in both modes on replayed logs: edge cases by hand, invariants by hypothesis."""
 
 from __future__ import annotations
 
