@@ -241,13 +241,13 @@ def live(folder: Path, decided: list[Item]) -> None:
     """The bot's own path: real nextcord messages in a channel cache, walked back by
     ``bot.discord.follow.Follower`` (no REST: a walk that needs one stops). Its decisions must
     be the offline ones; its time includes the walk and the clue cache."""
-    from bot.config.schema import TriggerSettings
     from bot.discord.follow import Follower
+    from conversation.common.settings import FollowSettings
     from conversation.replay.log_source import LogSource
     from conversation.sources.cache import LIVE, ChannelCache
 
     follower = Follower()
-    settings = TriggerSettings()
+    settings = FollowSettings()
     offline = fitted(follower.model)
     by_log: dict[str, list[Item]] = {}
     for item in decided:

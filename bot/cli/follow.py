@@ -19,7 +19,8 @@ from pathlib import Path
 
 from bot.config.schema import Config
 from bot.config.validators import snowflake
-from bot.discord.follow import Follower, replay_decisions
+from bot.discord.follow import Follower
+from bot.discord.follow_replay import replay_decisions
 from bot.discord.places import settings_for_export
 from bot.errors import CommandError
 from conversation.replay.log_source import LogSource
@@ -48,6 +49,14 @@ def follow_command(args: argparse.Namespace, config: Config) -> int:
     if not any(message.author.id == args.bot_id for message in source.messages):
         raise CommandError(f"{args.log}: user {args.bot_id} wrote no message in the log")
     triggers = settings_for_export(config, source.export).triggers  # as the live bot there
-    for decided in replay_decisions(source.messages, args.bot_id, triggers, Follower()):
+    decisions = replay_decisions(
+        source.messages,
+        args.bot_id,
+        triggers,
+        Follower(),
+        answer_bots=triggers.answer_bots,
+        always_on_channels=triggers.always_on_channels,
+    )
+    for decided in decisions:
         sys.stdout.write(json.dumps(decided.as_line(), ensure_ascii=False) + "\n")
     return 0

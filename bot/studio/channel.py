@@ -20,7 +20,8 @@ from bot.answering.prompt_budget import PromptBudgeter
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, TriggerSettings
-from bot.discord.follow import Follower, replay_decisions
+from bot.discord.follow import Follower
+from bot.discord.follow_replay import replay_decisions
 from bot.studio.applied import AppliedSettings, ChannelTable, settings_for_studio
 from conversation.common.settings import ContextSettings
 from conversation.prompt.materialize import MaterializeOptions, Materializer
@@ -322,7 +323,14 @@ class ChannelStudio:
                 why=decided.why,
                 followed=decided.decision.kind == "followed",
             )
-            for decided in replay_decisions(messages, bot_id, triggers, self._follower)
+            for decided in replay_decisions(
+                messages,
+                bot_id,
+                triggers,
+                self._follower,
+                answer_bots=triggers.answer_bots,
+                always_on_channels=triggers.always_on_channels,
+            )
         ]
         return FollowView(
             bot_id=str(bot_id),
