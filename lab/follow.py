@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conversation.selection.clues import Clue
-from conversation.selection.follow import (
+from conversation.selection.follow_model import (
     DEFAULT_MINUTES,
     FollowModel,
     conversation_partners,
@@ -241,9 +241,9 @@ def live(folder: Path, decided: list[Item]) -> None:
     """The bot's own path: real nextcord messages in a channel cache, walked back by
     ``bot.discord.follow.Follower`` (no REST: a walk that needs one stops). Its decisions must
     be the offline ones; its time includes the walk and the clue cache."""
-    from bot.discord.follow import Follower
     from conversation.common.settings import FollowSettings
     from conversation.replay.log_source import LogSource
+    from conversation.selection.follower import Follower
     from conversation.sources.cache import LIVE, ChannelCache
 
     follower = Follower()

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from conversation.selection.features import SECOND_FEATURES
-from conversation.selection.follow import (
+from conversation.selection.follow_model import (
     FOLLOW_FEATURES,
     FOLLOW_WEIGHTS_FILE,
     WINDOW_MESSAGES,

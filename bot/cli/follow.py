@@ -19,11 +19,11 @@ from pathlib import Path
 
 from bot.config.schema import Config
 from bot.config.validators import snowflake
-from bot.discord.follow import Follower
-from bot.discord.follow_replay import replay_decisions
 from bot.discord.places import settings_for_export
 from bot.errors import CommandError
+from conversation.replay.follow_replay import replay_decisions
 from conversation.replay.log_source import LogSource
+from conversation.selection.follower import Follower
 
 
 def add_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -28,7 +28,6 @@ from bot.config.schema import Config, ConfigError, TriggerSettings
 from bot.config.validators import snowflake
 from bot.discord.compat import message_from_payload, set_rest_base
 from bot.discord.dm_roles import DmRoles, RoleLookupFailed
-from bot.discord.follow import Follower, follow_enabled
 from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 from bot.discord.mentions import allowed_mentions
 from bot.discord.triggers import has_role_rules, permitted, trigger_kind
@@ -41,6 +40,7 @@ from conversation.articles.service import ArticleService
 from conversation.common.text import clean_text
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.names import bot_name_in, shown_name
+from conversation.selection.follower import Follower, follow_enabled
 from conversation.selection.seal import SEAL_TEXT, is_seal
 from conversation.sources.cache import CacheRegistry
 from conversation.sources.slim import Slimmer

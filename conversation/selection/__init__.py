@@ -15,7 +15,8 @@ links), ``stages`` (the fitted logistic and tree models, evaluated in pure Pytho
 
 Links between messages: ``addressing`` (names written at the start of a message read as
 addresses), ``message_links`` (a pasted Discord message link joins the context like a reply).
-Following: ``follow`` (answering follow-ups without a mention, from ``follow_weights.json``).
+Following: ``follow_model`` (answering follow-ups without a mention, from ``follow_weights.json``),
+``follower`` (the decision fed from a live channel's cache).
 Starting over: ``seal`` (the bot's ``/fresh`` message: nothing before it is read).
 
 May import ``conversation.common`` and ``conversation.sources``. A change goes here when the

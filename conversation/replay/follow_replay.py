@@ -12,11 +12,11 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bot.discord.follow import Follower, follow_enabled
 from conversation.common.settings import FollowSettings
 from conversation.prompt.names import shown_name
 from conversation.selection.clues import Clue
-from conversation.selection.follow import FollowDecision, explicit
+from conversation.selection.follow_model import FollowDecision, explicit
+from conversation.selection.follower import Follower, follow_enabled
 
 
 @dataclass(frozen=True)

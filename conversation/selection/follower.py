@@ -16,7 +16,12 @@ from typing import Any
 
 from conversation.common.settings import FollowSettings
 from conversation.selection.clues import Clue, clue_of, words_of
-from conversation.selection.follow import FollowDecision, FollowModel, decide, load_follow_model
+from conversation.selection.follow_model import (
+    FollowDecision,
+    FollowModel,
+    decide,
+    load_follow_model,
+)
 from conversation.selection.relevance import RelevanceModel
 from conversation.selection.seal import is_seal
 from conversation.selection.weights import load_model
