@@ -8,8 +8,7 @@ goes up, or on any circle):
 * ``bot.storage``: the interactions kept on SQLite or PostgreSQL.
 * ``bot.tools``: what the model may call: MCP servers and the built-in ``read_page``.
 * ``bot.model``: the chat model client and its providers.
-* ``bot.discord``: Discord's rules and surface: triggers, following, permissions, visibility,
-  posting.
+* ``bot.discord``: Discord's rules and surface: triggers, permissions, visibility, posting.
 * ``bot.answering``: one answer, trigger to record: context, model, reply, store.
 * ``bot.studio``: the local tuning and browsing page.
 * ``bot.serve``: the running process: the client, start-up, reload, shards, health, shutdown.
