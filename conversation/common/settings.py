@@ -277,7 +277,7 @@ class FollowSettings(StrictSection):
     follow: bool = Field(
         True,
         description="After answering in a channel, answer follow-ups there without a mention "
-        "when they continue the bot's conversation (see conversation.selection.follow).",
+        "when they continue the bot's conversation (see conversation.selection.follower).",
     )
     follow_minutes: float = Field(
         30.0, gt=0, le=1440, description="How long after its last answer the bot follows."

@@ -1,11 +1,12 @@
 """Following in a live channel: whether a message that calls no one is meant for the bot.
 
-The decision itself is ``conversation.selection.follow`` (fitted on IRC logs, pure Python); this
-module feeds it from the channel cache the gateway keeps, so a decision costs no REST call: the walk
-back stops where the cache stops knowing the channel. It applies the follow settings
+The decision itself is ``follow_model`` (fitted on IRC logs, pure Python); the ``Follower`` feeds
+it from the channel cache the gateway keeps, so a decision costs no REST call: the walk back
+stops where the cache stops knowing the channel. It applies the follow settings
 (``FollowSettings``, the ``[triggers]`` follow keys: on or off, per channel, how long after the
 bot's last answer, the threshold) and keeps each message's clue once (a busy channel decides
-every message against the same recent ones). A log replayed through it: ``follow_replay``.
+every message against the same recent ones). A log replayed through it:
+``conversation.replay.follow_replay``.
 """
 
 from __future__ import annotations
