@@ -8,8 +8,7 @@ goes up, or on any circle):
 * ``bot.storage``: the interactions kept on SQLite or PostgreSQL.
 * ``bot.tools``: what the model may call: MCP servers and the built-in ``read_page``.
 * ``bot.model``: the chat model client and its providers.
-* ``bot.discord``: Discord's rules and surface: triggers, following, permissions, visibility,
-  posting.
+* ``bot.discord``: Discord's rules and surface: triggers, permissions, visibility, posting.
 * ``bot.intake``: a message that calls for an answer, as a value, until the answer starts:
   whether it is one, the burst window, the line, each trigger answered once.
 * ``bot.answering``: one answer, trigger to record: context, model, reply, store.

@@ -14,7 +14,8 @@ circle):
 * ``conversation.selection``: the tik/tok builder and its learned score; following.
 * ``conversation.prompt``: the selected messages materialized, laid out and fitted to the window.
 * ``conversation.memory``: what each request sent, so a follow-up's request starts with it.
-* ``conversation.replay``: channel logs replayed as real messages, and the gold labels' score.
+* ``conversation.replay``: channel logs replayed as real messages, the gold labels' score, and
+  the follow decisions over a log.
 
 The fitting of the score and the quality studies live apart, in ``lab/`` at the top level.
 """

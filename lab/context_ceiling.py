@@ -33,6 +33,7 @@ from conversation.replay.gold import Score
 from conversation.selection.relevance import RelevanceModel
 from conversation.selection.weights import WeightsError, load_model, load_model_from
 from lab.context_quality import FoldError, read_manifest
+from lab.options import lab_options
 from lab.train_relevance import DEFAULT_TRAIN, Log, load_log, propose
 
 # Conversation sizes (earlier messages of the trigger's conversation), upper bounds.
@@ -197,13 +198,9 @@ def report(found: list[Outcome], settings: ContextSettings) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_TRAIN)
-    parser.add_argument(
-        "--folds",
-        type=Path,
-        metavar="MANIFEST",
-        help="each fold's weights on its held-out logs (python -m lab.relevance_folds)",
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        parents=[lab_options(DEFAULT_TRAIN, fold_weights=True)],
     )
     args = parser.parse_args()
     if not any(args.data.glob("*.gold.json")):

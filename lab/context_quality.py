@@ -9,6 +9,9 @@ literally.
     python -m lab.context_quality [DATA_DIR] [--set key=value ...] [--by-domain] [--all-replies]
         [--per-log] [--folds MANIFEST] [--warm]
 
+``--folds`` scores each fold's held-out logs with that fold's weights and prints each log, the
+folds' mean and spread.
+
 Each build starts from an empty cache (cold, as after a restart: REST calls counted), or with
 ``--warm`` from the cache a bot watching the channel since the log began holds.
 
@@ -37,6 +40,7 @@ from conversation.selection.weights import WeightsError, load_model_from
 from conversation.sources.reader import ChannelReader
 from conversation.sources.source import MessageLike
 from lab import baselines
+from lab.options import lab_options
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc-dev"
 
@@ -342,8 +346,10 @@ def print_table(scores: dict[str, Score], settings: ContextSettings, *, warm: bo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        parents=[lab_options(DEFAULT_DATA, fold_weights=True)],
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -362,13 +368,6 @@ def main() -> None:
     )
     parser.add_argument(
         "--per-log", action="store_true", help="also print the builder's figures on each log"
-    )
-    parser.add_argument(
-        "--folds",
-        type=Path,
-        metavar="MANIFEST",
-        help="score each fold's held-out logs with that fold's weights (the folds.json "
-        "python -m lab.relevance_folds writes); prints each log, the folds' mean and spread",
     )
     parser.add_argument(
         "--warm",

@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conversation.selection.clues import Clue
-from conversation.selection.follow import (
+from conversation.selection.follow_model import (
     DEFAULT_MINUTES,
     FollowModel,
     conversation_partners,
     decide,
     load_follow_model,
 )
+from lab.options import lab_options
 from lab.train_relevance import export_clues
 
 # ../shared/data beside the checkout (a worktree sits one level deeper than the main one).
@@ -200,8 +201,9 @@ def measure(all_: list[Item], predict: Callable[[Item], bool], timed: bool = Fal
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", type=Path, default=DATA / "irc-dev")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], parents=[lab_options(DATA / "irc-dev")]
+    )
     parser.add_argument("--speakers", type=int, default=SPEAKERS)
     parser.add_argument("--threshold", type=float, default=None, help="default: the fitted one")
     parser.add_argument(
@@ -239,15 +241,15 @@ def main() -> None:
 
 def live(folder: Path, decided: list[Item]) -> None:
     """The bot's own path: real nextcord messages in a channel cache, walked back by
-    ``bot.discord.follow.Follower`` (no REST: a walk that needs one stops). Its decisions must
-    be the offline ones; its time includes the walk and the clue cache."""
-    from bot.config.schema import TriggerSettings
-    from bot.discord.follow import Follower
+    ``conversation.selection.follower.Follower`` (no REST: a walk that needs one stops). Its
+    decisions must be the offline ones; its time includes the walk and the clue cache."""
+    from conversation.common.settings import FollowSettings
     from conversation.replay.log_source import LogSource
+    from conversation.selection.follower import Follower
     from conversation.sources.cache import LIVE, ChannelCache
 
     follower = Follower()
-    settings = TriggerSettings()
+    settings = FollowSettings()
     offline = fitted(follower.model)
     by_log: dict[str, list[Item]] = {}
     for item in decided:

@@ -27,12 +27,10 @@ from pathlib import Path
 
 from conversation.common.settings import ContextSettings
 from conversation.selection.features import THIRD_FEATURES
+from lab.options import lab_options
 from lab.train_relevance import (  # sampled over all logs: ~8,000 and ~3,000 per fold
     DEFAULT_TRAIN,
     FIT_TRIGGERS,
-    LOOKS,
-    MIN_LINEAR,
-    PREFER,
     THRESHOLD_TRIGGERS,
     Example,
     Log,
@@ -90,11 +88,11 @@ def main() -> None:
     if os.environ.get("PYTHONHASHSEED") != "0":
         os.environ["PYTHONHASHSEED"] = "0"  # set order, hence the fits, identical run to run
         os.execv(sys.executable, [sys.executable, "-m", "lab.relevance_folds", *sys.argv[1:]])
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_TRAIN)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        parents=[lab_options(DEFAULT_TRAIN, seed=True, fit_choices=True)],
+    )
     parser.add_argument("--folds", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--fitter", choices=("lightgbm", "numpy"), default="lightgbm")
     parser.add_argument("--out", type=Path, default=Path("/tmp/threadwise-folds"))
     parser.add_argument(
         "--without",
@@ -102,21 +100,6 @@ def main() -> None:
         default=[],
         metavar="FEATURE",
         help="hold this second-look feature at 0 in the fits (an ablation); repeatable",
-    )
-    parser.add_argument("--looks", type=int, choices=(2, 3), default=LOOKS)
-    parser.add_argument(
-        "--prefer",
-        choices=("recent", "recall"),
-        default=PREFER,
-        help="among defaults within 0.005 F1 of the best: the most recent messages, then the "
-        "best F1 (recent), or the most recent messages, then the highest recall (recall)",
-    )
-    parser.add_argument(
-        "--min-linear",
-        choices=("shipped", "choose"),
-        default=MIN_LINEAR,
-        help="choose the threshold for the shipped [context] min_linear (shipped) or choose "
-        "min_linear too (choose); the held-out logs are scored with the one chosen",
     )
     parser.add_argument(
         "--fit-triggers", type=int, default=FIT_TRIGGERS, help="sampled over all logs"

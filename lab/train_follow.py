@@ -6,7 +6,7 @@ conversation/selection/follow_weights.json.
 The messages are those ``lab.follow`` decides (the three most active annotated speakers of each
 log standing in for the bot), from irc-train only. The rules decide the messages that call
 someone (a mention or a reply to someone else: never followed); the others are described by
-``conversation.selection.follow.FOLLOW_FEATURES`` (numpy, a training-only dependency:
+``conversation.selection.follow_model.FOLLOW_FEATURES`` (numpy, a training-only dependency:
 ``pip install -e '.[train]'``). Two stages: a logistic model over the relevance rows of the
 earlier messages says which one a message likely answers (a gold parent); boosted trees over the
 follow features, that parent evidence among them, decide. The default threshold is chosen on
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from conversation.selection.features import SECOND_FEATURES
-from conversation.selection.follow import (
+from conversation.selection.follow_model import (
     FOLLOW_FEATURES,
     FOLLOW_WEIGHTS_FILE,
     WINDOW_MESSAGES,
@@ -43,6 +43,7 @@ from conversation.selection.stages import LogisticStage, TreeStage
 from conversation.selection.weights import load_model
 from lab.boosting import fit_logistic, fit_trees
 from lab.follow import DATA, SPEAKERS, Item, all_items, logs_in
+from lab.options import lab_options
 
 OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / "selection" / FOLLOW_WEIGHTS_FILE
 PRECISION_FLOOR = 0.78
@@ -153,17 +154,9 @@ def main() -> None:
         # the weights file identical from run to run (as in lab.train_relevance).
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, "-m", "lab.train_follow", *sys.argv[1:]])
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", type=Path, default=DATA / "irc-train")
-    parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument(
-        "--hold-out",
-        type=float,
-        default=0.0,
-        metavar="FRACTION",
-        help="fit on the other logs and report on this seeded fraction of whole training logs "
-        "(nothing is written); measures a change without touching irc-dev",
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        parents=[lab_options(DATA / "irc-train", seed=True, writes_weights=True)],
     )
     args = parser.parse_args()
     started = time.perf_counter()

@@ -37,7 +37,6 @@ import numpy as np
 
 from conversation.common.settings import ContextSettings
 from conversation.selection.addressing import name_keys, opening_of
-from conversation.selection.builder import PARENT_NEIGHBOURS
 from conversation.selection.clues import Clue, words_of
 from conversation.selection.features import (
     ANSWER_SCORE,
@@ -48,10 +47,12 @@ from conversation.selection.features import (
     with_addresses,
 )
 from conversation.selection.relevance import RelevanceModel, Scored, thread_scores
+from conversation.selection.scored_build import PARENT_NEIGHBOURS
 from conversation.selection.stages import LogisticStage, TreeStage
 from conversation.selection.weights import WEIGHTS_FILE
 from conversation.sources.source import PAGE_LIMIT
 from lab.context_quality import gold_triggers
+from lab.options import lab_options
 
 DEFAULT_TRAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc-train"
 OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / "selection" / WEIGHTS_FILE
@@ -87,11 +88,6 @@ F1_TOLERANCE = 0.005
 # in both modes and parent recall 0.001 lower cold.
 FIT_TRIGGERS = 10_800
 THRESHOLD_TRIGGERS = 8_000
-# What the four folds of irc-train kept (python -m lab.relevance_folds; docs/experiments.md).
-LOOKS = 2
-# With max_total 50, the best F1 keeps recall over 0.6 (it needed "recall" at 30).
-PREFER = "recent"
-MIN_LINEAR = "shipped"
 
 
 def min_linear_grid(option: str, settings: ContextSettings) -> tuple[int, ...]:
@@ -149,7 +145,7 @@ def load_log(path: Path) -> Log:
 
 
 def propose(log: Log, trigger_index: int, settings: ContextSettings) -> tuple[list[Clue], set[int]]:
-    """The builder's candidates for a trigger, in its order (``ContextBuilder._build_scored``,
+    """The builder's candidates for a trigger, in its order (``ScoredBuild``,
     steps 1 to 4): the walk back to the first silence, the recent messages past it, the reply
     chain's remainder, the replied-to message's neighbourhood when the walk did not reach it,
     then what those reply to.
@@ -589,47 +585,16 @@ def main() -> None:
         # seed makes the split points, and so the weights file, identical from run to run.
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, "-m", "lab.train_relevance", *sys.argv[1:]])
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_TRAIN)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        parents=[lab_options(DEFAULT_TRAIN, seed=True, writes_weights=True, fit_choices=True)],
+    )
     parser.add_argument(
         "--triggers", type=int, default=FIT_TRIGGERS, help="triggers sampled for the fit"
     )
     parser.add_argument("--threshold-triggers", type=int, default=THRESHOLD_TRIGGERS)
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
     parser.add_argument(
         "--out", type=Path, default=OUTPUT, help="where the weights go (the package's file)"
-    )
-    parser.add_argument(
-        "--fitter",
-        choices=("lightgbm", "numpy"),
-        default="lightgbm",
-        help="lightgbm: scikit-learn and LightGBM (default); numpy: lab.boosting's own",
-    )
-    parser.add_argument(
-        "--looks", type=int, choices=(2, 3), default=LOOKS, help="two looks, or a third"
-    )
-    parser.add_argument(
-        "--prefer",
-        choices=("recent", "recall"),
-        default=PREFER,
-        help="among defaults within 0.005 F1 of the best, the most recent messages and then "
-        "the best F1 (recent), or the most recent messages and then the highest recall",
-    )
-    parser.add_argument(
-        "--min-linear",
-        choices=("shipped", "choose"),
-        default=MIN_LINEAR,
-        help="choose the threshold for the shipped [context] min_linear (shipped) or choose "
-        "min_linear too (choose)",
-    )
-    parser.add_argument(
-        "--hold-out",
-        type=float,
-        default=0.0,
-        metavar="FRACTION",
-        help="fit on the other logs and report F1 on this seeded fraction of whole logs "
-        "(nothing is written); measures a change without touching irc-dev",
     )
     args = parser.parse_args()
     started = time.perf_counter()

@@ -8,7 +8,9 @@ circle in the types is one in the design, only hidden from the interpreter).
 ``bot``'s and ``conversation``'s packages form layers (``LAYERS``, bottom first, as each
 ``__init__.py`` tells them): a module may import its own package and the layers below it, never
 one above. ``conversation`` sits below every layer of ``bot`` and never imports it. ``lab/`` (the
-fitting and quality studies) never imports ``bench/`` (the speed benchmarks), which may use it.
+fitting and quality studies) stands on ``conversation`` alone: it never imports ``bot/`` (the
+decisions it studies live in ``conversation``), nor ``bench/`` (the speed benchmarks), which may
+use it.
 """
 
 from __future__ import annotations
@@ -276,15 +278,27 @@ def test_every_layer_is_named_in_its_top_docstring() -> None:
         )
 
 
-def test_lab_never_imports_bench() -> None:
-    """The studies stand on their own; a speed benchmark may reuse a study's data or baselines."""
-    lab = ROOT / "lab"
-    offenders = [
+def _lab_importing(package: str) -> list[str]:
+    """The files of ``lab/`` that import ``package`` (inside functions too)."""
+    return [
         str(path.relative_to(ROOT))
-        for path in sorted(lab.rglob("*.py"))
+        for path in sorted((ROOT / "lab").rglob("*.py"))
         if any(
-            t == "bench" or t.startswith("bench.")
+            t == package or t.startswith(package + ".")
             for t in _imported(ast.parse(path.read_text(encoding="utf-8")), "lab", False)
         )
     ]
+
+
+def test_lab_never_imports_bench() -> None:
+    """The studies stand on their own; a speed benchmark may reuse a study's data or baselines."""
+    offenders = _lab_importing("bench")
     assert not offenders, f"lab imports bench: {offenders}"
+
+
+def test_lab_never_imports_bot() -> None:
+    """What the studies fit and measure (the relevance score, the follow decision and the
+    Follower the live bot decides with) lives in ``conversation``; the bot is not needed to run
+    them, and a change in the bot cannot move a study's figure."""
+    offenders = _lab_importing("bot")
+    assert not offenders, f"lab imports bot (what it needs belongs in conversation): {offenders}"

@@ -3,8 +3,9 @@
 The log is replayed as if USER_ID were the bot: for every message written by anyone else after its
 first message, one JSON line ``{"message", "answer", "score", "why"}``. Explicit triggers (a mention
 of USER_ID, a reply to its message) are answered without a score; a message that calls no one is
-scored by the follow decision (``conversation.selection.follow``) with the ``[triggers]`` follow
-settings the live bot has in the log's channel (its ``[[channels]]`` table's, if one matches).
+scored by the follow decision (``conversation.selection.follow_model``) with the ``[triggers]``
+follow settings the live bot has in the log's channel (its ``[[channels]]`` table's, if one
+matches).
 Each decision reads only the messages before it, as the live bot does: cutting the log anywhere
 leaves the decisions before the cut as they were. Operators use it to see where the bot would step
 in and to tune ``follow_threshold``; tests, to check the decision on bundled logs.
@@ -17,12 +18,13 @@ import json
 import sys
 from pathlib import Path
 
+from bot.config.export_settings import settings_for_export
 from bot.config.schema import Config
 from bot.config.validators import snowflake
-from bot.discord.follow import Follower, replay_decisions
-from bot.discord.places import settings_for_export
 from bot.errors import CommandError
+from conversation.replay.follow_replay import replay_decisions
 from conversation.replay.log_source import LogSource
+from conversation.selection.follower import Follower
 
 
 def add_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -48,6 +50,14 @@ def follow_command(args: argparse.Namespace, config: Config) -> int:
     if not any(message.author.id == args.bot_id for message in source.messages):
         raise CommandError(f"{args.log}: user {args.bot_id} wrote no message in the log")
     triggers = settings_for_export(config, source.export).triggers  # as the live bot there
-    for decided in replay_decisions(source.messages, args.bot_id, triggers, Follower()):
+    decisions = replay_decisions(
+        source.messages,
+        args.bot_id,
+        triggers,
+        Follower(),
+        answer_bots=triggers.answer_bots,
+        always_on_channels=triggers.always_on_channels,
+    )
+    for decided in decisions:
         sys.stdout.write(json.dumps(decided.as_line(), ensure_ascii=False) + "\n")
     return 0

@@ -16,9 +16,9 @@ from importlib import metadata
 from pathlib import Path
 
 from bot.cli import demo, follow
+from bot.config.export_settings import settings_for_export
 from bot.config.schema import Config, ConfigError, load_config, locate_config
 from bot.config.validators import snowflake
-from bot.discord.places import settings_for_export
 from bot.errors import CommandError, StoreError
 from conversation.replay.dce import ExportError
 from conversation.selection.weights import WeightsError

@@ -20,8 +20,8 @@ from typing import Any
 from bot.answering.asking import cache_hints
 from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
+from bot.config.export_settings import settings_for_export
 from bot.config.schema import Config
-from bot.discord.places import settings_for_export
 from bot.errors import CommandError
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError

@@ -2,7 +2,8 @@
 
 What lives here: the sections' models (``schema``; the model's own in ``model_settings``, the
 tools' in ``tool_settings``), the ``[models.NAME]`` endpoints (``named_models``), the
-``[[channels]]`` tables with the effective settings of each (``channels``), the checks they
+``[[channels]]`` tables with the effective settings of each (``channels``) and those where an
+exported log's channel was (``export_settings``), the checks they
 share (``validators``), the one-line error texts (``errors``), ``check-config``'s printout
 (``report``), the file itself read only when it is a regular file of a config's size
 (``config_file``), the reload watcher that tells live edits from restart ones (``reload``), the

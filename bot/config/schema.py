@@ -50,11 +50,13 @@ from bot.config.named_models import NamedModel, keys_from_env, model_with
 from bot.config.store_url import redact_url, userinfo_problem
 from bot.config.toml_hints import clash_hint
 from bot.config.tool_settings import ToolSettings, masked_tools
-from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl, Snowflake
+from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl
 from conversation.common.settings import (
     ArticleSettings,
     CacheSettings,
     ContextSettings,
+    FollowSettings,
+    Snowflake,
     StrictSection,
 )
 
@@ -143,8 +145,9 @@ class DiscordSettings(StrictSection):
         return self
 
 
-class TriggerSettings(StrictSection):
-    """When the bot answers."""
+class CallSettings(StrictSection):
+    """The ``[triggers]`` keys of an answer asked for (a mention, a reply, a DM, an always-on
+    channel) and of the pace of answers; ``TriggerSettings`` adds the follow keys to them."""
 
     allow_dms: bool = Field(True, description="Answer direct messages.")
     always_on_channels: tuple[Snowflake, ...] = Field(
@@ -165,20 +168,15 @@ class TriggerSettings(StrictSection):
         description="Answers written at once across all channels (one per channel at most); "
         "the rest wait their turn.",
     )
-    follow: bool = Field(
-        True,
-        description="After answering in a channel, answer follow-ups there without a mention "
-        "when they continue the bot's conversation (see conversation.selection.follow).",
-    )
-    follow_minutes: float = Field(
-        30.0, gt=0, le=1440, description="How long after its last answer the bot follows."
-    )
-    follow_threshold: float | None = Field(
-        None, ge=0, le=1, description="Score that makes a follow-up answered; unset: fitted."
-    )
-    follow_off_channels: tuple[Snowflake, ...] = Field(
-        (), description="Channels (or threads' parents) where the bot never follows."
-    )
+
+
+class TriggerSettings(FollowSettings, CallSettings):
+    """When the bot answers: when it is called (``CallSettings``), and when a message that calls
+    no one continues its conversation (``FollowSettings``, conversation's, which the
+    ``Follower`` takes as this section is). One flat section: the follow keys stay
+    ``[triggers]`` keys, as operators write them. pydantic lists the last base's fields first,
+    so this order of the bases keeps config.toml's order of the keys (check-config's printout,
+    the order of error lines)."""
 
 
 class PermissionSettings(StrictSection):

@@ -6,7 +6,7 @@ import argparse
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, SecretStr
+from pydantic import AfterValidator, SecretStr
 
 
 def _http_url(value: str) -> str:
@@ -67,7 +67,3 @@ def snowflake(text: str) -> int:
 def _shown(text: str) -> str:
     """The input as quoted in the error, cut so that a pasted novel stays one line."""
     return repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
-
-
-# A Discord id (user, role, channel): a positive 64-bit snowflake; 0, -1 or 10**30 are typos.
-Snowflake = Annotated[int, Field(ge=1, le=2**63 - 1)]

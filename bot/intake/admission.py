@@ -2,7 +2,7 @@
 
 A message is answered when it calls the bot (``bot.discord.triggers``: a mention, a reply to
 the bot, a DM, an always-on channel) or continues the bot's conversation without calling it
-(``bot.discord.follow``), when it was not claimed before (``once``: a gateway's second
+(``conversation.selection.follower``), when it was not claimed before (``once``: a gateway's second
 delivery, an answer before a restart) and when its author may use the bot there (the
 permission lists; a DM author's roles are looked up in the servers the bot shares with them,
 ``bot.discord.dm_roles``).
@@ -18,12 +18,12 @@ import nextcord
 
 from bot.config.schema import PermissionSettings, TriggerSettings
 from bot.discord.dm_roles import DmRoles, RoleLookupFailed
-from bot.discord.follow import Follower, follow_enabled
 from bot.discord.triggers import has_role_rules, permitted, trigger_kind
 from bot.discord.visibility import may_read_history
 from bot.intake.once import AnsweredOnce
 from bot.intake.trigger import Trigger
 from conversation.prompt.names import shown_name
+from conversation.selection.follower import Follower, follow_enabled
 from conversation.selection.seal import is_seal
 from conversation.sources.cache import ChannelCache
 
@@ -83,8 +83,8 @@ class Admission:
         self, message: nextcord.Message, cache: ChannelCache, bot_id: int, settings: TriggerSettings
     ) -> str | None:
         """The explanation line of a message that calls no one, answered when it continues the
-        bot's conversation (``bot.discord.follow``); None when it is not. From the cache
-        alone, never for a bot or in a DM, and never for a member who may not read the
+        bot's conversation (``conversation.selection.follower``); None when it is not. From the
+        cache alone, never for a bot or in a DM, and never for a member who may not read the
         channel's history (the conversation it would continue is that history: issue 23's
         rule, ``bot.discord.visibility``)."""
         if (

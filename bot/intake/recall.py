@@ -9,8 +9,8 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.discord.follow import Follower
 from bot.storage import Store, StoreError
+from conversation.selection.follower import Follower
 
 log = logging.getLogger(__name__)
 

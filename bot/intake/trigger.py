@@ -23,6 +23,6 @@ class Trigger:
 
     message: TriggerMessage  # a nextcord Message
     kind: Kind
-    # For a follow-up: why a message that calls no one is answered (``bot.discord.follow``),
-    # kept in the record for ``/context`` and ``explain``.
+    # For a follow-up: why a message that calls no one is answered
+    # (``conversation.selection.follower``), kept in the record for ``/context`` and ``explain``.
     followed: str | None = None

@@ -27,7 +27,6 @@ from bot.answering.result import Recorder
 from bot.config.schema import Config, ConfigError
 from bot.discord.compat import message_from_payload, set_rest_base
 from bot.discord.dm_roles import DmRoles
-from bot.discord.follow import Follower
 from bot.discord.mentions import allowed_mentions
 from bot.intake.admission import Admission
 from bot.intake.burst import BurstWindow
@@ -44,6 +43,7 @@ from conversation.articles.service import ArticleService
 from conversation.common.text import clean_text
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.names import bot_name_in
+from conversation.selection.follower import Follower
 from conversation.sources.cache import CacheRegistry
 from conversation.sources.slim import Slimmer
 

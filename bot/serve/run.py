@@ -24,7 +24,7 @@ from bot.serve.client import INTENT_HELP
 from bot.serve.sharding import client_class
 from bot.storage import Store
 from conversation.articles.service import ArticleService
-from conversation.selection.follow import load_follow_model
+from conversation.selection.follow_model import load_follow_model
 from conversation.selection.weights import load_model
 
 log = logging.getLogger(__name__)

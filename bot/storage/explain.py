@@ -134,7 +134,7 @@ def render_text(explanation: Explanation, limit: int | None = None) -> str:
             else ""
         ),
     ]
-    # Answered without a mention: why comes first (see bot.discord.follow).
+    # Answered without a mention: why comes first (see conversation.selection.follower).
     head.extend(entry.detail for entry in e.work_log if entry.action == "followed")
     if e.error:
         head.append(f"Error: {one_line(e.error, 300)}")

@@ -427,7 +427,8 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
             f"WHERE {conn.dialect.find_function}(detail, ?) > 0",
             (link, REMOVED, link),
         )
-    # A follow-up's explanation names whom the bot was talking with (bot.discord.follow).
+    # A follow-up's explanation names whom the bot was talking with (see
+    # conversation.selection.follow_model).
     for name in sorted(names, key=len, reverse=True):
         shown = f"conversation with {name}, score"
         conn.execute(

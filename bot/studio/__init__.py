@@ -4,7 +4,6 @@ What lives here: the page's data for one channel (``channel``), which ``[[channe
 applies to it and its copy as TOML (``applied``), and its HTTP server (``server``); its command is
 ``bot.cli.studio``.
 
-May import: ``bot.answering``, ``bot.discord`` (the follow decisions it marks on the timeline),
-``bot.storage``, ``bot.model``, ``bot.config``, ``bot.errors``
-and ``conversation``.
+May import: ``bot.answering``, ``bot.storage``, ``bot.model``, ``bot.config``, ``bot.errors``
+and ``conversation`` (whose ``replay`` gives the follow decisions it marks on the timeline).
 """

@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from bot.config.channels import ChannelSettings
+from bot.config.export_settings import place_of_export
 from bot.config.report import table_differences, toml_value
 from bot.config.schema import Config
-from bot.discord.places import place_of_export
 from conversation.common.settings import ContextSettings
 from conversation.replay.dce import ChannelExport
 

@@ -20,17 +20,18 @@ from bot.answering.prompt_budget import PromptBudgeter
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, TriggerSettings
-from bot.discord.follow import Follower, replay_decisions
 from bot.studio.applied import AppliedSettings, ChannelTable, settings_for_studio
 from conversation.common.settings import ContextSettings
 from conversation.prompt.materialize import MaterializeOptions, Materializer
 from conversation.prompt.names import shown_name
 from conversation.prompt.pipeline import is_others_label, persona_for, prepare_prompt
+from conversation.replay.follow_replay import replay_decisions
 from conversation.replay.gold import GoldTrigger, Score, gold_path_for, load_gold
 from conversation.replay.log_contexts import select_contexts
 from conversation.replay.log_source import LogSource
 from conversation.replay.replay_cache import ReplayCaches
 from conversation.selection.builder import ContextBuilder
+from conversation.selection.follower import Follower
 from conversation.sources.reader import ChannelReader
 from conversation.sources.source import created_ms, reference_id
 
@@ -322,7 +323,14 @@ class ChannelStudio:
                 why=decided.why,
                 followed=decided.decision.kind == "followed",
             )
-            for decided in replay_decisions(messages, bot_id, triggers, self._follower)
+            for decided in replay_decisions(
+                messages,
+                bot_id,
+                triggers,
+                self._follower,
+                answer_bots=triggers.answer_bots,
+                always_on_channels=triggers.always_on_channels,
+            )
         ]
         return FollowView(
             bot_id=str(bot_id),

@@ -1,9 +1,10 @@
 """What every other package of ``conversation`` shares; imports nothing of the project.
 
-Modules: ``settings`` (the pydantic settings of the builder, the articles and the prompt, which
-``bot.config.schema`` composes into ``config.toml``), ``text`` (text from outside made encodable:
-lone surrogates and NUL replaced), ``compat`` (every private or undocumented dependency API the
-package uses, fenced in one place and checked by ``tests/test_compat.py``).
+Modules: ``settings`` (the pydantic settings of the builder and the prompt, the articles, the
+message cache and following, which ``bot.config.schema`` composes into ``config.toml``),
+``text`` (text from outside made encodable: lone surrogates and NUL replaced), ``compat`` (every
+private or undocumented dependency API the package uses, fenced in one place and checked by
+``tests/test_compat.py``).
 
 A change goes here when a setting is added, or when a dependency's private name moves.
 """

@@ -8,7 +8,7 @@ Every field has the default documented in the repository's ``config.toml``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, IPvAnyNetwork, model_validator
 
@@ -20,6 +20,11 @@ class StrictSection(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
     )
+
+
+# A Discord id (user, role, channel): a positive 64-bit snowflake; 0, -1 or 10**30 are typos.
+# Every section takes ids as this one type, so an error line can tell an id key from others.
+Snowflake = Annotated[int, Field(ge=1, le=2**63 - 1)]
 
 
 DEFAULT_SUMMARY_PROMPT = (
@@ -261,3 +266,25 @@ class CacheSettings(StrictSection):
         5000, ge=1, le=1_000_000, description="Messages held per channel."
     )
     max_channels: int = Field(500, ge=1, le=1_000_000, description="Channels with a cache.")
+
+
+class FollowSettings(StrictSection):
+    """Following: answering, without a mention, a message that continues the bot's conversation
+    (the ``Follower`` of ``conversation.selection``). Not a section of its own: ``[triggers]``
+    (``bot.config.schema.TriggerSettings``) holds these keys beside its others, and the
+    ``Follower`` reads them from it as they are."""
+
+    follow: bool = Field(
+        True,
+        description="After answering in a channel, answer follow-ups there without a mention "
+        "when they continue the bot's conversation (see conversation.selection.follower).",
+    )
+    follow_minutes: float = Field(
+        30.0, gt=0, le=1440, description="How long after its last answer the bot follows."
+    )
+    follow_threshold: float | None = Field(
+        None, ge=0, le=1, description="Score that makes a follow-up answered; unset: fitted."
+    )
+    follow_off_channels: tuple[Snowflake, ...] = Field(
+        (), description="Channels (or threads' parents) where the bot never follows."
+    )

@@ -5,7 +5,8 @@ Modules: ``dce`` (DiscordChatExporter JSON exports parsed, and turned into Disco
 counting REST calls like Discord), ``replay_cache`` (the cache a replayed build starts from: cold,
 or as a watching bot holds it), ``log_contexts`` (the builder run over a whole log, for
 ``contexts`` and the studies), ``gold`` (scoring a context against a hand-labelled
-``.gold.json``, one definition for the studies and the studio).
+``.gold.json``, one definition for the studies and the studio), ``follow_replay`` (the follow
+decisions over a log with one of its authors as the bot, for ``follow`` and the studio).
 
 May import every other package of ``conversation``; ``bot`` uses it for its replay commands and
 the studio. A change goes here when a new export shape must be read or a figure scored

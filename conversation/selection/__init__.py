@@ -20,7 +20,9 @@ models, evaluated in pure Python), ``weights`` (``relevance_weights.json`` read 
 
 Links between messages: ``addressing`` (names written at the start of a message read as
 addresses), ``message_links`` (a pasted Discord message link joins the context like a reply).
-Following: ``follow`` (answering follow-ups without a mention, from ``follow_weights.json``).
+Following: ``follow_model`` (the fitted decision: whether a message that calls no one continues
+the bot's conversation, from ``follow_weights.json``), ``follower`` (the ``Follower``: that
+decision in a live channel, fed from its cache, under the follow settings).
 Starting over: ``seal`` (the bot's ``/fresh`` message: nothing before it is read).
 
 May import ``conversation.common`` and ``conversation.sources``. A change goes here when the

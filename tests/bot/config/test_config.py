@@ -66,6 +66,22 @@ def test_every_setting_is_written_in_config_toml():
         assert key in text, f"[[channels]] match {key} is not documented in config.toml"
 
 
+def test_the_follow_keys_stay_triggers_keys_in_config_toml_order():
+    """[triggers] composes conversation's follow section: its keys stay flat [triggers] keys,
+    check-config prints them where config.toml writes them, and the Follower takes the section
+    as it is."""
+    import tomllib
+
+    from bot.config.schema import Config, TriggerSettings
+    from conversation.common.settings import FollowSettings
+
+    written = list(tomllib.loads((ROOT / "config.toml").read_text())["triggers"])
+    printed = list(Config().masked()["triggers"])
+    assert [key for key in printed if key in written] == written
+    assert printed[-len(FollowSettings.model_fields) :] == list(FollowSettings.model_fields)
+    assert isinstance(TriggerSettings(), FollowSettings)
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [

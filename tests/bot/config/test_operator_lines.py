@@ -39,12 +39,14 @@ def test_shard_settings_that_keep_one_store_are_accepted(tmp_path, text):
     load_config(write(tmp_path, text), env={})
 
 
-def test_an_id_written_in_quotes_says_to_drop_them(tmp_path):
-    path = write(tmp_path, '[triggers]\nalways_on_channels = ["123"]\n')
+# follow_off_channels is a key of conversation's FollowSettings, which [triggers] composes.
+@pytest.mark.parametrize("key", ["always_on_channels", "follow_off_channels"])
+def test_an_id_written_in_quotes_says_to_drop_them(tmp_path, key):
+    path = write(tmp_path, f'[triggers]\n{key} = ["123"]\n')
     with pytest.raises(ConfigError) as raised:
         load_config(path, env={})
     (line,) = raised.value.lines
-    assert "[triggers] always_on_channels" in line and "(write ids without quotes)" in line
+    assert f"[triggers] {key}" in line and "(write ids without quotes)" in line
 
 
 def test_a_word_for_a_number_gets_no_quotes_hint(tmp_path):

@@ -15,7 +15,7 @@ import pytest
 
 from conversation.selection.addressing import name_keys, opening_of
 from conversation.selection.clues import Clue, words_of
-from conversation.selection.follow import (
+from conversation.selection.follow_model import (
     FOLLOW_WEIGHTS_FILE,
     decide,
     load_follow_model,

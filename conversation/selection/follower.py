@@ -1,27 +1,26 @@
 """Following in a live channel: whether a message that calls no one is meant for the bot.
 
-The decision itself is ``conversation.selection.follow`` (fitted on IRC logs, pure Python); this
-module feeds it from the channel cache the gateway keeps, so a decision costs no REST call: the walk
-back stops where the cache stops knowing the channel. It applies the ``[triggers]`` follow settings
-(on or off, per channel, how long after the bot's last answer, the threshold) and keeps each
-message's clue once (a busy channel decides every message against the same recent ones).
+The decision itself is ``follow_model`` (fitted on IRC logs, pure Python); the ``Follower`` feeds
+it from the channel cache the gateway keeps, so a decision costs no REST call: the walk back
+stops where the cache stops knowing the channel. It applies the follow settings
+(``FollowSettings``, the ``[triggers]`` follow keys: on or off, per channel, how long after the
+bot's last answer, the threshold) and keeps each message's clue once (a busy channel decides
+every message against the same recent ones). A log replayed through it:
+``conversation.replay.follow_replay``.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from bot.config.schema import TriggerSettings
-from conversation.prompt.names import shown_name
-from conversation.selection.clues import Clue, clue_of, words_of
-from conversation.selection.follow import (
+from conversation.common.settings import FollowSettings
+from conversation.selection.clues import Clue, ClueCache, words_of
+from conversation.selection.follow_model import (
     FollowDecision,
     FollowModel,
     decide,
-    explicit,
     load_follow_model,
 )
 from conversation.selection.relevance import RelevanceModel
@@ -33,11 +32,10 @@ from conversation.sources.source import DISCORD_EPOCH_MS, MessageLike, created_m
 # Messages walked back at most per decision: the bot's latest answer further back than this is
 # not a conversation it is still in.
 MAX_WALK = 200
-CLUES_KEPT = 20_000
 CHANNELS_KEPT = 10_000
 
 
-def follow_enabled(settings: TriggerSettings, channel: Any) -> bool:
+def follow_enabled(settings: FollowSettings, channel: Any) -> bool:
     """Following is on, and not turned off for the channel (or a thread's parent)."""
     if not settings.follow:
         return False
@@ -54,7 +52,7 @@ class Follower:
     ) -> None:
         self.model = model or load_follow_model()
         self.relevance = relevance or load_model()
-        self._clues: OrderedDict[tuple[int, str], Clue] = OrderedDict()
+        self._clues = ClueCache()
         # Channel id -> when the bot last spoke there (ms), from the gateway: a channel where it
         # did not speak lately costs no walk at all.
         self._spoke: OrderedDict[int, int] = OrderedDict()
@@ -97,13 +95,7 @@ class Follower:
 
     def clue(self, message: MessageLike) -> Clue:
         """The message's clue, built once per text (an edit makes a new one)."""
-        key = (message.id, message.content or "")
-        found = self._clues.get(key)
-        if found is None:
-            found = self._clues[key] = clue_of(message)
-            if len(self._clues) > CLUES_KEPT:
-                self._clues.popitem(last=False)
-        return found
+        return self._clues.clue(message)
 
     def earlier(
         self, cache: ChannelCache, message: MessageLike, bot_id: int, minutes: float
@@ -148,7 +140,7 @@ class Follower:
         message: MessageLike,
         cache: ChannelCache,
         bot_id: int,
-        settings: TriggerSettings,
+        settings: FollowSettings,
         earlier: Sequence[Clue] | None = None,
     ) -> FollowDecision:
         """Whether to answer ``message`` (which mentions and replies to no one known to be the
@@ -167,10 +159,10 @@ class Follower:
         return self.decide_after(earlier, clue, bot_id, settings)
 
     def decide_after(
-        self, earlier: Sequence[Clue], clue: Clue, bot_id: int, settings: TriggerSettings
+        self, earlier: Sequence[Clue], clue: Clue, bot_id: int, settings: FollowSettings
     ) -> FollowDecision:
         """The learned decision on ``clue`` after the ``earlier`` messages, under the
-        ``[triggers]`` follow settings: live and replayed alike."""
+        follow settings: live and replayed alike."""
         return decide(
             self.model,
             bot_id,
@@ -194,72 +186,3 @@ def _stored_clue(message_id: int, author_id: int, text: str, reference: int | No
         question="?" in text,
         size=len(text.split()),
     )
-
-
-@dataclass(frozen=True)
-class Decided:
-    """One message of a replayed log and what the bot would do with it."""
-
-    message: Any
-    decision: FollowDecision
-    why: str  # the decision's reason, a follow-up's naming whom the bot talks with
-
-    def as_line(self) -> dict[str, Any]:
-        """The ``follow`` command's JSON line."""
-        score = self.decision.score
-        return {
-            "message": str(self.message.id),
-            "answer": self.decision.answer,
-            "score": None if score is None else round(score, 4),
-            "why": self.why,
-        }
-
-
-def replay_decisions(
-    messages: Iterable[Any], bot_id: int, settings: TriggerSettings, follower: Follower
-) -> Iterator[Decided]:
-    """A channel log (oldest first) replayed as if ``bot_id`` were the bot: every message of
-    anyone else after its first one, decided from the messages before it only (as the live bot
-    decides), with the explicit triggers and the ``[triggers]`` follow settings applied."""
-    names: dict[int, str] = {}
-    earlier: list[Clue] = []
-    authors: dict[int, int] = {}
-    started = False
-    for message in messages:
-        clue = follower.clue(message)
-        if message.author.id == bot_id:
-            started = True
-        elif started:
-            decision = _replayed(follower, settings, message, clue, earlier, authors, bot_id)
-            why = decision.describe(lambda user_id: names.get(user_id, f"user {user_id}"))
-            yield Decided(message, decision, why)
-        names[message.author.id] = shown_name(message.author) or str(message.author.id)
-        earlier.append(clue)
-        authors[message.id] = message.author.id
-
-
-def _replayed(
-    follower: Follower,
-    settings: TriggerSettings,
-    message: Any,
-    clue: Clue,
-    earlier: list[Clue],
-    authors: dict[int, int],
-    bot_id: int,
-) -> FollowDecision:
-    """What the live bot would do, from the messages before ``message`` only."""
-    from_bot = bool(getattr(message.author, "bot", False))
-    if from_bot and not settings.answer_bots:
-        return FollowDecision(False, None, "written by a bot", "no")
-    ruled = explicit(clue, bot_id, authors.get)
-    if ruled is not None and ruled.answer:
-        return ruled
-    channel = message.channel
-    always_on = set(settings.always_on_channels)
-    if channel.id in always_on or getattr(channel, "parent_id", None) in always_on:
-        return FollowDecision(True, None, "an always-on channel", "always_on")
-    if ruled is not None:
-        return ruled
-    if from_bot or not follow_enabled(settings, channel):
-        return FollowDecision(False, None, "following is off here", "no")
-    return follower.decide_after(earlier, clue, bot_id, settings)
