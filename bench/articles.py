@@ -32,10 +32,14 @@ sys.path.insert(0, str(ROOT))
 
 from goose3 import Goose  # noqa: E402
 
-from conversation.articles import ArticleService  # noqa: E402
-from conversation.articles.charset import decode_html  # noqa: E402
-from conversation.articles.extract import Extractor, WorkerKind, extract_article  # noqa: E402
-from conversation.common.settings import ArticleSettings  # noqa: E402
+from conversation.articles import (  # noqa: E402
+    ArticleService,
+    Extractor,
+    WorkerKind,
+    decode_html,
+    extract_article,
+)
+from conversation.common import ArticleSettings  # noqa: E402
 
 PAGE_DELAY = 0.2
 LINKS = 10

@@ -21,16 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.demo.openai_server import count_tokens
-from conversation.articles.models import ArticleResult, ArticleStatus
-from conversation.articles.render import render_embeddings
-from conversation.graph.formats import to_openai
-from conversation.graph.node import MessageNode
-from conversation.prompt.budget import Budget, fit_prompt
-from conversation.prompt.materialize import MaterializeOptions, Materializer
-from conversation.prompt.tokens import TokenCounter
-from conversation.replay.dce import parse_export
-from conversation.replay.log_source import LogSource
-from conversation.selection.result import ContextSelection, Reason
+from conversation.articles import ArticleResult, ArticleStatus, render_embeddings
+from conversation.graph import MessageNode, to_openai
+from conversation.prompt import Budget, MaterializeOptions, Materializer, TokenCounter, fit_prompt
+from conversation.replay import LogSource, parse_export
+from conversation.selection import ContextSelection, Reason
 from tests.fakes.synthetic import busy_channel
 
 MESSAGES, ARTICLES, ARTICLE_CHARS, RESERVE = 30, 10, 20_000, 1024

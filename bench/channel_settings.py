@@ -25,7 +25,7 @@ from bot.answering.prompt_budget import PromptBudgeter
 from bot.config.channels import effective_configs
 from bot.config.schema import Config
 from bot.model.client import ModelClient
-from conversation.prompt.pipeline import persona_for
+from conversation.prompt import persona_for
 
 RUNS = 20_000
 TABLE_COUNTS = (0, 10, 500)

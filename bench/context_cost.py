@@ -29,16 +29,10 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from conversation.common.settings import ContextSettings
-from conversation.replay.dce import parse_export
-from conversation.replay.gold import load_gold
-from conversation.replay.log_source import LogSource
-from conversation.replay.replay_cache import ReplayCaches
-from conversation.selection.builder import ContextBuilder
-from conversation.selection.weights import load_model
-from conversation.sources.cache import ChannelCache
-from conversation.sources.reader import ChannelReader
-from conversation.sources.source import MessageLike
+from conversation.common import ContextSettings
+from conversation.replay import LogSource, ReplayCaches, load_gold, parse_export
+from conversation.selection import ContextBuilder, load_model
+from conversation.sources import ChannelCache, ChannelReader, MessageLike
 from lab import baselines
 from tests.fakes.synthetic import busy_channel
 

@@ -19,8 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conversation.prompt.continuation import continuation_lines
-from conversation.prompt.materialize import neutralize_embedding_tags
+from conversation.prompt import continuation_lines, neutralize_embedding_tags
 
 ONE_LINE = "did anyone try the new release on the staging box? it keeps restarting for me"
 PROSE = "\n".join(

@@ -44,7 +44,7 @@ from bot.demo.discord_server import FakeDiscord
 from bot.demo.openai_server import Answer, FakeOpenAI
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
-from conversation.replay.dce import parse_export
+from conversation.replay import parse_export
 from tests.fakes.synthetic import busy_channel
 
 BASE_CHANNEL = 710_000_000_000_000_000

@@ -37,8 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conversation.graph.message_graph import MessageGraph
-from conversation.graph.node import MessageNode
+from conversation.graph import MessageGraph, MessageNode
 
 
 class OriginalGraph:

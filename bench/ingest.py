@@ -31,8 +31,8 @@ from bot.config.schema import Config
 from bot.demo.discord_server import FakeDiscord
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
-from conversation.replay.dce import parse_export
-from conversation.sources.snowflakes import time_snowflake
+from conversation.replay import parse_export
+from conversation.sources import time_snowflake
 from tests.fakes.synthetic import busy_channel
 
 BASE_CHANNEL = 720_000_000_000_000_000

@@ -21,11 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.articles import PAGE_DELAY, make_app, sequential_on_loop, worst_stall
 from conversation.articles import ArticleService
-from conversation.common.settings import ArticleSettings
-from conversation.prompt.materialize import MaterializeOptions, Materializer
-from conversation.replay.dce import parse_export
-from conversation.replay.log_source import LogSource
-from conversation.selection.result import ContextSelection, Reason
+from conversation.common import ArticleSettings
+from conversation.prompt import MaterializeOptions, Materializer
+from conversation.replay import LogSource, parse_export
+from conversation.selection import ContextSelection, Reason
 from tests.fakes.synthetic import busy_channel
 
 MESSAGES, LINKS = 30, 10

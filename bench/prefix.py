@@ -35,33 +35,32 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.config.model_settings import DEFAULT_SYSTEM_PROMPT
-from conversation.common.settings import ContextSettings
-from conversation.graph.formats import to_openai
-from conversation.graph.node import MessageNode
-from conversation.memory.append import (
+from conversation.common import ContextSettings
+from conversation.graph import MessageNode, to_openai
+from conversation.memory import (
     CUT_SHARE,
     KEEP_SHARE,
+    BoundedMemory,
     Continuity,
+    SummaryPolicy,
     remembered_prompt,
     sent_prompt,
 )
-from conversation.memory.recall import BoundedMemory
-from conversation.memory.summary import SummaryPolicy
-from conversation.prompt.budget import Budget
-from conversation.prompt.materialize import MaterializeOptions, Materializer
-from conversation.prompt.pipeline import (
+from conversation.prompt import (
+    Budget,
+    MaterializeOptions,
+    Materializer,
     Persona,
     PreparedPrompt,
+    TokenCounter,
     conversation_threshold,
     persona_for,
     prompt_for,
+    text_tokens,
 )
-from conversation.prompt.tokens import TokenCounter, text_tokens
-from conversation.replay.gold import GoldTrigger, Score, load_gold
-from conversation.replay.log_source import LogSource
-from conversation.selection.builder import ContextBuilder
-from conversation.sources.cache import ChannelCache
-from conversation.sources.reader import ChannelReader
+from conversation.replay import GoldTrigger, LogSource, Score, load_gold
+from conversation.selection import ContextBuilder
+from conversation.sources import ChannelCache, ChannelReader
 from lab.context_quality import DEFAULT_DATA
 
 LAYOUTS = {"time order": True, "conversation first": False}

@@ -19,8 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conversation.prompt.continuation import continuation_lines
-from conversation.prompt.names import SpeakerLabels
+from conversation.prompt import SpeakerLabels, continuation_lines
 
 ORDINARY = [
     "Ana", "Ben", "Chloé", "dev_ops", "Eli (he/him)", "Fatima", "グエン", "Hugo 🦊", "Ирина",

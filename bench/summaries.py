@@ -26,12 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.prefix import Tally, channel_logs, stand_in
-from conversation.common.settings import ContextSettings
-from conversation.memory.append import Continuity
-from conversation.memory.summary import SummaryPolicy
-from conversation.prompt.budget import Budget
-from conversation.prompt.tokens import text_tokens
-from conversation.selection.builder import ContextBuilder
+from conversation.common import ContextSettings
+from conversation.memory import Continuity, SummaryPolicy
+from conversation.prompt import Budget, text_tokens
+from conversation.selection import ContextBuilder
 from lab.context_quality import DEFAULT_DATA
 
 

@@ -34,8 +34,8 @@ from bot.tools.page_hosts import hosts_in
 from bot.tools.read_page import PageReader
 from bot.tools.spec import ToolCallRequest
 from bot.tools.toolbox import Toolbox
-from conversation.articles.service import ArticleService
-from conversation.common.settings import ArticleSettings
+from conversation.articles import ArticleService
+from conversation.common import ArticleSettings
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi " * 200}]
 PAGE_URL = "https://wiki.example.org/deploy"

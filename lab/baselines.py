@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conversation.common.settings import ContextSettings
-from conversation.sources.reader import ChannelReader
-from conversation.sources.source import MessageLike, reference_id
+from conversation.common import ContextSettings
+from conversation.sources import ChannelReader, MessageLike, reference_id
 
 
 async def last_n(trigger: MessageLike, reader: ChannelReader, count: int) -> list[MessageLike]:

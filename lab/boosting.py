@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from conversation.selection.stages import Tree
+from conversation.selection import Tree
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:

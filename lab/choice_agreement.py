@@ -22,10 +22,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from conversation.common.settings import ContextSettings
-from conversation.replay.gold import Score
-from conversation.selection.relevance import RelevanceModel
-from conversation.selection.weights import load_model
+from conversation.common import ContextSettings
+from conversation.replay import Score
+from conversation.selection import RelevanceModel, load_model
 from lab.context_quality import score_logs
 from lab.train_relevance import MODE_NAMES, Choice, Tally, build_modes, load_log, mode_tallies
 

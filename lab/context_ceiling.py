@@ -28,10 +28,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from conversation.common.settings import ContextSettings
-from conversation.replay.gold import Score
-from conversation.selection.relevance import RelevanceModel
-from conversation.selection.weights import WeightsError, load_model, load_model_from
+from conversation.common import ContextSettings
+from conversation.replay import Score
+from conversation.selection import RelevanceModel, WeightsError, load_model, load_model_from
 from lab.context_quality import FoldError, read_manifest
 from lab.options import lab_options
 from lab.train_relevance import DEFAULT_TRAIN, Log, load_log, propose

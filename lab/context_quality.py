@@ -30,15 +30,17 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
-from conversation.common.settings import ContextSettings
-from conversation.replay.dce import parse_export
-from conversation.replay.gold import Score, labelled_from, load_gold
-from conversation.replay.log_source import LogSource
-from conversation.replay.replay_cache import ReplayCaches
-from conversation.selection.builder import ContextBuilder
-from conversation.selection.weights import WeightsError, load_model_from
-from conversation.sources.reader import ChannelReader
-from conversation.sources.source import MessageLike
+from conversation.common import ContextSettings
+from conversation.replay import (
+    LogSource,
+    ReplayCaches,
+    Score,
+    labelled_from,
+    load_gold,
+    parse_export,
+)
+from conversation.selection import ContextBuilder, WeightsError, load_model_from
+from conversation.sources import ChannelReader, MessageLike
 from lab import baselines
 from lab.options import lab_options
 

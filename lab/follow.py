@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conversation.selection.clues import Clue
-from conversation.selection.follow_model import (
+from conversation.selection import (
     DEFAULT_MINUTES,
+    Clue,
     FollowModel,
     conversation_partners,
     decide,
@@ -243,10 +243,10 @@ def live(folder: Path, decided: list[Item]) -> None:
     """The bot's own path: real nextcord messages in a channel cache, walked back by
     ``conversation.selection.follower.Follower`` (no REST: a walk that needs one stops). Its
     decisions must be the offline ones; its time includes the walk and the clue cache."""
-    from conversation.common.settings import FollowSettings
-    from conversation.replay.log_source import LogSource
-    from conversation.selection.follower import Follower
-    from conversation.sources.cache import LIVE, ChannelCache
+    from conversation.common import FollowSettings
+    from conversation.replay import LogSource
+    from conversation.selection import Follower
+    from conversation.sources import LIVE, ChannelCache
 
     follower = Follower()
     settings = FollowSettings()

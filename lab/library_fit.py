@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from conversation.selection.stages import Tree
+from conversation.selection import Tree
 
 # The trees: enough to see interactions, few and shallow enough to score a hundred candidates
 # in about a millisecond of pure Python. ``num_leaves`` 16 with depth 4 is a full tree.
@@ -122,7 +122,7 @@ def check(rows: int = 3000, seed: int = 3) -> list[str]:
     compiled as the bot compiles them, give LightGBM's own raw scores; a value equal to a
     threshold goes left, as in LightGBM.
     """
-    from conversation.selection.stages import TreeStage
+    from conversation.selection import TreeStage
 
     rng = np.random.default_rng(seed)
     x = np.column_stack(

@@ -25,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from conversation.common.settings import ContextSettings
-from conversation.selection.features import THIRD_FEATURES
+from conversation.common import ContextSettings
+from conversation.selection import THIRD_FEATURES
 from lab.options import lab_options
 from lab.train_relevance import (  # sampled over all logs: ~8,000 and ~3,000 per fold
     DEFAULT_TRAIN,

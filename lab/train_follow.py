@@ -28,19 +28,20 @@ from pathlib import Path
 
 import numpy as np
 
-from conversation.selection.features import SECOND_FEATURES
-from conversation.selection.follow_model import (
+from conversation.selection import (
     FOLLOW_FEATURES,
     FOLLOW_WEIGHTS_FILE,
+    SECOND_FEATURES,
     WINDOW_MESSAGES,
     FollowModel,
+    LogisticStage,
+    TreeStage,
     explicit,
     follow_row,
+    load_model,
     relevance_fingerprint,
     written,
 )
-from conversation.selection.stages import LogisticStage, TreeStage
-from conversation.selection.weights import load_model
 from lab.boosting import fit_logistic, fit_trees
 from lab.follow import DATA, SPEAKERS, Item, all_items, logs_in
 from lab.options import lab_options

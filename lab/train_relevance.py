@@ -35,22 +35,27 @@ from pathlib import Path
 
 import numpy as np
 
-from conversation.common.settings import ContextSettings
-from conversation.selection.addressing import name_keys, opening_of
-from conversation.selection.clues import Clue, words_of
-from conversation.selection.features import (
+from conversation.common import ContextSettings
+from conversation.selection import (
     ANSWER_SCORE,
     FEATURES,
+    PARENT_NEIGHBOURS,
     SECOND_FEATURES,
     THIRD_FEATURES,
+    WEIGHTS_FILE,
+    Clue,
+    LogisticStage,
+    RelevanceModel,
+    Scored,
+    TreeStage,
     feature_rows,
+    name_keys,
+    opening_of,
+    thread_scores,
     with_addresses,
+    words_of,
 )
-from conversation.selection.relevance import RelevanceModel, Scored, thread_scores
-from conversation.selection.scored_build import PARENT_NEIGHBOURS
-from conversation.selection.stages import LogisticStage, TreeStage
-from conversation.selection.weights import WEIGHTS_FILE
-from conversation.sources.source import PAGE_LIMIT
+from conversation.sources import PAGE_LIMIT
 from lab.context_quality import gold_triggers
 from lab.options import lab_options
 

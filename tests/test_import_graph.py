@@ -302,3 +302,87 @@ def test_lab_never_imports_bot() -> None:
     them, and a change in the bot cannot move a study's figure."""
     offenders = _lab_importing("bot")
     assert not offenders, f"lab imports bot (what it needs belongs in conversation): {offenders}"
+
+
+def _face(package: str) -> set[str]:
+    """The names a ``conversation`` package offers: its ``__init__``'s ``__all__``."""
+    init = ROOT / package.replace(".", "/") / "__init__.py"
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def behind_the_faces(tree: ast.AST, faces: dict[str, set[str]]) -> list[str]:
+    """Each import of ``conversation`` that goes past a package's face: a module deeper than
+    ``conversation.<package>``, or a name its ``__all__`` does not offer."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [
+                f"import {alias.name}"
+                for alias in node.names
+                if alias.name.startswith("conversation.")
+            ]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            module = node.module
+            if module != "conversation" and not module.startswith("conversation."):
+                continue
+            offered = faces.get(module)
+            if offered is None:
+                found.append(f"from {module} import ...")
+                continue
+            found += [
+                f"from {module} import {alias.name}"
+                for alias in node.names
+                if alias.name not in offered
+            ]
+    return found
+
+
+def _faces() -> dict[str, set[str]]:
+    return {layer: _face(layer) for layer in LAYERS if layer.split(".")[0] == "conversation"}
+
+
+def test_outside_conversation_only_its_faces_are_imported() -> None:
+    """``bot/``, ``lab/`` and ``bench/`` import ``conversation`` by the names each package's
+    ``__init__`` offers (``__all__``), never a module behind it: a module can move or split
+    inside ``conversation`` without touching them, and a package's face is its contract."""
+    faces = _faces()
+    offenders = [
+        f"{path.relative_to(ROOT)}: {line}"
+        for top in ("bot", "lab", "bench")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if ".venv" not in path.parts
+        for line in behind_the_faces(ast.parse(path.read_text(encoding="utf-8")), faces)
+    ]
+    assert not offenders, (
+        "imports behind conversation's faces (import the package, add the name to its "
+        "__all__):\n" + "\n".join(offenders)
+    )
+
+
+def test_every_face_offers_what_it_imports() -> None:
+    """A face's ``__all__`` names exactly what its ``__init__`` imports, and each name is there."""
+    for layer, offered in _faces().items():
+        assert offered, f"{layer}/__init__.py has no __all__"
+        module = __import__(layer, fromlist=["__all__"])
+        missing = [name for name in offered if not hasattr(module, name)]
+        assert not missing, f"{layer}.__all__ names what it does not import: {missing}"
+
+
+def test_the_face_check_finds_a_deep_import() -> None:
+    tree = ast.parse(
+        "from conversation.selection.builder import ContextBuilder\n"
+        "from conversation.selection import ContextBuilder, _private\n"
+        "import conversation.sources.cache\n"
+        "from bot.config import Config\n"
+    )
+    faces = {"conversation.selection": {"ContextBuilder"}}
+    assert behind_the_faces(tree, faces) == [
+        "from conversation.selection.builder import ...",
+        "from conversation.selection import _private",
+        "import conversation.sources.cache",
+    ]

@@ -39,18 +39,26 @@ from bot.model.call import Completion
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError
 from bot.tools.toolbox import Toolbox
-from conversation.common.text import clean_text
-from conversation.graph.node import MessageNode
-from conversation.memory.append import ChannelNow, Continuity, remembered_prompt, sent_prompt
-from conversation.memory.recall import BoundedMemory, PromptMemory
-from conversation.memory.sent import SentPrompt
-from conversation.prompt.materialize import Materializer
-from conversation.prompt.pipeline import PreparedPrompt, persona_for, prepare_prompt
-from conversation.selection.seal import sealed
-from conversation.sources.cache import CacheRegistry
-from conversation.sources.discord_source import HISTORY_UNREADABLE, DiscordChannelSource
-from conversation.sources.read_access import RestrictedReader
-from conversation.sources.reader import ChannelReader
+from conversation.common import clean_text
+from conversation.graph import MessageNode
+from conversation.memory import (
+    BoundedMemory,
+    ChannelNow,
+    Continuity,
+    PromptMemory,
+    SentPrompt,
+    remembered_prompt,
+    sent_prompt,
+)
+from conversation.prompt import Materializer, PreparedPrompt, persona_for, prepare_prompt
+from conversation.selection import sealed
+from conversation.sources import (
+    HISTORY_UNREADABLE,
+    CacheRegistry,
+    ChannelReader,
+    DiscordChannelSource,
+    RestrictedReader,
+)
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from bot.answering.tool_use import Offer, complete_using
 from bot.model.call import CacheHints, Completion, DeltaCallback
 from bot.model.errors import ModelContextTooLongError, ModelError
 from bot.model.tool_loop import ToolProgress
-from conversation.memory.append import refit_keeping_summary
-from conversation.prompt.pipeline import PreparedPrompt
+from conversation.memory import refit_keeping_summary
+from conversation.prompt import PreparedPrompt
 
 log = logging.getLogger(__name__)
 

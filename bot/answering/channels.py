@@ -21,8 +21,8 @@ from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, model_with
 from bot.discord.places import place_of
 from bot.model.client import ModelClient
-from conversation.memory.summary import SummaryPolicy
-from conversation.selection.builder import ContextBuilder
+from conversation.memory import SummaryPolicy
+from conversation.selection import ContextBuilder
 
 if TYPE_CHECKING:
     from bot.config.schema import Config

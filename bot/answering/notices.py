@@ -10,7 +10,7 @@ from __future__ import annotations
 from bot.answering.result import STOPPING_LINE, UNEXPECTED_LINE
 from bot.discord.posting import CUT_NOTE, EMPTY_ANSWER
 from bot.model.errors import OVERLOADED_MESSAGE, ModelError
-from conversation.sources.discord_source import DISCORD_TROUBLE, HISTORY_UNREADABLE
+from conversation.sources import DISCORD_TROUBLE, HISTORY_UNREADABLE
 
 
 def bot_notices() -> tuple[str, ...]:

@@ -17,8 +17,7 @@ from bot.config.model_settings import ModelSettings
 from bot.model.errors import ModelContextTooLongError
 from bot.storage import Store
 from bot.storage.limits import ModelLimits
-from conversation.prompt.budget import Budget, FittedPrompt
-from conversation.prompt.tokens import Calibration, TokenCounter, prompt_tokens
+from conversation.prompt import Budget, Calibration, FittedPrompt, TokenCounter, prompt_tokens
 
 log = logging.getLogger(__name__)
 

@@ -18,15 +18,10 @@ from datetime import UTC, datetime
 
 from bot.storage import InteractionRecord, Store, StoreError
 from bot.storage.models import ContextEntry, WorkLogEntry
-from conversation.graph.formats import node_from_openai, to_openai
-from conversation.graph.node import MessageFormatError, MessageNode
-from conversation.memory.recall import BoundedMemory
-from conversation.memory.sent import SentPrompt
-from conversation.memory.summary import SUMMARY_REASON, restored_summary
-from conversation.prompt.layout import OTHERS_LABEL
-from conversation.prompt.pipeline import conversation_key
-from conversation.prompt.tokens import TokenCounter
-from conversation.sources.snowflakes import time_snowflake
+from conversation.graph import MessageFormatError, MessageNode, node_from_openai, to_openai
+from conversation.memory import SUMMARY_REASON, BoundedMemory, SentPrompt, restored_summary
+from conversation.prompt import OTHERS_LABEL, TokenCounter, conversation_key
+from conversation.sources import time_snowflake
 
 log = logging.getLogger(__name__)
 

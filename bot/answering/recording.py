@@ -15,11 +15,10 @@ from bot.config.schema import Config
 from bot.model.tool_loop import ToolProgress
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
-from conversation.graph.node import MessageNode
-from conversation.memory.summary import SUMMARY_REASON, summary_of
-from conversation.prompt.budget import SHORTENED
-from conversation.prompt.pipeline import PreparedPrompt
-from conversation.selection.result import ContextSelection
+from conversation.graph import MessageNode
+from conversation.memory import SUMMARY_REASON, summary_of
+from conversation.prompt import SHORTENED, PreparedPrompt
+from conversation.selection import ContextSelection
 
 log = logging.getLogger(__name__)
 

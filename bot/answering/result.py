@@ -20,7 +20,7 @@ from bot.config.model_settings import ModelSettings
 from bot.intake.trigger import Trigger
 from bot.model.call import Completion
 from bot.model.tool_loop import ToolProgress
-from conversation.prompt.pipeline import PreparedPrompt
+from conversation.prompt import PreparedPrompt
 
 Outcome = Literal["success", "failure", "partial"]
 ABANDONED = "abandoned: the bot stopped before the answer was finished"

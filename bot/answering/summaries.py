@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from bot.config.model_settings import ModelSettings
 from bot.model.client import ModelClient
-from conversation.common.settings import ContextSettings
-from conversation.memory.summary import SummaryPolicy
+from conversation.common import ContextSettings
+from conversation.memory import SummaryPolicy
 
 
 class SummaryTooLongError(Exception):

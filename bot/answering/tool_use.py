@@ -21,9 +21,7 @@ from bot.tools.call_memory import CallMemory
 from bot.tools.page_hosts import hosts_in_prompt
 from bot.tools.spec import ToolSpec
 from bot.tools.toolbox import Toolbox
-from conversation.prompt.budget import Budget
-from conversation.prompt.pipeline import PreparedPrompt
-from conversation.prompt.tokens import text_tokens
+from conversation.prompt import Budget, PreparedPrompt, text_tokens
 
 CHARS_PER_TOKEN = 3
 """Characters of a tool result per token of the budget: on the low side (escaped markup, URLs

@@ -22,9 +22,8 @@ from bot.config.export_settings import settings_for_export
 from bot.config.schema import Config
 from bot.config.validators import snowflake
 from bot.errors import CommandError
-from conversation.replay.follow_replay import replay_decisions
-from conversation.replay.log_source import LogSource
-from conversation.selection.follower import Follower
+from conversation.replay import LogSource, replay_decisions
+from conversation.selection import Follower
 
 
 def add_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -20,8 +20,8 @@ from bot.config.export_settings import settings_for_export
 from bot.config.schema import Config, ConfigError, load_config, locate_config
 from bot.config.validators import snowflake
 from bot.errors import CommandError, StoreError
-from conversation.replay.dce import ExportError
-from conversation.selection.weights import WeightsError
+from conversation.replay import ExportError
+from conversation.selection import WeightsError
 
 EXIT_USAGE = 2
 EXIT_DOWN = 1
@@ -240,8 +240,7 @@ def _check_config(args: argparse.Namespace, config: Config) -> int:
 
 
 def _contexts(args: argparse.Namespace, config: Config) -> int:
-    from conversation.replay.log_contexts import select_contexts
-    from conversation.replay.log_source import LogSource
+    from conversation.replay import LogSource, select_contexts
 
     source = LogSource.from_file(args.log)
     config = settings_for_export(config, source.export)  # the channel's own table, as replay

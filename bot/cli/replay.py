@@ -25,21 +25,20 @@ from bot.config.schema import Config
 from bot.errors import CommandError
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError
-from conversation.articles.service import ArticleService
-from conversation.memory.append import Continuity, remembered_prompt, sent_prompt
-from conversation.memory.recall import BoundedMemory
-from conversation.prompt.budget import SHORTENED
-from conversation.prompt.materialize import MaterializeOptions, Materializer
-from conversation.prompt.pipeline import (
+from conversation.articles import ArticleService
+from conversation.memory import BoundedMemory, Continuity, remembered_prompt, sent_prompt
+from conversation.prompt import (
+    SHORTENED,
+    MaterializeOptions,
+    Materializer,
     PreparedPrompt,
     is_others_label,
     persona_for,
     prepare_prompt,
 )
-from conversation.replay.log_source import LogSource
-from conversation.replay.replay_cache import ReplayCaches
-from conversation.selection.builder import ContextBuilder
-from conversation.sources.reader import ChannelReader
+from conversation.replay import LogSource, ReplayCaches
+from conversation.selection import ContextBuilder
+from conversation.sources import ChannelReader
 
 
 def replay(args: argparse.Namespace, config: Config) -> int:

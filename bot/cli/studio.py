@@ -14,8 +14,8 @@ from bot.config.schema import Config
 from bot.errors import CommandError
 from bot.studio.channel import ChannelStudio
 from bot.studio.server import is_loopback, make_app
-from conversation.replay.gold import GoldError
-from conversation.selection.weights import load_model
+from conversation.replay import GoldError
+from conversation.selection import load_model
 
 
 def studio_command(args: argparse.Namespace, config: Config) -> int:

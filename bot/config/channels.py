@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from bot.config.errors import explain
 from bot.config.model_settings import CONNECTION_KEYS, ModelSettings
 from bot.config.named_models import MAX_NAMED_MODELS, MODEL_NAME, NamedModel, model_with
-from conversation.common.settings import Snowflake, StrictSection
+from conversation.common import Snowflake, StrictSection
 
 Config = Any
 """``bot.config.schema.Config``, which validates itself with this module (so cannot be imported

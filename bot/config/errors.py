@@ -15,7 +15,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from conversation.common.settings import Snowflake
+from conversation.common import Snowflake
 
 SECRET_KEYS = frozenset({"token", "api_key", "password", "url_password"})
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bot.config.channels import ChannelSettings, Place
 from bot.config.schema import Config
-from conversation.replay.dce import ChannelExport
+from conversation.replay import ChannelExport
 
 
 def place_of_export(export: ChannelExport) -> Place:

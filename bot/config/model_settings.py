@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from bot.config.validators import HttpUrl, OptionalSecret
-from conversation.common.settings import StrictSection
+from conversation.common import StrictSection
 
 # No {now} here: a prompt that starts the same way every time lets the model server reuse
 # what it already read (its prompt cache); the time travels with the message answered.

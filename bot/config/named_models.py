@@ -18,7 +18,7 @@ from pydantic import Field
 
 from bot.config.model_settings import ModelSettings
 from bot.config.validators import HttpUrl, OptionalSecret
-from conversation.common.settings import StrictSection
+from conversation.common import StrictSection
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 """A named model's name: a TOML bare key, short enough for a Discord choice."""

@@ -28,7 +28,7 @@ from bot.config.config_file import NotAConfigFile, read_config_bytes
 from bot.config.model_settings import CONNECTION_KEYS
 from bot.config.schema import Config, ConfigError, load_config
 from bot.config.tool_settings import LIVE_KEYS as TOOL_LIVE_KEYS
-from conversation.articles.service import LIVE_LIMITS
+from conversation.articles import LIVE_LIMITS
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, ConfigSource
 from bot.config.store_url import masked_url
-from conversation.prompt.budget import Budget
+from conversation.prompt import Budget
 
 if TYPE_CHECKING:
     from bot.config.channels import ChannelRule

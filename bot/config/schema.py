@@ -51,7 +51,7 @@ from bot.config.store_url import redact_url, userinfo_problem
 from bot.config.toml_hints import clash_hint
 from bot.config.tool_settings import ToolSettings, masked_tools
 from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl
-from conversation.common.settings import (
+from conversation.common import (
     ArticleSettings,
     CacheSettings,
     ContextSettings,

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from conversation.common.settings import StrictSection
+from conversation.common import StrictSection
 
 # What OpenAI and Anthropic accept as a function name (Anthropic: 1-64 of these characters).
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -31,7 +31,7 @@ from aiohttp import WSMsgType, web
 from pydantic import BaseModel, ConfigDict
 
 from bot.demo.discord_state import DiscordState, Payload, Signal, hide_content
-from conversation.replay.dce import user_payload
+from conversation.replay import user_payload
 
 GATEWAY_PATH = "/gateway-ws"
 RESUME_PATH = "/gateway-ws/resume"

@@ -39,7 +39,7 @@ from bot.demo.discord_state import (
     unknown_message,
     without_members,
 )
-from conversation.replay.dce import DceUser, user_payload
+from conversation.replay import DceUser, user_payload
 
 API_PREFIX = "/api/v10"
 MAX_CONTENT = 2000

@@ -42,7 +42,7 @@ from bot.demo.discord_state import (
     InteractionRecord,
     Payload,
 )
-from conversation.replay.dce import ChannelExport, DceUser, load_export, user_payload
+from conversation.replay import ChannelExport, DceUser, load_export, user_payload
 
 DEFAULT_BOT_ID = 1_100_000_000_000_000_001
 DEFAULT_BOT_NAME = "threadwise"

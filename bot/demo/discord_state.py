@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from conversation.replay.dce import (
+from conversation.replay import (
     PRIVATE_CHANNEL_TYPES,
     ChannelExport,
     DceUser,
@@ -24,7 +24,7 @@ from conversation.replay.dce import (
     member_payload,
     user_payload,
 )
-from conversation.sources.snowflakes import snowflake_time, time_snowflake
+from conversation.sources import snowflake_time, time_snowflake
 
 Clock = Callable[[], datetime]
 Payload = dict[str, Any]

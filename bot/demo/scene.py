@@ -24,7 +24,7 @@ from bot.demo.openai_server import Answer, FakeOpenAI
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
-from conversation.replay.dce import ChannelExport, DceChannel, DceGuild
+from conversation.replay import ChannelExport, DceChannel, DceGuild
 
 GUILD_ID = 1_400_000_000_000_000_000
 CHANNEL_ID = 1_400_000_000_000_000_001

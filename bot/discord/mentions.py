@@ -11,7 +11,7 @@ from __future__ import annotations
 import nextcord
 
 from bot.config.schema import MentionSettings
-from conversation.common.text import ZERO_WIDTH_SPACE, defuse_mass_mentions
+from conversation.common import ZERO_WIDTH_SPACE, defuse_mass_mentions
 
 __all__ = ["ZERO_WIDTH_SPACE", "allowed_mentions", "defuse_mass_mentions", "make_safe"]
 

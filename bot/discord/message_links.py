@@ -15,8 +15,8 @@ import logging
 import nextcord
 
 from bot.discord.visibility import REQUEST_FAILED, can_view, channel_in, member_in
-from conversation.selection.message_links import LinkOutcome, MessageLink
-from conversation.sources.source import MessageLike
+from conversation.selection import LinkOutcome, MessageLink
+from conversation.sources import MessageLike
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from typing import Any, Literal, Protocol
 
 from bot.config.schema import PermissionSettings, TriggerSettings
-from conversation.sources.source import MessageLike
+from conversation.sources import MessageLike
 
 
 class TriggerMessage(MessageLike, Protocol):

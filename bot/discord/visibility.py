@@ -30,7 +30,7 @@ import aiohttp
 import nextcord
 
 from bot.discord.compat import is_thread_member
-from conversation.sources.read_access import HistoryRestriction
+from conversation.sources import HistoryRestriction
 
 log = logging.getLogger(__name__)
 # Every way a request to Discord can fail: its answers, and a connection that drops

@@ -22,10 +22,9 @@ from bot.discord.triggers import has_role_rules, permitted, trigger_kind
 from bot.discord.visibility import may_read_history
 from bot.intake.once import AnsweredOnce
 from bot.intake.trigger import Trigger
-from conversation.prompt.names import shown_name
-from conversation.selection.follower import Follower, follow_enabled
-from conversation.selection.seal import is_seal
-from conversation.sources.cache import ChannelCache
+from conversation.prompt import shown_name
+from conversation.selection import Follower, follow_enabled, is_seal
+from conversation.sources import ChannelCache
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.storage import Store, StoreError
-from conversation.selection.follower import Follower
+from conversation.selection import Follower
 
 log = logging.getLogger(__name__)
 

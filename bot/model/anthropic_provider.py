@@ -28,7 +28,7 @@ from bot.model.tool_wire import (
     read_anthropic_block,
     read_anthropic_delta,
 )
-from conversation.graph import formats
+from conversation.graph import from_openai, to_anthropic_upto
 
 _BREAKPOINT = {"type": "ephemeral"}
 # The API wants the conversation to open with a user turn; a context that starts with one of
@@ -117,7 +117,7 @@ def _turns(
     all of them (merging only appends), which is how a breakpoint finds its block, in the one
     translation of the request."""
     upto = slice(None, stable_end).indices(len(messages))[1]
-    system, turns, end = formats.to_anthropic_upto(formats.from_openai(messages), upto)
+    system, turns, end = to_anthropic_upto(from_openai(messages), upto)
     if turns and turns[0]["role"] == "assistant":
         turns.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING}]})
         end += 1 if end else 0  # the start has the opening turn too

@@ -39,13 +39,11 @@ from bot.serve.commands import register_commands
 from bot.serve.metrics_server import MetricsServer
 from bot.storage import Store
 from bot.tools.toolbox import Toolbox
-from conversation.articles.service import ArticleService
-from conversation.common.text import clean_text
-from conversation.prompt.materialize import MaterializeOptions, Materializer
-from conversation.prompt.names import bot_name_in
-from conversation.selection.follower import Follower
-from conversation.sources.cache import CacheRegistry
-from conversation.sources.slim import Slimmer
+from conversation.articles import ArticleService
+from conversation.common import clean_text
+from conversation.prompt import MaterializeOptions, Materializer, bot_name_in
+from conversation.selection import Follower
+from conversation.sources import CacheRegistry, Slimmer
 
 log = logging.getLogger(__name__)
 

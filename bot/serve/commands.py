@@ -15,8 +15,8 @@ from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 from bot.discord.visibility import may_view_channel
 from bot.serve.model_command import model_choices, model_command_text
 from bot.storage import Store, StoreError, not_in_store, render_text, without_linked_text
-from conversation.selection.seal import SEAL_TEXT, is_seal
-from conversation.sources.cache import CacheRegistry
+from conversation.selection import SEAL_TEXT, is_seal
+from conversation.sources import CacheRegistry
 
 FRESH_REFUSED = "Only members who may manage messages here can start the context over."
 

@@ -13,7 +13,7 @@ from typing import Any
 from bot.answering.channels import ChannelRuntimes
 from bot.config.schema import Config
 from bot.discord.places import place_of
-from conversation.prompt.names import neutral_name
+from conversation.prompt import neutral_name
 
 DEFAULT_CHOICE = "default"
 REFUSED = "Only members with the Manage Server permission can choose the model."

@@ -23,9 +23,8 @@ from bot.model.client import ModelClient
 from bot.serve.client import INTENT_HELP
 from bot.serve.sharding import client_class
 from bot.storage import Store
-from conversation.articles.service import ArticleService
-from conversation.selection.follow_model import load_follow_model
-from conversation.selection.weights import load_model
+from conversation.articles import ArticleService
+from conversation.selection import load_follow_model, load_model
 
 log = logging.getLogger(__name__)
 

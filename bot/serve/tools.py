@@ -11,7 +11,7 @@ from bot.config.tool_settings import ToolSettings
 from bot.tools.mcp_servers import McpServers, response_limit
 from bot.tools.read_page import PageReader
 from bot.tools.toolbox import Toolbox
-from conversation.articles.service import ArticleService
+from conversation.articles import ArticleService
 
 log = logging.getLogger(__name__)
 

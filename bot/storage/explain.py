@@ -14,7 +14,7 @@ from bot.storage.dialect import Db
 from bot.storage.errors import StoreError
 from bot.storage.models import ContextEntry, ExplainedMessage, Explanation, WorkLogEntry
 from bot.storage.nodes import excerpt
-from conversation.memory.summary import SUMMARY_REASON, parsed_summary
+from conversation.memory import SUMMARY_REASON, parsed_summary
 
 
 def build(conn: Db, message_id: int) -> Explanation:

@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from conversation.common.text import clean_json
+from conversation.common import clean_json
 
 Outcome = Literal["success", "failure", "partial"]
 VersionState = Literal["active", "superseded", "invalidated"]

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.storage.models import REMOVED
-from conversation.prompt.names import label_name, neutral_name, without_structure
+from conversation.prompt import label_name, neutral_name, without_structure
 
 FREE_TEXT_MIN_LENGTH = 3
 

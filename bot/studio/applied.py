@@ -19,8 +19,8 @@ from bot.config.channels import ChannelSettings
 from bot.config.export_settings import place_of_export
 from bot.config.report import table_differences, toml_value
 from bot.config.schema import Config
-from conversation.common.settings import ContextSettings
-from conversation.replay.dce import ChannelExport
+from conversation.common import ContextSettings
+from conversation.replay import ChannelExport
 
 MATCH_KEYS = {"channel": "channel_ids", "category": "category_ids", "server": "guild_ids"}
 

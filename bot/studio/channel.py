@@ -21,19 +21,27 @@ from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, TriggerSettings
 from bot.studio.applied import AppliedSettings, ChannelTable, settings_for_studio
-from conversation.common.settings import ContextSettings
-from conversation.prompt.materialize import MaterializeOptions, Materializer
-from conversation.prompt.names import shown_name
-from conversation.prompt.pipeline import is_others_label, persona_for, prepare_prompt
-from conversation.replay.follow_replay import replay_decisions
-from conversation.replay.gold import GoldTrigger, Score, gold_path_for, load_gold
-from conversation.replay.log_contexts import select_contexts
-from conversation.replay.log_source import LogSource
-from conversation.replay.replay_cache import ReplayCaches
-from conversation.selection.builder import ContextBuilder
-from conversation.selection.follower import Follower
-from conversation.sources.reader import ChannelReader
-from conversation.sources.source import created_ms, reference_id
+from conversation.common import ContextSettings
+from conversation.prompt import (
+    MaterializeOptions,
+    Materializer,
+    is_others_label,
+    persona_for,
+    prepare_prompt,
+    shown_name,
+)
+from conversation.replay import (
+    GoldTrigger,
+    LogSource,
+    ReplayCaches,
+    Score,
+    gold_path_for,
+    load_gold,
+    replay_decisions,
+    select_contexts,
+)
+from conversation.selection import ContextBuilder, Follower
+from conversation.sources import ChannelReader, created_ms, reference_id
 
 KINDS: dict[object, str] = {bool: "bool", int: "int", float: "float"}
 SCORE_CACHE_SIZE = 256  # whole-log scores kept, one per settings tried

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from conversation.articles.render import clip_text, xml_attr, xml_text
-from conversation.common.text import ZERO_WIDTH_SPACE, defuse_mass_mentions
+from conversation.articles import clip_text, xml_attr, xml_text
+from conversation.common import ZERO_WIDTH_SPACE, defuse_mass_mentions
 
 _MENTION_SYNTAX = re.compile(r"<(?=[@#]|/)")  # <@id>, <@!id>, <@&role>, <#channel>, </cmd:id>
 

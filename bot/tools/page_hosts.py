@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from conversation.prompt.pipeline import PreparedPrompt
+from conversation.prompt import PreparedPrompt
 
 _URL_HOST = re.compile(r"https?://(?:[^\s/@<>\"']*@)?(\[[^\]\s]+\]|[^\s/:?#<>\"'\\]+)", re.I)
 _BARE_HOST = re.compile(

@@ -15,8 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bot.tools.spec import ToolSpec
-from conversation.articles.models import ArticleStatus
-from conversation.articles.service import ArticleService
+from conversation.articles import ArticleService, ArticleStatus
 
 log = logging.getLogger(__name__)
 

@@ -9,22 +9,32 @@ façade the materializer uses).
 May import ``conversation.common`` only.
 """
 
+from conversation.articles.charset import decode_html
+from conversation.articles.extract import Extractor, WorkerKind, extract_article
 from conversation.articles.guard import AddressPolicy, StaticResolver, block_reason
 from conversation.articles.models import ArticleFailure, ArticleResult, ArticleStatus
-from conversation.articles.render import render_embeddings
-from conversation.articles.service import ArticleService, ArticleStats
+from conversation.articles.render import clip_text, render_embeddings, xml_attr, xml_text
+from conversation.articles.service import LIVE_LIMITS, ArticleService, ArticleStats
 from conversation.articles.urls import find_urls, url_key
 
 __all__ = [
+    "LIVE_LIMITS",
     "AddressPolicy",
     "ArticleFailure",
     "ArticleResult",
     "ArticleService",
     "ArticleStats",
     "ArticleStatus",
+    "Extractor",
     "StaticResolver",
+    "WorkerKind",
     "block_reason",
+    "clip_text",
+    "decode_html",
+    "extract_article",
     "find_urls",
     "render_embeddings",
     "url_key",
+    "xml_attr",
+    "xml_text",
 ]

@@ -8,3 +8,26 @@ private or undocumented dependency API the package uses, fenced in one place and
 
 A change goes here when a setting is added, or when a dependency's private name moves.
 """
+
+from conversation.common.settings import (
+    ArticleSettings,
+    CacheSettings,
+    ContextSettings,
+    FollowSettings,
+    Snowflake,
+    StrictSection,
+)
+from conversation.common.text import ZERO_WIDTH_SPACE, clean_json, clean_text, defuse_mass_mentions
+
+__all__ = [
+    "ZERO_WIDTH_SPACE",
+    "ArticleSettings",
+    "CacheSettings",
+    "ContextSettings",
+    "FollowSettings",
+    "Snowflake",
+    "StrictSection",
+    "clean_json",
+    "clean_text",
+    "defuse_mass_mentions",
+]

@@ -9,3 +9,17 @@ translation of node sequences to and from the OpenAI and Anthropic formats).
 May import ``conversation.common`` only. A change goes here when what a message carries, or how
 an edit or a squash is kept, changes.
 """
+
+from conversation.graph.formats import from_openai, node_from_openai, to_anthropic_upto, to_openai
+from conversation.graph.message_graph import MessageGraph
+from conversation.graph.node import MessageFormatError, MessageNode
+
+__all__ = [
+    "MessageFormatError",
+    "MessageGraph",
+    "MessageNode",
+    "from_openai",
+    "node_from_openai",
+    "to_anthropic_upto",
+    "to_openai",
+]

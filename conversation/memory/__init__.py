@@ -11,3 +11,40 @@ unchanged after the system prompt until the next cut).
 May import ``conversation.common``, ``sources``, ``articles``, ``graph``, ``selection`` and
 ``prompt``. A change goes here when what a request keeps from the one before changes.
 """
+
+from conversation.memory.append import (
+    CUT_SHARE,
+    KEEP_SHARE,
+    ChannelNow,
+    Continuity,
+    refit_keeping_summary,
+    remembered_prompt,
+    sent_prompt,
+)
+from conversation.memory.recall import BoundedMemory, PromptMemory
+from conversation.memory.sent import SentPrompt
+from conversation.memory.summary import (
+    SUMMARY_REASON,
+    SummaryPolicy,
+    parsed_summary,
+    restored_summary,
+    summary_of,
+)
+
+__all__ = [
+    "CUT_SHARE",
+    "KEEP_SHARE",
+    "SUMMARY_REASON",
+    "BoundedMemory",
+    "ChannelNow",
+    "Continuity",
+    "PromptMemory",
+    "SentPrompt",
+    "SummaryPolicy",
+    "parsed_summary",
+    "refit_keeping_summary",
+    "remembered_prompt",
+    "restored_summary",
+    "sent_prompt",
+    "summary_of",
+]

@@ -13,3 +13,61 @@ notices kept out of its turns).
 May import ``conversation.common``, ``sources``, ``articles``, ``graph`` and ``selection``. A
 change goes here when what the model reads changes but not which messages it reads.
 """
+
+from conversation.prompt.budget import SHORTENED, Budget, FittedPrompt, fit_prompt
+from conversation.prompt.continuation import continuation_lines
+from conversation.prompt.layout import OTHERS_LABEL
+from conversation.prompt.materialize import (
+    MaterializeOptions,
+    Materializer,
+    neutralize_embedding_tags,
+)
+from conversation.prompt.names import (
+    SpeakerLabels,
+    bot_name_in,
+    label_name,
+    neutral_name,
+    shown_name,
+    without_structure,
+)
+from conversation.prompt.pipeline import (
+    Persona,
+    PreparedPrompt,
+    conversation_key,
+    conversation_threshold,
+    is_others_label,
+    persona_for,
+    prepare_prompt,
+    prompt_for,
+)
+from conversation.prompt.tokens import Calibration, TokenCounter, prompt_tokens, text_tokens
+
+__all__ = [
+    "OTHERS_LABEL",
+    "SHORTENED",
+    "Budget",
+    "Calibration",
+    "FittedPrompt",
+    "MaterializeOptions",
+    "Materializer",
+    "Persona",
+    "PreparedPrompt",
+    "SpeakerLabels",
+    "TokenCounter",
+    "bot_name_in",
+    "continuation_lines",
+    "conversation_key",
+    "conversation_threshold",
+    "fit_prompt",
+    "is_others_label",
+    "label_name",
+    "neutral_name",
+    "neutralize_embedding_tags",
+    "persona_for",
+    "prepare_prompt",
+    "prompt_for",
+    "prompt_tokens",
+    "shown_name",
+    "text_tokens",
+    "without_structure",
+]

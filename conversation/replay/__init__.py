@@ -12,3 +12,53 @@ May import every other package of ``conversation``; ``bot`` uses it for its repl
 the studio. A change goes here when a new export shape must be read or a figure scored
 differently.
 """
+
+from conversation.replay.dce import (
+    PRIVATE_CHANNEL_TYPES,
+    ChannelExport,
+    DceChannel,
+    DceGuild,
+    DceUser,
+    ExportError,
+    PayloadBuilder,
+    load_export,
+    member_payload,
+    parse_export,
+    user_payload,
+)
+from conversation.replay.follow_replay import replay_decisions
+from conversation.replay.gold import (
+    GoldError,
+    GoldTrigger,
+    Score,
+    gold_path_for,
+    labelled_from,
+    load_gold,
+)
+from conversation.replay.log_contexts import select_contexts
+from conversation.replay.log_source import LogSource
+from conversation.replay.replay_cache import ReplayCaches
+
+__all__ = [
+    "PRIVATE_CHANNEL_TYPES",
+    "ChannelExport",
+    "DceChannel",
+    "DceGuild",
+    "DceUser",
+    "ExportError",
+    "GoldError",
+    "GoldTrigger",
+    "LogSource",
+    "PayloadBuilder",
+    "ReplayCaches",
+    "Score",
+    "gold_path_for",
+    "labelled_from",
+    "load_export",
+    "load_gold",
+    "member_payload",
+    "parse_export",
+    "replay_decisions",
+    "select_contexts",
+    "user_payload",
+]

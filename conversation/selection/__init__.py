@@ -28,3 +28,83 @@ Starting over: ``seal`` (the bot's ``/fresh`` message: nothing before it is read
 May import ``conversation.common`` and ``conversation.sources``. A change goes here when the
 context should hold other messages; the weights files are written by ``lab/`` (see its README).
 """
+
+from conversation.selection.addressing import name_keys, opening_of
+from conversation.selection.builder import ContextBuilder
+from conversation.selection.clues import Clue, words_of
+from conversation.selection.features import (
+    ANSWER_SCORE,
+    FEATURES,
+    SECOND_FEATURES,
+    THIRD_FEATURES,
+    feature_rows,
+    with_addresses,
+)
+from conversation.selection.follow_model import (
+    DEFAULT_MINUTES,
+    FOLLOW_FEATURES,
+    FOLLOW_WEIGHTS_FILE,
+    WINDOW_MESSAGES,
+    FollowModel,
+    conversation_partners,
+    decide,
+    explicit,
+    follow_row,
+    load_follow_model,
+    relevance_fingerprint,
+    written,
+)
+from conversation.selection.follower import Follower, follow_enabled
+from conversation.selection.message_links import LinkOutcome, MessageLink
+from conversation.selection.relevance import RelevanceModel, Scored, thread_scores
+from conversation.selection.result import ContextSelection, Reason
+from conversation.selection.scored_build import PARENT_NEIGHBOURS
+from conversation.selection.seal import SEAL_TEXT, is_seal, sealed
+from conversation.selection.stages import LogisticStage, Tree, TreeStage
+from conversation.selection.weights import WEIGHTS_FILE, WeightsError, load_model, load_model_from
+
+__all__ = [
+    "ANSWER_SCORE",
+    "DEFAULT_MINUTES",
+    "FEATURES",
+    "FOLLOW_FEATURES",
+    "FOLLOW_WEIGHTS_FILE",
+    "PARENT_NEIGHBOURS",
+    "SEAL_TEXT",
+    "SECOND_FEATURES",
+    "THIRD_FEATURES",
+    "WEIGHTS_FILE",
+    "WINDOW_MESSAGES",
+    "Clue",
+    "ContextBuilder",
+    "ContextSelection",
+    "FollowModel",
+    "Follower",
+    "LinkOutcome",
+    "LogisticStage",
+    "MessageLink",
+    "Reason",
+    "RelevanceModel",
+    "Scored",
+    "Tree",
+    "TreeStage",
+    "WeightsError",
+    "conversation_partners",
+    "decide",
+    "explicit",
+    "feature_rows",
+    "follow_enabled",
+    "follow_row",
+    "is_seal",
+    "load_follow_model",
+    "load_model",
+    "load_model_from",
+    "name_keys",
+    "opening_of",
+    "relevance_fingerprint",
+    "sealed",
+    "thread_scores",
+    "with_addresses",
+    "words_of",
+    "written",
+]

@@ -10,3 +10,34 @@ stretches of history it holds completely), ``reader`` (cache first, the payload 
 May import ``conversation.common`` only. A change goes here when the bot should read a channel
 differently (fewer REST calls, a new kind of source, what is kept in memory).
 """
+
+from conversation.sources.cache import LIVE, CacheRegistry, ChannelCache
+from conversation.sources.discord_source import (
+    DISCORD_TROUBLE,
+    HISTORY_UNREADABLE,
+    DiscordChannelSource,
+)
+from conversation.sources.read_access import HistoryRestriction, RestrictedReader
+from conversation.sources.reader import ChannelReader
+from conversation.sources.slim import Slimmer
+from conversation.sources.snowflakes import snowflake_time, time_snowflake
+from conversation.sources.source import PAGE_LIMIT, MessageLike, created_ms, reference_id
+
+__all__ = [
+    "DISCORD_TROUBLE",
+    "HISTORY_UNREADABLE",
+    "LIVE",
+    "PAGE_LIMIT",
+    "CacheRegistry",
+    "ChannelCache",
+    "ChannelReader",
+    "DiscordChannelSource",
+    "HistoryRestriction",
+    "MessageLike",
+    "RestrictedReader",
+    "Slimmer",
+    "created_ms",
+    "reference_id",
+    "snowflake_time",
+    "time_snowflake",
+]
