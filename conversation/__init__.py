@@ -11,7 +11,8 @@ circle):
 * ``conversation.sources``: the channel as the builder reads it: live, cached, a page at a time.
 * ``conversation.articles``: linked articles fetched safely, extracted and rendered as XML.
 * ``conversation.graph``: the immutable message graph and its nodes, and the providers' formats.
-* ``conversation.selection``: the tik/tok builder and its learned score; following.
+* ``conversation.selection``: the builder (the learned score by default, the tik/tok rules as
+  the other mode); following.
 * ``conversation.prompt``: the selected messages materialized, laid out and fitted to the window.
 * ``conversation.memory``: what each request sent, so a follow-up's request starts with it.
 * ``conversation.replay``: channel logs replayed as real messages, the gold labels' score, and

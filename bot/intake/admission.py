@@ -54,8 +54,6 @@ class Admission:
         self, message: nextcord.Message, cache: ChannelCache, bot_id: int
     ) -> Trigger | None:
         """The trigger ``message`` is (``cache``: its channel's, holding it), or None."""
-        if message.author.id == bot_id and not is_seal(message, bot_id):
-            self.follower.saw_bot_message(message, message.channel.id)
         reference = message.reference
         replies_to_bot = False  # known from the cache when the payload does not carry it
         if reference is not None and reference.message_id is not None:
@@ -63,6 +61,8 @@ class Admission:
             replies_to_bot = getattr(getattr(known, "author", None), "id", None) == bot_id
         settings = self._triggers_for(message.channel)
         kind = trigger_kind(message, bot_id, settings, bot_message=replies_to_bot)
+        if message.author.id == bot_id and not is_seal(message, bot_id):
+            self.follower.saw_bot_message(message, message.channel.id)
         followed = None if kind is not None else self._follows(message, cache, bot_id, settings)
         if followed is not None:
             kind = "follow"
@@ -90,8 +90,8 @@ class Admission:
             message.guild is None
             or message.author.id == bot_id
             or getattr(message.author, "bot", False)
-            or not follow_enabled(settings, message.channel)
             or not may_read_history(message.channel, message.author)
+            or not follow_enabled(settings, message.channel)
             or not self.follower.spoke_lately(message, message.channel.id, settings.follow_minutes)
         ):
             return None

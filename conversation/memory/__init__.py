@@ -8,6 +8,20 @@ what is new; edits and deletions breaking the prefix once; the cut, in one step 
 the budget), ``summary`` (what a cut leaves out, summarized by the model once and sent
 unchanged after the system prompt until the next cut).
 
+The memory's words, as its modules use them:
+
+* **room**: the most one request may hold, the token budget and ``max_total`` messages, whichever
+  is reached first. A conversation "outgrows its room" when continuing it would exceed either.
+* **share**: a fraction of something, named by what it measures: ``keep_share``, of the previous
+  request's conversation still selected now (enough, and the follow-up continues it);
+  ``cut_share``, of the room a cut keeps.
+* **cut**: the request built afresh from the current selection, fitted to ``cut_share`` of its
+  room, when the conversation outgrew it; recorded once in the work log, and where it happened
+  (``cut_at``) is carried on, so what it left out is not selected back.
+* **plain cut**: a cut without a summary (no ``SummaryPolicy``, or the summary failed): what it
+  dropped is simply left out. A summarized cut leaves a frozen summary of it after the system
+  prompt instead.
+
 May import ``conversation.common``, ``sources``, ``articles``, ``graph``, ``selection`` and
 ``prompt``. A change goes here when what a request keeps from the one before changes.
 """
