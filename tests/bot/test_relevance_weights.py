@@ -4,9 +4,6 @@ with one line naming the file and what is wrong, never a traceback or a failure 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +15,7 @@ from conversation.selection.weights import (
     WeightsError,
     load_model_from,
 )
-from tests.fakes.code_copy import code_copy_with
+from tests.fakes.code_copy import code_copy_with, run_bot_in
 from tests.fakes.harness import EXAMPLE, ROOT
 
 SHIPPED = ROOT / "conversation" / "selection" / WEIGHTS_FILE
@@ -163,15 +160,7 @@ def broken_package(tmp_path: Path) -> Path:
     ids=["replay", "run", "studio"],
 )
 def test_commands_stop_with_one_line_on_a_broken_weights_file(broken_package, command):
-    env = {key: value for key, value in os.environ.items() if key != "DISCORD_TOKEN"}
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", *command, "--config", str(broken_package / "config.toml")],
-        capture_output=True,
-        text=True,
-        cwd=broken_package,
-        env=env | {"PYTHONPATH": str(broken_package)},
-        timeout=60,
-    )
+    result = run_bot_in(broken_package, *command)
     weights = broken_package / "conversation" / "selection" / WEIGHTS_FILE
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [

@@ -6,7 +6,10 @@ A command run with the copy first on ``PYTHONPATH`` imports the copy, so a broke
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.fakes.harness import ROOT
@@ -27,3 +30,17 @@ def code_copy_with(tmp_path: Path, relative: str, text: str) -> Path:
         encoding="utf-8",
     )
     return tmp_path
+
+
+def run_bot_in(copy: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    """``python -m bot COMMAND --config copy/config.toml`` with the copy first on the path and
+    no ``DISCORD_TOKEN`` from the environment (the copy's config carries its own)."""
+    env = {key: value for key, value in os.environ.items() if key != "DISCORD_TOKEN"}
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *command, "--config", str(copy / "config.toml")],
+        capture_output=True,
+        text=True,
+        cwd=copy,
+        env=env | {"PYTHONPATH": str(copy)},
+        timeout=60,
+    )

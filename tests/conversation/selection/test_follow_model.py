@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +20,7 @@ from conversation.selection.follow_model import (
     relevance_fingerprint,
 )
 from conversation.selection.weights import WeightsError
-from tests.fakes.code_copy import code_copy_with
+from tests.fakes.code_copy import code_copy_with, run_bot_in
 from tests.fakes.harness import EXAMPLE, ROOT
 
 SHIPPED = ROOT / "conversation" / "selection" / FOLLOW_WEIGHTS_FILE
@@ -176,15 +173,7 @@ def broken_package(tmp_path: Path) -> Path:
     ids=["run", "follow"],
 )
 def test_commands_stop_with_one_line_on_broken_follow_weights(broken_package, command):
-    env = {key: value for key, value in os.environ.items() if key != "DISCORD_TOKEN"}
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", *command, "--config", str(broken_package / "config.toml")],
-        capture_output=True,
-        text=True,
-        cwd=broken_package,
-        env=env | {"PYTHONPATH": str(broken_package)},
-        timeout=60,
-    )
+    result = run_bot_in(broken_package, *command)
     weights = broken_package / "conversation" / "selection" / FOLLOW_WEIGHTS_FILE
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
