@@ -86,7 +86,7 @@ class Answerer:
     ) -> None:
         self.config = config
         # What each answer sent, so a follow-up's request starts with it (conversation.memory).
-        self.memory: PromptMemory = memory or BoundedMemory()
+        self.memory: PromptMemory = memory or BoundedMemory(max_bytes=config.cache.max_prompt_bytes)
         self.caches = caches
         self.materializer = materializer
         self.model = model

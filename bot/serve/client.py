@@ -41,6 +41,7 @@ from bot.storage import Store
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService
 from conversation.common import clean_text
+from conversation.memory import BoundedMemory
 from conversation.prompt import MaterializeOptions, Materializer, bot_name_in
 from conversation.selection import Follower
 from conversation.sources import CacheRegistry, Slimmer
@@ -116,7 +117,11 @@ class ThreadwiseClient(nextcord.Client):
             tools=tools,
             metrics=self.metrics,
             memory=(
-                StoredPromptMemory(store, wait=lambda: self.config.storage.claim_wait_seconds)
+                StoredPromptMemory(
+                    store,
+                    BoundedMemory(max_bytes=config.cache.max_prompt_bytes),
+                    wait=lambda: self.config.storage.claim_wait_seconds,
+                )
                 if store is not None
                 else None
             ),
