@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 
+from bot.demo.openai_server import Answer
 from bot.storage import Store
 from tests.fakes.harness import BEN, CHANNEL, CHLOE, DEV, running_bot, settled
 from tests.fakes.stall_proxy import StallingProxy
@@ -93,3 +94,51 @@ async def test_a_stalled_store_never_stops_answers_and_its_records_arrive_once_b
             await asyncio.to_thread(store.close)
     claims = [r.getMessage() for r in caplog.records if "whether" in r.getMessage()]
     assert claims, "the claims did not wait on the stalled store"
+
+
+@pytest.mark.slow
+async def test_a_record_whose_connection_broke_is_written_on_the_retry(
+    postgres_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PostgreSQL restarted under the bot (its connections ended): the record's first attempt
+    fails on the dead connection, the retry connects again and writes it. (The model reports
+    no usage, so no calibration is stored first: the record meets the dead connection.)"""
+    import psycopg
+
+    caplog.set_level(logging.WARNING, logger="bot.answering.record_line")
+    url = postgres_server.fresh_url()
+    store = await asyncio.to_thread(Store.open_url, url)
+    try:
+        async with running_bot(store=store, fake_model={"default": Answer(usage=False)}) as bot:
+            await answered_in(bot, CHANNEL, DEV, "<@1300000000000000100> warm up")
+            await settled(bot)
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+                )
+            await answered_in(bot, CHANNEL, BEN, "<@1300000000000000100> after the restart?")
+            await settled(bot)
+            assert await interactions(url) == 2
+    finally:
+        await asyncio.to_thread(store.close)
+    retried = [r.getMessage() for r in caplog.records]
+    assert len(retried) == 1 and "(attempt 1), retrying" in retried[0], retried
+
+
+async def test_a_record_the_store_keeps_refusing_costs_one_log_line_not_the_answer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.WARNING, logger="bot.answering.record_line")
+    store = Store.open(tmp_path / "store.sqlite3")
+    async with running_bot(store=store) as bot:
+        records = bot.client.answerer.records
+        monkeypatch.setattr(records, "_retry_delays", (0.01, 0.01))  # quick, as many tries
+        store.close()  # every write now fails at once
+        await answered_in(bot, CHANNEL, BEN, "<@1300000000000000100> still answered?")
+        await settled(bot)
+        assert not records
+    lines = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(lines) == 1, [r.getMessage() for r in lines]
+    assert "could not record the interaction for message" in lines[0].getMessage()
+    assert "(3 attempts)" in lines[0].getMessage()
