@@ -29,7 +29,7 @@ SAVED_SAMPLES = 10
 per ``SAVE_SECONDS`` per model, not at every answer (a store write each, through the writer
 thread, for an average that barely moves): a restart loses at most that much learning."""
 SAVE_SECONDS = 60.0
-SAVE_WAIT_SECONDS = 1.0
+SAVE_WAIT_SECONDS = 0.25
 """How long an answer waits for its calibration to be stored (milliseconds on a healthy store);
 then the write goes on without it."""
 
@@ -151,8 +151,10 @@ class PromptBudgeter:
             return
         self._saved_at[limits.model] = time.monotonic()
         saving = asyncio.ensure_future(self.store.save_model_limits(limits))
-        # A stalled store must not hold the answer: after a short wait the write goes on alone.
-        await asyncio.wait({saving}, timeout=SAVE_WAIT_SECONDS)
+        # A stalled store must not hold the answer: after a short wait the write goes on alone,
+        # and while one is still out, the next answers do not wait at all.
+        if not self._saving:
+            await asyncio.wait({saving}, timeout=SAVE_WAIT_SECONDS)
         if saving.done():
             _saved(saving, limits.model)
         else:

@@ -247,7 +247,7 @@ class InteractionRecorder:
 
 
 RETENTION_INTERVAL_SECONDS = 24 * 3600
-STORE_CLOSE_SECONDS = 5.0
+STORE_CLOSE_SECONDS = 2.0
 """How long a stopping bot waits for the store's last writes (the answers' records drained
 before it): a stalled database must not keep the process from exiting."""
 

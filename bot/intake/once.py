@@ -9,7 +9,8 @@ the ones already recorded as interactions.
 
 The store is asked for a bounded time only (``[storage] claim_wait_seconds``): a stalled
 PostgreSQL (accepting connections but not answering) must not hold every mention for its
-connect timeout. Not knowing costs what a failing store costs: the message is answered, and a
+connect timeout; and until the question that outlived its wait comes back, the next messages
+do not ask at all. Not knowing costs what a failing store costs: the message is answered, and a
 rare second answer to a replayed event is the price of never leaving a member unanswered.
 """
 
@@ -47,6 +48,9 @@ class AnsweredOnce:
         self._kept = kept
         self._wait = wait  # read at each claim: a reloaded config applies to the next one
         self._claimed: OrderedDict[int, None] = OrderedDict()
+        # A question to the store that outlived its wait, still out: while it is, the store
+        # is not asked (a stalled one would hold a thread per message for its connect timeout).
+        self._stalled: asyncio.Future[bool] | None = None
 
     async def claim(self, message_id: int) -> bool:
         """True when the message is this call's to answer; False when a copy of it was claimed
@@ -64,16 +68,29 @@ class AnsweredOnce:
             self._claimed.popitem(last=False)
         if self._in_store is None:
             return True
+        if self._stalled is not None:
+            return True  # the store is known stalled: no second question queued behind it
+        asking = asyncio.ensure_future(self._in_store(message_id))
         wait = self._wait()
-        try:
-            return not await asyncio.wait_for(self._in_store(message_id), wait)
-        except TimeoutError:
+        await asyncio.wait({asking}, timeout=wait)
+        if not asking.done():
             log.warning(
-                "the store did not say within %.1f s whether %s was answered: answering it",
+                "the store did not say within %.1f s whether %s was answered: answering it, "
+                "and the next messages without asking until it does",
                 wait,
                 message_id,
             )
+            self._stalled = asking
+            asking.add_done_callback(self._answered_again)
             return True
+        try:
+            return not asking.result()
         except Exception as error:
             log.warning("could not ask the store whether %s was answered: %s", message_id, error)
             return True
+
+    def _answered_again(self, asking: asyncio.Future[bool]) -> None:
+        """The question that outlived its wait came back: the store is asked again."""
+        self._stalled = None
+        error = None if asking.cancelled() else asking.exception()
+        log.info("the store answers again%s", f" ({error})" if error else "")
