@@ -61,6 +61,16 @@ async def interactions(url: str) -> int:
     return await asyncio.to_thread(count)
 
 
+async def current_state(url: str, message_id: int | str) -> str:
+    """The state of the store's latest version of a message (read around the proxy)."""
+
+    def read() -> str:
+        with Store.open_url(url) as store:
+            return str(store.message_versions(int(message_id))[-1].state)
+
+    return await asyncio.to_thread(read)
+
+
 @pytest.mark.slow
 async def test_a_stalled_store_never_stops_answers_and_its_records_arrive_once_back(
     postgres_server: Any, caplog: pytest.LogCaptureFixture
@@ -83,10 +93,18 @@ async def test_a_stalled_store_never_stops_answers_and_its_records_arrive_once_b
                     f"{first:.2f} s and {second:.2f} s"
                 )
                 assert await interactions(url) == 1  # both records wait for the store
+                # Deleted while its answer's record waits behind another (not yet handed to the
+                # store): written after the deletion, the record must not bring it back (the
+                # store keeps a deletion of a message it does not know yet).
+                asked_second = next(
+                    m["id"] for m in bot.discord.messages(CHANNEL) if m["content"].endswith("two?")
+                )
+                await bot.discord.delete_message(CHANNEL, asked_second)
 
                 proxy.resume()
                 await settled(bot)
                 assert await interactions(url) == 3
+                assert await current_state(url, asked_second) == "invalidated"
 
                 proxy.pause()  # a stop while the store stalls: the drain waits for it
                 await answered_in(bot, CHANNEL, DEV, "<@1300000000000000100> last one?")
