@@ -5,7 +5,10 @@ so the injected model latency is excluded; REST latency of the fake is included)
 per answer, answers lost or duplicated, and peak memory. The first round in each channel runs
 with a cold cache and is the baseline the warm rounds are compared with, in the same run.
 
-    python -m bench.e2e [--channels 100] [--rounds 5]
+    python -m bench.e2e [--channels 100] [--rounds 5] [--max-prompt-bytes N]
+
+It also reports the peak bytes of the requests the bot remembers for follow-ups, against their
+budget (``[cache] max_prompt_bytes``; a small one shows it is held).
 
 Capacity mode: answers per second at saturation (every channel asks again as soon as it has
 its answer, model 50 ms), the fakes in this process and the bot in separate processes: one
@@ -55,13 +58,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def run(channels: int, rounds: int, think: float) -> None:
+async def run(channels: int, rounds: int, think: float, prompt_bytes: int | None = None) -> None:
     results: list[tuple[int, AnswerResult]] = []
     rounds_of: dict[int, int] = {}
     spacing = think / channels
+    peak_memory = 0  # the bytes of the remembered requests, after each answer
 
     async def record(result: AnswerResult) -> None:
+        nonlocal peak_memory
         results.append((rounds_of.get(result.trigger.message.id, 0), result))
+        peak_memory = max(peak_memory, client.answerer.memory.bytes)  # type: ignore[attr-defined]
 
     async with FakeDiscord() as discord, FakeOpenAI(default=Answer(first_byte_delay=0.05)) as model:
         members = []
@@ -77,6 +83,7 @@ async def run(channels: int, rounds: int, think: float) -> None:
             "model": {"base_url": model.url, "name": "fake-model"},
             "articles": {"enabled": False},
             "triggers": {"burst_window_seconds": 0},
+            "cache": {} if prompt_bytes is None else {"max_prompt_bytes": prompt_bytes},
         })  # fmt: skip
         async with ModelClient(config.model) as model_client:
             client = ThreadwiseClient(config, articles=None, model=model_client, recorder=record)
@@ -136,6 +143,11 @@ async def run(channels: int, rounds: int, think: float) -> None:
     print(f"answers lost: {lost}, duplicated: {duplicated}")
     print(
         f"peak memory (max RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
+    budget = config.cache.max_prompt_bytes
+    print(
+        f"remembered requests: peak {peak_memory / 2**20:.1f} MB of the {budget / 2**20:.0f} MB "
+        "budget ([cache] max_prompt_bytes)"
     )
 
 
@@ -355,6 +367,11 @@ def main() -> None:
         type=Path,
         help="capacity: a checkout of the baseline (git worktree or archive) run first",
     )
+    parser.add_argument(
+        "--max-prompt-bytes",
+        type=int,
+        help="[cache] max_prompt_bytes of the run (default: the config's, 64 MiB)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -362,7 +379,7 @@ def main() -> None:
     elif args.capacity:
         asyncio.run(capacity(args.channels, args.seconds, args.processes, args.store, args.against))
     else:
-        asyncio.run(run(args.channels, args.rounds, args.think))
+        asyncio.run(run(args.channels, args.rounds, args.think, args.max_prompt_bytes))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ channel's settings made into working parts, model clients per endpoint included
 (``channels``), what each answer sent, for its follow-ups, from memory or the store
 (``prompt_memory``), who writes the summary of what a cut leaves out (``summaries``), the token
 budget learned per model (``prompt_budget``), tools in an answer and their stored rounds
-(``tool_use``, ``tool_record``), the stored record of each answer (``recording``), the
+(``tool_use``, ``tool_record``), the stored record of each answer (``recording``), written
+after the channel's turn, in line and retried (``record_line``), the
 Prometheus counts of answers (``metrics``) and the texts the bot posts about itself
 (``notices``).
 

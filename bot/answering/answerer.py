@@ -20,6 +20,7 @@ from bot.answering.asking import Asking
 from bot.answering.channels import ChannelRuntime, ChannelRuntimes, ModelClients
 from bot.answering.metrics import Metrics
 from bot.answering.prompt_budget import PromptBudgeter
+from bot.answering.record_line import RecordLine
 from bot.answering.result import (
     ABANDONED,
     STOPPING_LINE,
@@ -85,12 +86,21 @@ class Answerer:
     ) -> None:
         self.config = config
         # What each answer sent, so a follow-up's request starts with it (conversation.memory).
-        self.memory: PromptMemory = memory or BoundedMemory()
+        self.memory: PromptMemory = memory or BoundedMemory(max_bytes=config.cache.max_prompt_bytes)
         self.caches = caches
         self.materializer = materializer
         self.model = model
         self.bot_name = bot_name
         self.recorder = recorder
+        # Written after the answer, so a stalled store never holds the channel's turn.
+        self.records = (
+            RecordLine(
+                recorder,
+                written=metrics.store_write.observe if metrics is not None else None,
+            )
+            if recorder is not None
+            else None
+        )
         self.budgeter = budgeter or PromptBudgeter(config.model)
         self.tools = tools
         self.metrics = metrics
@@ -150,7 +160,7 @@ class Answerer:
             posted_ids=reply.message_ids,
             overhead_seconds=overhead,
         )
-        await self._keep(result)  # the log, the store, the metrics
+        await self._keep(result)  # the log, the store (after this turn), the metrics
         if ending.abandoned:
             raise asyncio.CancelledError
         return result
@@ -268,18 +278,10 @@ class Answerer:
             log.exception("could not tell the user about a failure")
 
     async def _keep(self, result: AnswerResult) -> None:
-        """The answer in the log, in the store (timed) and in the metrics."""
+        """The answer in the log, in line for the store (``record_line``), in the metrics."""
         self._log(result)
-        if self.recorder is not None:
-            writing = time.perf_counter()
-            try:
-                await self.recorder(result)
-            except Exception:
-                trigger = result.trigger.message
-                log.exception("could not record the interaction for message %s", trigger.id)
-            else:
-                if self.metrics is not None:
-                    self.metrics.store_write.observe(time.perf_counter() - writing)
+        if self.records is not None:
+            self.records.put(result)
         if self.metrics is not None:
             self.metrics.observe_answer(result)
 

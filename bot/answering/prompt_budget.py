@@ -7,6 +7,7 @@ smaller than ``[model] context_tokens`` when a server's "context too long" answe
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import math
@@ -28,6 +29,9 @@ SAVED_SAMPLES = 10
 per ``SAVE_SECONDS`` per model, not at every answer (a store write each, through the writer
 thread, for an average that barely moves): a restart loses at most that much learning."""
 SAVE_SECONDS = 60.0
+SAVE_WAIT_SECONDS = 0.25
+"""How long an answer waits for its calibration to be stored (milliseconds on a healthy store);
+then the write goes on without it."""
 
 
 class PromptBudgeter:
@@ -38,6 +42,7 @@ class PromptBudgeter:
         self.store = store
         self._limits: dict[str, ModelLimits] = {}
         self._saved_at: dict[str, float] = {}  # when each model's calibration was last stored
+        self._saving: set[asyncio.Future[None]] = set()  # writes outlasting their answer's wait
         if store is not None:
             try:
                 self._limits = store.model_limits()
@@ -145,7 +150,21 @@ class PromptBudgeter:
         if self.store is None:
             return
         self._saved_at[limits.model] = time.monotonic()
-        try:
-            await self.store.save_model_limits(limits)
-        except Exception as error:  # losing a calibration is no reason to lose an answer
-            log.warning("could not store the model limits of %s: %s", limits.model, error)
+        saving = asyncio.ensure_future(self.store.save_model_limits(limits))
+        # A stalled store must not hold the answer: after a short wait the write goes on alone,
+        # and while one is still out, the next answers do not wait at all.
+        if not self._saving:
+            await asyncio.wait({saving}, timeout=SAVE_WAIT_SECONDS)
+        if saving.done():
+            _saved(saving, limits.model)
+        else:
+            self._saving.add(saving)
+            saving.add_done_callback(self._saving.discard)
+            saving.add_done_callback(lambda done: _saved(done, limits.model))
+
+
+def _saved(saving: asyncio.Future[None], model: str) -> None:
+    """A calibration's write, ended: losing one is no reason to lose an answer (logged)."""
+    error = None if saving.cancelled() else saving.exception()
+    if error is not None:
+        log.warning("could not store the model limits of %s: %s", model, error)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from bot.storage import InteractionRecord, Store, StoreError
@@ -25,6 +25,9 @@ from conversation.sources import time_snowflake
 
 log = logging.getLogger(__name__)
 
+STORE_WAIT_SECONDS = 1.5
+"""How long a follow-up waits for the store's copy of the request before it (``[storage]
+claim_wait_seconds`` in the bot): a stalled store must not hold the answer."""
 CUT_FLOOR = "cut_floor"
 """The work log's action for where a request's conversation was last cut."""
 # The line's first number: forget-user rewrites a forgotten name wherever it stands as a word
@@ -35,9 +38,16 @@ _CUT_AT = re.compile(r"(\d+)")
 class StoredPromptMemory:
     """A ``PromptMemory``: the bounded in-process one, with the store behind it."""
 
-    def __init__(self, store: Store, recent: BoundedMemory | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        recent: BoundedMemory | None = None,
+        *,
+        wait: Callable[[], float] = lambda: STORE_WAIT_SECONDS,
+    ) -> None:
         self.store = store
         self.recent = recent or BoundedMemory()
+        self._wait = wait  # a stalled store costs the follow-up its prefix, not its answer
         # Messages said since this process started were answered (if at all) by it, and are in
         # its memory: the store is asked only about older ones (the usual new conversation
         # costs no query).
@@ -48,8 +58,12 @@ class StoredPromptMemory:
         older = [i for i in candidates if i < self._started]
         if found is not None or not older:
             return found
+        reading = asyncio.to_thread(self.store.latest_answered, channel_id, older)
         try:
-            record = await asyncio.to_thread(self.store.latest_answered, channel_id, older)
+            record = await asyncio.wait_for(reading, self._wait())
+        except TimeoutError:
+            log.warning("the store did not give the previous request in time: a fresh one")
+            return None
         except StoreError as error:
             log.warning("could not read the previous request from the store: %s", error)
             return None

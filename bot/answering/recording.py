@@ -247,6 +247,9 @@ class InteractionRecorder:
 
 
 RETENTION_INTERVAL_SECONDS = 24 * 3600
+STORE_CLOSE_SECONDS = 2.0
+"""How long a stopping bot waits for the store's last writes (the answers' records drained
+before it): a stalled database must not keep the process from exiting."""
 
 
 async def apply_retention(store: Store, days: int) -> None:
@@ -275,4 +278,9 @@ async def open_recorder(config: Config) -> AsyncIterator[InteractionRecorder]:
             retention.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await retention
-        store.close()
+        if not store.close(timeout=STORE_CLOSE_SECONDS):
+            log.error(
+                "stopping without closing the store %s: it did not finish writing in %.0f s",
+                store.location,
+                STORE_CLOSE_SECONDS,
+            )

@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from bot.config.tool_settings import ToolSettings
-from bot.tools.mcp_servers import McpServers, response_limit
+from bot.tools.mcp_servers import McpServers, block_limit, response_limit
 from bot.tools.read_page import READ_PAGE
 
 CHECK_WAIT_SECONDS = 20.0
@@ -60,6 +60,7 @@ async def _servers(settings: ToolSettings, wait: float, lines: list[str]) -> Too
         settings.mcp,
         restart_delays=(wait * 2,),
         max_response_bytes=response_limit(settings.max_result_chars),
+        max_content_blocks=block_limit(settings.max_result_chars),
     )
     try:
         await servers.start(wait=wait)

@@ -250,6 +250,13 @@ class StorageSettings(StrictSection):
         description="Drop interactions older than this many days; 0 keeps them forever.",
         json_schema_extra={"bound_note": "100 years"},
     )
+    claim_wait_seconds: float = Field(
+        1.5,
+        gt=0,
+        le=30,
+        description="How long a mention waits for the store to say whether it was answered "
+        "already; a stalled store then costs no answer (the message is answered).",
+    )
 
     @field_validator("url")
     @classmethod

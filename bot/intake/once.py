@@ -6,10 +6,17 @@ bot restarted mid-answer may see the trigger again. A second answer to the same 
 noise for the channel and a second model bill, so a trigger is claimed before it waits in line:
 in memory for the copies this process sees, and in the store (any shard, any earlier run) for
 the ones already recorded as interactions.
+
+The store is asked for a bounded time only (``[storage] claim_wait_seconds``): a stalled
+PostgreSQL (accepting connections but not answering) must not hold every mention for its
+connect timeout; and until the question that outlived its wait comes back, the next messages
+do not ask at all. Not knowing costs what a failing store costs: the message is answered, and a
+rare second answer to a replayed event is the price of never leaving a member unanswered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -20,16 +27,30 @@ CLAIMS_KEPT = 4096
 """Trigger ids remembered in memory: far more than can be in line or in a burst at once, and
 the store remembers the rest."""
 
+CLAIM_WAIT_SECONDS = 1.5
+"""How long a claim waits for the store unless told otherwise (``[storage]
+claim_wait_seconds``): a healthy store answers in milliseconds."""
+
 AnsweredInStore = Callable[[int], Awaitable[bool]]
 
 
 class AnsweredOnce:
     """The triggers claimed: by this process (bounded), and by every interaction recorded."""
 
-    def __init__(self, in_store: AnsweredInStore | None = None, *, kept: int = CLAIMS_KEPT) -> None:
+    def __init__(
+        self,
+        in_store: AnsweredInStore | None = None,
+        *,
+        kept: int = CLAIMS_KEPT,
+        wait: Callable[[], float] = lambda: CLAIM_WAIT_SECONDS,
+    ) -> None:
         self._in_store = in_store
         self._kept = kept
+        self._wait = wait  # read at each claim: a reloaded config applies to the next one
         self._claimed: OrderedDict[int, None] = OrderedDict()
+        # A question to the store that outlived its wait, still out: while it is, the store
+        # is not asked (a stalled one would hold a thread per message for its connect timeout).
+        self._stalled: asyncio.Future[bool] | None = None
 
     async def claim(self, message_id: int) -> bool:
         """True when the message is this call's to answer; False when a copy of it was claimed
@@ -37,7 +58,8 @@ class AnsweredOnce:
 
         The memory claim is taken before the store is asked, so a copy arriving while the store
         answers is refused too. A store that cannot be read does not cost the member an answer:
-        the message is answered (and the trouble logged).
+        the message is answered (and the trouble logged), as is one the store does not answer
+        within the wait.
         """
         if message_id in self._claimed:
             return False
@@ -46,8 +68,29 @@ class AnsweredOnce:
             self._claimed.popitem(last=False)
         if self._in_store is None:
             return True
+        if self._stalled is not None:
+            return True  # the store is known stalled: no second question queued behind it
+        asking = asyncio.ensure_future(self._in_store(message_id))
+        wait = self._wait()
+        await asyncio.wait({asking}, timeout=wait)
+        if not asking.done():
+            log.warning(
+                "the store did not say within %.1f s whether %s was answered: answering it, "
+                "and the next messages without asking until it does",
+                wait,
+                message_id,
+            )
+            self._stalled = asking
+            asking.add_done_callback(self._answered_again)
+            return True
         try:
-            return not await self._in_store(message_id)
+            return not asking.result()
         except Exception as error:
             log.warning("could not ask the store whether %s was answered: %s", message_id, error)
             return True
+
+    def _answered_again(self, asking: asyncio.Future[bool]) -> None:
+        """The question that outlived its wait came back: the store is asked again."""
+        self._stalled = None
+        error = None if asking.cancelled() else asking.exception()
+        log.info("the store answers again%s", f" ({error})" if error else "")

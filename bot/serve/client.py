@@ -41,6 +41,7 @@ from bot.storage import Store
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService
 from conversation.common import clean_text
+from conversation.memory import BoundedMemory
 from conversation.prompt import MaterializeOptions, Materializer, bot_name_in
 from conversation.selection import Follower
 from conversation.sources import CacheRegistry, Slimmer
@@ -115,7 +116,15 @@ class ThreadwiseClient(nextcord.Client):
             budgeter=PromptBudgeter(config.model, store),
             tools=tools,
             metrics=self.metrics,
-            memory=StoredPromptMemory(store) if store is not None else None,
+            memory=(
+                StoredPromptMemory(
+                    store,
+                    BoundedMemory(max_bytes=config.cache.max_prompt_bytes),
+                    wait=lambda: self.config.storage.claim_wait_seconds,
+                )
+                if store is not None
+                else None
+            ),
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
@@ -136,7 +145,10 @@ class ThreadwiseClient(nextcord.Client):
         so a reloaded config applies to the next message."""
         self.admission = Admission(
             follower=Follower(),
-            answered_once=AnsweredOnce(store.answered_async if store is not None else None),
+            answered_once=AnsweredOnce(
+                store.answered_async if store is not None else None,
+                wait=lambda: self.config.storage.claim_wait_seconds,
+            ),
             dm_roles=DmRoles(lambda: self.guilds),
             permissions=lambda: self.config.permissions,
             triggers_for=lambda channel: self.answerer.settings_for(channel).triggers,
@@ -177,6 +189,8 @@ class ThreadwiseClient(nextcord.Client):
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.answerer.records is not None:  # what was answered, abandoned ones included
+            await self.answerer.records.drain()
         await super().close()
         if self.metrics_server is not None:
             await self.metrics_server.stop()

@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from bot.config.tool_settings import ToolSettings
-from bot.tools.mcp_servers import McpServers, response_limit
+from bot.tools.mcp_servers import McpServers, block_limit, response_limit
 from bot.tools.read_page import PageReader
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService
@@ -29,7 +29,9 @@ async def open_toolbox(
         yield None
         return
     servers = McpServers.from_settings(
-        settings.mcp, max_response_bytes=response_limit(settings.max_result_chars)
+        settings.mcp,
+        max_response_bytes=response_limit(settings.max_result_chars),
+        max_content_blocks=block_limit(settings.max_result_chars),
     )
     toolbox = Toolbox(
         settings, pages=PageReader(articles) if articles is not None else None, servers=servers

@@ -112,9 +112,10 @@ class Store:
             raise StoreError(f"{path}: cannot open the database: {error}") from error
         return cls(path, writer, lambda: connect_sqlite(path), read_only="PRAGMA query_only = ON")
 
-    def close(self) -> None:
-        """Finish queued writes, then close. Idempotent."""
-        self._writer.close()
+    def close(self, timeout: float | None = None) -> bool:
+        """Finish queued writes, then close. Idempotent. With ``timeout``: False when the
+        writes were not finished in that many seconds (a stalled database), and left behind."""
+        return self._writer.close(timeout)
 
     def __enter__(self) -> Store:
         return self

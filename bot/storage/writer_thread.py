@@ -65,13 +65,15 @@ class Writer:
             self._queue.put(task)
         return task.future
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> bool:
+        """Finish the queued jobs and stop; False when ``timeout`` s passed first (a stalled
+        database holds the thread: it is a daemon, and ends with the process)."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._queue.put(None)
-        self._thread.join()
+            if not self._closed:
+                self._closed = True
+                self._queue.put(None)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     # ------------------------------------------------------------------ thread side
 

@@ -37,6 +37,13 @@ MAX_DESCRIPTION_CHARS = 1000
 MAX_SCHEMA_BYTES = 8192  # a larger input schema: the tool is not offered
 MIN_RESPONSE_BYTES = 2 * 1024 * 1024  # a tool listing page of 64 tools with 8 KB schemas fits
 BYTES_PER_RESULT_CHAR = 12  # UTF-8, JSON-escaped, as text and as structured content
+DEFAULT_BLOCK_LIMIT = 8001  # content blocks a result of [tools] max_result_chars = 8000 shows
+
+
+def block_limit(max_result_chars: int) -> int:
+    """The content blocks a result of ``max_result_chars`` can show: each but the first costs
+    a separator at least (``result_text``), so any more are never seen by the model."""
+    return max_result_chars + 1
 
 
 def response_limit(max_result_chars: int) -> int:
@@ -62,10 +69,12 @@ class McpServer:
         ping_interval: float = PING_INTERVAL_SECONDS,
         connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
         max_response_bytes: int = MIN_RESPONSE_BYTES,
+        max_content_blocks: int = DEFAULT_BLOCK_LIMIT,
     ) -> None:
         self.settings, self.name = settings, settings.name
         self._env = env
         self._max_bytes = max_response_bytes
+        self._max_blocks = max_content_blocks  # over stdio (``bot.tools.mcp_stdio``)
         self._delays, self._ping_interval = tuple(restart_delays), ping_interval
         self._connect_timeout = connect_timeout
         self.tools: list[ToolSpec] = []
@@ -164,7 +173,11 @@ class McpServer:
             except ImportError as error:  # an SDK without the helpers the bounded reader uses
                 return self._unbounded_stdio(parameters, errlog, error)
             return bounded_stdio_client(
-                parameters, errlog=errlog, max_bytes=self._max_bytes, on_overflow=self._overflowed
+                parameters,
+                errlog=errlog,
+                max_bytes=self._max_bytes,
+                max_blocks=self._max_blocks,
+                on_overflow=self._overflowed,
             )
         from mcp.client.streamable_http import streamable_http_client
 
@@ -193,12 +206,10 @@ class McpServer:
             )
         return stdio_client(parameters, errlog=errlog)
 
-    def _overflowed(self) -> None:
-        """The program wrote a message over the limit: its connection is dropped (the
-        supervisor starts it again) and a call in flight says why."""
-        from bot.tools.mcp_stdio import over_limit
-
-        self._overflow = over_limit(self._max_bytes)
+    def _overflowed(self, why: str) -> None:
+        """The program wrote a message over the limit (``why``: which one): its connection is
+        dropped (the supervisor starts it again) and a call in flight says why."""
+        self._overflow = why
         if self.up:  # else the failed start's warning says it
             log.warning("MCP server %s %s", self.name, self._overflow)
         self._broken.set()

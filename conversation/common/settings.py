@@ -266,6 +266,14 @@ class CacheSettings(StrictSection):
         5000, ge=1, le=1_000_000, description="Messages held per channel."
     )
     max_channels: int = Field(500, ge=1, le=1_000_000, description="Channels with a cache.")
+    max_prompt_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024 * 1024,
+        le=64 * 1024**3,
+        description="Bytes of the requests remembered in memory for their follow-ups, across "
+        "channels; past it the oldest are forgotten (a follow-up then reads the store's copy).",
+        json_schema_extra={"bound_note": "1 MiB to 64 GiB"},
+    )
 
 
 class FollowSettings(StrictSection):

@@ -3,7 +3,8 @@ request and the bot's answer, byte for byte, so a prefix-caching server reads on
 
 Modules: ``sent`` (what one request sent, as remembered: its messages, its answer, the content
 each message had), ``recall`` (where that memory lives: the interface the bot's store feeds and
-the bounded in-process one), ``append`` (the follow-up's request: the previous one, the answer,
+the in-process one, bounded by count and bytes), ``footprint`` (the bytes a remembered request
+holds), ``append`` (the follow-up's request: the previous one, the answer,
 what is new; edits and deletions breaking the prefix once; the cut, in one step to a share of
 the budget), ``summary`` (what a cut leaves out, summarized by the model once and sent
 unchanged after the system prompt until the next cut).

@@ -7,6 +7,7 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import Protocol
 
+from conversation.memory.footprint import messages_of, node_bytes, own_bytes
 from conversation.memory.sent import SentPrompt
 
 PROMPTS_PER_CHANNEL = 16
@@ -14,6 +15,9 @@ PROMPTS_PER_CHANNEL = 16
 replay tools keep as many as the server's cache they measure). A continued request shares its
 message objects with the one before, so a conversation's requests cost little more than one."""
 CHANNELS_KEPT = 512
+MAX_BYTES = 64 * 1024 * 1024
+"""Bytes the remembered requests may hold across channels unless told otherwise (``[cache]
+max_prompt_bytes``): some 600 requests of 8k tokens, the oldest going first."""
 
 
 class PromptMemory(Protocol):
@@ -28,15 +32,29 @@ class PromptMemory(Protocol):
 
 
 class BoundedMemory:
-    """The last ``per_channel`` requests of the ``channels`` channels used most recently: a
-    bounded memory when there is no store (and for the replay tools)."""
+    """The last ``per_channel`` requests of the ``channels`` channels used most recently, in
+    at most ``max_bytes`` (the oldest request of the least recently used channel goes first):
+    a bounded memory when there is no store (and for the replay tools)."""
 
     def __init__(
-        self, per_channel: int = PROMPTS_PER_CHANNEL, channels: int = CHANNELS_KEPT
+        self,
+        per_channel: int = PROMPTS_PER_CHANNEL,
+        channels: int = CHANNELS_KEPT,
+        *,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         self._per_channel = per_channel
         self._channels = channels
+        self._max_bytes = max_bytes
         self._sent: OrderedDict[int, deque[SentPrompt]] = OrderedDict()
+        self._bytes = 0
+        # id of a message object held -> [requests holding it, its bytes]: counted once.
+        self._held: dict[int, list[int]] = {}
+
+    @property
+    def bytes(self) -> int:
+        """What the remembered requests hold now, as ``footprint`` measures it."""
+        return self._bytes
 
     async def recall(self, channel_id: int, candidates: Sequence[int]) -> SentPrompt | None:
         return self.recall_now(channel_id, candidates)
@@ -61,8 +79,35 @@ class BoundedMemory:
     def remember_now(self, sent: SentPrompt) -> None:
         kept = self._sent.get(sent.channel_id)
         if kept is None:
-            kept = self._sent[sent.channel_id] = deque(maxlen=self._per_channel)
+            kept = self._sent[sent.channel_id] = deque()
         self._sent.move_to_end(sent.channel_id)
         kept.append(sent)
+        self._hold(sent)
+        if len(kept) > self._per_channel:
+            self._release(kept.popleft())
         while len(self._sent) > self._channels:
-            self._sent.popitem(last=False)
+            for dropped in self._sent.popitem(last=False)[1]:
+                self._release(dropped)
+        while self._bytes > self._max_bytes and self._sent:
+            channel_id, oldest = next(iter(self._sent.items()))
+            self._release(oldest.popleft())
+            if not oldest:
+                del self._sent[channel_id]
+
+    def _hold(self, sent: SentPrompt) -> None:
+        self._bytes += own_bytes(sent)
+        for node in messages_of(sent):
+            held = self._held.get(id(node))
+            if held is None:
+                held = self._held[id(node)] = [0, node_bytes(node)]
+                self._bytes += held[1]
+            held[0] += 1
+
+    def _release(self, sent: SentPrompt) -> None:
+        self._bytes -= own_bytes(sent)
+        for node in messages_of(sent):
+            held = self._held[id(node)]
+            held[0] -= 1
+            if not held[0]:
+                del self._held[id(node)]
+                self._bytes -= held[1]

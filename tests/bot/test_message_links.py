@@ -111,9 +111,9 @@ async def linked_guild(
 
 
 async def settled(client: ThreadwiseClient) -> None:
-    """Until the bot has no answer in progress (and so has recorded the last one)."""
+    """Until the bot has no answer in progress and no record waiting for the store."""
     for _ in range(100):
-        if not client._tasks:
+        if not client._tasks and not client.answerer.records:
             return
         await asyncio.sleep(0.05)
 

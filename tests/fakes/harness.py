@@ -108,9 +108,10 @@ def sent_contents(request_messages: list[dict]) -> str:
 
 
 async def settled(bot: Harness) -> None:
-    """Wait until the bot has no answer in progress."""
+    """Wait until the bot has no answer in progress and no record waiting for the store."""
+    records = bot.client.answerer.records
     for _ in range(100):
-        if not bot.client._tasks:
+        if not bot.client._tasks and not records:
             return
         await asyncio.sleep(0.05)
 

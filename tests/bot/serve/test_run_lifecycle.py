@@ -287,3 +287,52 @@ async def test_a_token_copied_with_its_bot_prefix_still_logs_in(tmp_path):
     assert code == 3
     (line,) = [line for line in bot.lines if "rejected the token" in line]
     assert 'no "Bot " prefix' in line and "Traceback" not in bot.log
+
+
+@pytest.mark.parametrize("back_after", [1.0, None], ids=["store back during the stop", "never"])
+async def test_sigterm_while_postgresql_stalls_records_what_it_can_and_stops_in_bounded_time(
+    tmp_path: Path, postgres_server: object, back_after: float | None
+) -> None:
+    """The answers' records are drained at a stop (``bot/answering/record_line.py``): a store
+    back within the drain gets the answer's record; one that never comes back costs one log
+    line, and the process still ends (it used to wait on the stalled writer for ever)."""
+    from tests.bot.storage.test_stalled_store import interactions, proxied, unix_socket
+    from tests.fakes.stall_proxy import StallingProxy
+
+    url = postgres_server.fresh_url()  # type: ignore[attr-defined]
+    with StallingProxy(unix_socket(url)) as proxy:
+        async with (
+            FakeDiscord(bot_id=BOT_ID, bot_name="threadwise") as discord,
+            FakeOpenAI() as model,
+        ):
+            await discord.load_log(EXAMPLE)
+            config = tmp_path / "config.toml"
+            config.write_text(
+                f'[discord]\napi_base = "{discord.api_base}"\nguild_ready_timeout = 0.1\n'
+                f'[model]\nbase_url = "{model.url}"\nname = "fake-model"\n'
+                "[triggers]\nburst_window_seconds = 0.05\n[articles]\nenabled = false\n"
+                f'[storage]\nurl = "{proxied(url, proxy.port)}"\n'
+            )
+            async with bot_process(config, discord) as bot:
+                await bot.wait_for_line("connected as")
+                proxy.pause()
+                said = await discord.user_says(CHANNEL, BEN, f"<@{BOT_ID}> still there?")
+                await discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=20)
+                await asyncio.sleep(0.5)  # the answer done, its record waiting for the store
+                began = time.monotonic()
+                bot.process.send_signal(signal.SIGTERM)
+                if back_after is not None:
+                    asyncio.get_running_loop().call_later(back_after, proxy.resume)
+                code = await asyncio.wait_for(bot.process.wait(), 30)
+                took = time.monotonic() - began
+        proxy.resume()
+        recorded = await interactions(url)
+    print(f"stopped in {took:.1f} s; interactions recorded: {recorded}")
+    assert code == 0, bot.log
+    assert "Traceback" not in bot.log
+    if back_after is not None:
+        assert recorded == 1, bot.log
+    else:
+        assert recorded == 0
+        assert sum("not recorded" in line for line in bot.lines) == 1, bot.log
+        assert took < 20, f"took {took:.1f} s to stop"

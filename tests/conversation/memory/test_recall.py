@@ -41,3 +41,71 @@ def test_the_memory_keeps_the_latest_requests_of_the_latest_channels():
     memory.remember_now(sent(3, 50))  # a third channel: the least recently used one goes
     assert memory.recall_now(1, [30]) is None
     assert memory.recall_now(2, [40]) is not None and memory.recall_now(3, [50]) is not None
+
+
+def conversation(channel: int, trigger: int, before: SentPrompt | None, text: str) -> SentPrompt:
+    """A request continuing ``before`` (its very message objects) with one new message."""
+    new = MessageNode(role="user", content=text, name="Ann", message_id=str(trigger))
+    nodes = (*(before.nodes if before else (SYSTEM,)), new)
+    return SentPrompt(
+        channel_id=channel,
+        trigger_id=trigger,
+        nodes=nodes,
+        tokens=(5,) * len(nodes),
+        cache_key=f"conversation-{channel}",
+    )
+
+
+def test_the_memory_stays_within_its_bytes_forgetting_the_oldest_first():
+    budget = 200_000
+    memory = BoundedMemory(per_channel=16, channels=512, max_bytes=budget)
+    for trigger in range(1, 61):  # 60 channels, one request of ~10 KB each
+        newest = conversation(trigger, trigger, None, "x" * 10_000)
+        memory.remember_now(newest)
+        assert memory.bytes <= budget
+    assert memory.recall_now(60, [60]) is newest
+    assert memory.recall_now(1, [1]) is None  # the oldest went first
+    kept = [c for c in range(1, 61) if memory.recall_now(c, [c]) is not None]
+    assert kept == list(range(kept[0], 61)) and len(kept) >= 15  # the latest, as many as fit
+
+
+def test_a_message_shared_by_requests_is_counted_once_and_freed_with_the_last():
+    memory = BoundedMemory(per_channel=16, max_bytes=10 * 1024 * 1024)
+    first = conversation(1, 1, None, "y" * 50_000)
+    memory.remember_now(first)
+    alone = memory.bytes
+    memory.remember_now(conversation(1, 2, first, "a follow-up"))
+    assert alone < memory.bytes < alone + 5_000  # the 50 KB message is not counted again
+    for trigger in range(3, 20):  # 16 per channel: the first two requests go, and the text
+        memory.remember_now(conversation(1, trigger, None, "z"))
+    assert memory.bytes < 16 * 5_000
+
+
+def test_a_request_is_measured_at_least_as_large_as_python_holds_it():
+    import random
+    import tracemalloc
+    from datetime import UTC, datetime
+
+    from conversation.memory.footprint import node_bytes
+
+    rng = random.Random(7)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        nodes = [
+            MessageNode(
+                role="user",
+                content=("héllo wörld " * rng.randint(1, 60)) + str(i),
+                name=f"Alice{i}",
+                user_id=str(123456789012345678 + i),
+                message_id=str(1300000000000000000 + i),
+                created_at=datetime.now(UTC),
+                metadata={"reasons": ["linear", "reply"], "score": 0.5},
+            )
+            for i in range(2000)
+        ]
+        traced = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    measured = sum(node_bytes(node) for node in nodes)
+    assert traced <= measured <= 1.3 * traced, (traced, measured)
