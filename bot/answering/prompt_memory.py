@@ -19,7 +19,13 @@ from datetime import UTC, datetime
 from bot.storage import InteractionRecord, Store, StoreError
 from bot.storage.models import ContextEntry, WorkLogEntry
 from conversation.graph import MessageFormatError, MessageNode, node_from_openai, to_openai
-from conversation.memory import SUMMARY_REASON, BoundedMemory, SentPrompt, restored_summary
+from conversation.memory import (
+    SUMMARY_REASON,
+    BoundedMemory,
+    SentPrompt,
+    restored_summary,
+    summary_of,
+)
 from conversation.prompt import OTHERS_LABEL, TokenCounter, conversation_key
 from conversation.sources import time_snowflake
 
@@ -49,11 +55,20 @@ class StoredPromptMemory:
         if found is not None or not older:
             return found
         try:
-            record = await asyncio.to_thread(self.store.latest_answered, channel_id, older)
+            return await asyncio.to_thread(self._stored, channel_id, older)
         except StoreError as error:
             log.warning("could not read the previous request from the store: %s", error)
             return None
-        return sent_from_record(record) if record is not None else None
+
+    def _stored(self, channel_id: int, candidates: list[int]) -> SentPrompt | None:
+        """The stored request, with what the store knows was deleted since marked ``gone``
+        (a deletion while this process was not running, or seen by another shard)."""
+        record = self.store.latest_answered(channel_id, candidates)
+        sent = sent_from_record(record) if record is not None else None
+        if sent is None:
+            return None
+        gone = self.store.deleted_among(sent.message_ids | covered(sent))
+        return sent.model_copy(update={"gone": frozenset(gone)}) if gone else sent
 
     async def remember(self, sent: SentPrompt) -> None:
         # The store records the interaction itself (the recorder): nothing more to write.
@@ -99,6 +114,12 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
         others=_others(nodes),
         cut_at=cut_at_of(record.work_log),
     )
+
+
+def covered(sent: SentPrompt) -> set[int]:
+    """The messages the request's summary stands for (none: no summary, or an old row)."""
+    summaries = (summary_of(node) for node in sent.nodes)
+    return {i for summary in summaries if summary is not None for i in summary.covers}
 
 
 def cut_floor_entry(cut_at: int) -> WorkLogEntry:

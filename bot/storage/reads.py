@@ -7,7 +7,7 @@ so the CLI can use them synchronously, even against the file of a running bot.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -64,6 +64,20 @@ def latest_answered(conn: Db, channel_id: int, message_ids: list[int]) -> int | 
         (channel_id, *message_ids, *message_ids),
     ).fetchone()
     return None if row is None or row[0] is None else int(row[0])
+
+
+def deleted_among(conn: Db, message_ids: Collection[int]) -> set[int]:
+    """Which of these Discord messages the store knows were deleted (a version invalidated)."""
+    if not message_ids:
+        return set()
+    ids = sorted(set(message_ids))
+    marks = ", ".join("?" for _ in ids)
+    rows = conn.execute(
+        "SELECT DISTINCT message_id FROM message_versions "
+        f"WHERE state = 'invalidated' AND message_id IN ({marks})",
+        tuple(ids),
+    ).fetchall()
+    return {int(row[0]) for row in rows}
 
 
 def seq_of(conn: Db, interaction_id: str) -> int:

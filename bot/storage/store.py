@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -236,6 +236,12 @@ class Store:
         with self._reader() as conn:
             seq = reads.latest_answered(conn, channel_id, message_ids)
             return None if seq is None else reads.load_record(conn, seq)
+
+    def deleted_among(self, message_ids: Collection[int]) -> set[int]:
+        """Which of these Discord messages were deleted, as far as the store knows (its own
+        record of deletion events, on any shard, before any restart)."""
+        with self._reader() as conn:
+            return reads.deleted_among(conn, message_ids)
 
     def explain(self, message_id: int) -> Explanation:
         """Raises StoreError when no interaction has this trigger or answer message."""

@@ -90,9 +90,10 @@ class Continuity:
 @dataclass(frozen=True)
 class ChannelNow:
     """The channel as it is now, for the messages an earlier request sent: ``deleted`` (known
-    to be gone), ``content`` (the text now, None when not known here) and ``edited`` (whether it
-    was ever edited: what a request read back from the store, with no digest of the text it
-    sent, goes by)."""
+    to be gone: a deletion event, or missing from a stretch of the channel held whole),
+    ``content`` (the text now, None when not known here) and ``edited`` (whether it was ever
+    edited: what a request read back from the store, with no digest of the text it sent, goes
+    by)."""
 
     deleted: Callable[[int], bool] = field(default=lambda _message_id: False)
     content: Callable[[int], str | None] = field(default=lambda _message_id: None)
@@ -100,7 +101,12 @@ class ChannelNow:
 
     @classmethod
     def of_cache(cls, cache: ChannelCache) -> ChannelNow:
-        """What the channel's cache knows (gateway edits and deletions included)."""
+        """What the channel's cache knows (gateway edits and deletions included). A message
+        the cache answers "known not to exist" for is deleted: removed by an event, or absent
+        from a stretch it read whole (deleted while the bot was down, say); "unknown" is not."""
+
+        def deleted(message_id: int) -> bool:
+            return cache.get(message_id) is None
 
         def content(message_id: int) -> str | None:
             message = cache.get(message_id)
@@ -110,7 +116,14 @@ class ChannelNow:
             message = cache.get(message_id)
             return message is not None and getattr(message, "edited_at", None) is not None
 
-        return cls(deleted=cache.is_deleted, content=content, edited=edited)
+        return cls(deleted=deleted, content=content, edited=edited)
+
+    def with_gone(self, gone: frozenset[int]) -> ChannelNow:
+        """The same, with ``gone`` deleted too (what the store knows is deleted)."""
+        if not gone:
+            return self
+        known = self.deleted
+        return replace(self, deleted=lambda message_id: message_id in gone or known(message_id))
 
 
 def candidates(fresh: PreparedPrompt) -> list[int]:
@@ -187,8 +200,11 @@ def _continued(
     }
     kept, tokens, broken = _still_valid(previous, current, now, counter)
     if previous.answer is not None:
-        kept.append(previous.answer)
-        tokens.append(counter.node(previous.answer))
+        if any(now.deleted(i) for i in previous.answer_ids):  # a moderator deleted it
+            broken = True
+        else:
+            kept.append(previous.answer)
+            tokens.append(counter.node(previous.answer))
     reused = len(kept) if not broken else None
     floor = _cut_floor(previous)
     added, added_tokens = _new_part(previous, fresh, kept, counter, now, floor)
@@ -374,12 +390,17 @@ def _tokens_of(nodes: Sequence[MessageNode], counter: TokenCounter) -> list[int]
 def _still_valid(
     previous: SentPrompt, current: dict[int, MessageNode], now: ChannelNow, counter: TokenCounter
 ) -> tuple[list[MessageNode], list[int], bool]:
-    """The previous request with deleted messages taken out and edited ones sent as they are
-    now (left out when not selected now); whether anything changed (the prefix broke)."""
+    """The previous request with deleted messages taken out (and a summary standing for one:
+    a plain cut then, the next cut writes a new summary) and edited ones sent as they are now
+    (left out when not selected now); whether anything changed (the prefix broke)."""
     kept: list[MessageNode] = []
     tokens: list[int] = []
     broken = False
     for node, counted in zip(previous.nodes, previous.tokens, strict=True):
+        summary = summary_of(node)
+        if summary is not None and summary.covers_any(now.deleted):
+            broken = True
+            continue
         if node.message_id is not None:
             message_id = int(node.message_id)
             if now.deleted(message_id):
@@ -501,11 +522,12 @@ async def remembered_prompt(
     its ``timeout_seconds``; a failure leaves the plain cut, noted in ``summary_note``)."""
     previous = await memory.recall(channel_id, candidates(fresh))
     counter = counter or TokenCounter()
+    now = (now or ChannelNow()).with_gone(previous.gone if previous is not None else frozenset())
     room = counter.scale(summaries.room) if summaries is not None and budget is not None else 0
     prepared, cut = _continued(previous, fresh, continuity, budget, counter, now, room)
     if not cut or summaries is None:
         return prepared, previous
-    dropped = dropped_by(previous, prepared)
+    dropped = dropped_by(previous, prepared, now.deleted)
     if not dropped:  # nothing new to summarize: what the summary so far says still holds
         if dropped.earlier is not None:
             prepared = with_summary(prepared, dropped.earlier, counter)

@@ -33,6 +33,9 @@ class SentPrompt(BaseModel):
     # The trigger of the request at which the conversation was last cut (None: not cut since
     # it was last built afresh, or read back from a record stored before the store kept it).
     cut_at: int | None = None
+    # Messages it holds known to be deleted when it was recalled (the store's own deletions,
+    # for a request read back from it): never sent again, whatever the channel's cache says.
+    gone: frozenset[int] = frozenset()
 
     @property
     def message_ids(self) -> set[int]:

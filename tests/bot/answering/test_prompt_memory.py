@@ -78,3 +78,16 @@ async def test_where_it_was_cut_survives_forgetting_someone_named_like_a_word_of
     [line] = [e.detail for e in record.work_log if e.action == "cut_floor"]
     assert "removed" in line  # the names went, as forget-user says
     assert cut is not None and cut.cut_at == 990
+
+
+async def test_a_request_read_back_honours_the_deletions_the_store_recorded(
+    store: Store,  # noqa: F811
+) -> None:
+    """Deleted while no process that remembers the request saw it go (before a restart, or
+    on another shard): the store's own record of the deletion marks it gone."""
+    async with store:
+        await store.record(answered(1001, []))
+        await store.record_delete(1002)  # the answer, taken down by a moderator
+        await store.record_delete(4242)  # a message the request does not hold
+        read = await StoredPromptMemory(store).recall(CHANNEL, [1001])
+    assert read is not None and read.gone == frozenset({1002})

@@ -220,3 +220,14 @@ async def test_what_a_plain_cut_left_out_comes_back_when_the_room_has_grown(tmp_
     assert second.cut_at == SECOND and dropped
     assert widened.nodes[: len(second.nodes)] == second.nodes  # it continues the cut request
     assert dropped <= message_ids(widened.nodes)
+
+
+def test_a_message_missing_from_a_stretch_the_cache_holds_whole_is_deleted():
+    """The cache answers "known not to exist" for it (deleted while the bot was down, say):
+    the memory takes that as deleted; a message it knows nothing of is not."""
+    cache = ChannelCache(7)
+    cache.cover(100, 200)
+    now = ChannelNow.of_cache(cache)
+    assert now.deleted(150)
+    assert not now.deleted(300)  # unknown, not gone
+    assert now.with_gone(frozenset({300})).deleted(300)  # the store said so
