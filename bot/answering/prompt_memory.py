@@ -4,8 +4,11 @@ another shard on PostgreSQL, still starts with the request before it.
 
 The store already keeps every request as sent (``request_messages``) and where each message came
 from; a request read back is used only when it translates back to exactly the recorded messages,
-so a follow-up never starts with something that was not sent. Where its conversation was last cut
-(``SentPrompt.cut_at``: what the cut left out is not selected back) is a line of its work log.
+so a follow-up never starts with something that was not sent. What the memory added to it (where
+its conversation was last cut, what each summary stands for, where the other recent talk starts:
+``conversation.memory.record``) is read back from the store's columns; a row stored before them
+falls back on its work log's line and the label's text. What the store knows was deleted since
+is marked gone, so it is never sent again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from bot.storage import InteractionRecord, Store, StoreError
 from bot.storage.models import ContextEntry, WorkLogEntry
 from conversation.graph import MessageFormatError, MessageNode, node_from_openai, to_openai
 from conversation.memory import (
+    OTHERS_REASON,
     SUMMARY_REASON,
     BoundedMemory,
     SentPrompt,
@@ -111,8 +115,8 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
         answer=answer,
         answer_ids=tuple(ids),
         cache_key=conversation_key(_root(nodes, record.trigger_message_id)),
-        others=_others(nodes),
-        cut_at=cut_at_of(record.work_log),
+        others=_others(nodes, record.context),
+        cut_at=record.cut_at if record.cut_at is not None else cut_at_of(record.work_log),
     )
 
 
@@ -147,7 +151,7 @@ def _restored(node: MessageNode, entry: ContextEntry | None) -> MessageNode:
     """A sent message read back: its Discord id, or the summary it was (its authors kept for
     the next summary, which draws on them too)."""
     if entry is not None and entry.message_id is None and entry.reasons == [SUMMARY_REASON]:
-        return restored_summary(node, dict(entry.named))
+        return restored_summary(node, dict(entry.named), entry.covers)
     message_id = entry.message_id if entry is not None else None
     return node.model_copy(update={"message_id": str(message_id) if message_id else None})
 
@@ -158,12 +162,15 @@ def _root(nodes: list[MessageNode], trigger_id: int) -> int:
     return int(first) if first is not None else trigger_id
 
 
-def _others(nodes: list[MessageNode]) -> tuple[int, ...]:
-    """The messages sent after a label of other recent talk, up to the next answer or trigger."""
+def _others(nodes: list[MessageNode], context: Sequence[ContextEntry | None]) -> tuple[int, ...]:
+    """The messages sent after a label of other recent talk, up to the next answer or trigger:
+    the label as its row says (a row of before that said nothing: by its text)."""
+    labels = {i for i, entry in enumerate(context) if entry and entry.reasons == [OTHERS_REASON]}
     found: list[int] = []
     after_label = False
-    for node in nodes[:-1]:
-        if node.content == OTHERS_LABEL and node.message_id is None:
+    for index, node in enumerate(nodes[:-1]):
+        by_text = not labels and node.content == OTHERS_LABEL and node.message_id is None
+        if index in labels or by_text:
             after_label = True
         elif node.role == "assistant":
             after_label = False

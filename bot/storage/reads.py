@@ -112,6 +112,13 @@ def context_rows(conn: Db, seq: int) -> list[tuple[dict, ContextEntry | None]]:
         "SELECT position, user_id, name FROM context_names WHERE seq = ?", (seq,)
     ):
         named.setdefault(position, {})[user_id] = shown
+    covers: dict[int, list[int]] = {}
+    for position, message_id in conn.execute(
+        "SELECT position, message_id FROM summary_messages WHERE seq = ? "
+        "ORDER BY position, message_id",
+        (seq,),
+    ):
+        covers.setdefault(position, []).append(int(message_id))
     out: list[tuple[dict, ContextEntry | None]] = []
     for position, text, message_id, author_id, name, reasons, tokens in rows:
         entry = None
@@ -123,6 +130,7 @@ def context_rows(conn: Db, seq: int) -> list[tuple[dict, ContextEntry | None]]:
                 reasons=json.loads(reasons) if reasons else [],
                 tokens=tokens,
                 named=named.get(position, {}),
+                covers=covers.get(position, []),
             )
         out.append((json.loads(text), entry))
     return out
@@ -188,7 +196,16 @@ def load_record(conn: Db, seq: int) -> InteractionRecord:
         work_log=work_log(conn, seq),
         articles=articles(conn, seq),
         people=people(conn, seq),
+        **memory_columns(conn, seq),
     )
+
+
+def memory_columns(conn: Db, seq: int) -> dict[str, int | None]:
+    """What the conversation memory added to the request (``continues``, ``cut_at``)."""
+    row = conn.execute(
+        "SELECT continues, cut_at FROM interactions WHERE seq = ?", (seq,)
+    ).fetchone()
+    return {"continues": row[0], "cut_at": row[1]}
 
 
 def people(conn: Db, seq: int) -> dict[int, list[str]]:

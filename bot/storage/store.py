@@ -170,8 +170,23 @@ class Store:
         )
 
     async def record_delete(self, message_id: int) -> bool:
-        """A Discord deletion: the current version is invalidated. True if it was known."""
-        return bool(await self._do(lambda conn, _cache: mutations.record_delete(conn, message_id)))
+        """A Discord deletion: the current version is invalidated, and a summary that stands
+        for the message is replaced (``mutations.drop_summaries_of``, in a transaction of its
+        own, only when there is one). True if the message was known."""
+        known, summarized = await self._do(
+            lambda conn, _cache: (
+                mutations.record_delete(conn, message_id),
+                bool(mutations.summaries_of(conn, message_id)),
+            )
+        )
+        if summarized:
+            await self._do(
+                lambda conn, cache: _exclusive(
+                    conn, cache, lambda: mutations.drop_summaries_of(conn, cache, message_id)
+                ),
+                transactional=False,
+            )
+        return bool(known)
 
     async def forget_user(self, user_id: int) -> ForgetResult:
         """Remove a person's text from every table, then from the disk itself (VACUUM)."""

@@ -311,7 +311,7 @@ def with_summary(
         graph = MessageGraph()
         graph.extend([nodes[0], *replaced, *nodes[1:]])
         graph.squash(1, 1 + len(replaced), node)
-        assembled.graph = graph
+        assembled = replace(assembled, graph=graph)
     return assembled
 
 
@@ -341,10 +341,9 @@ def refit_keeping_summary(
         smaller = budget.model_copy(update={"reserve": reserve})
         refit = with_summary(refit_prompt(prepared, smaller, counter), summary, counter)
         if refit.fitted is not None:
-            refit.fitted = replace(refit.fitted, budget=budget)
-        refit.summary_note = prepared.summary_note
-    refit.cut_at = prepared.cut_at
-    return refit
+            refit = replace(refit, fitted=replace(refit.fitted, budget=budget))
+        refit = replace(refit, summary_note=prepared.summary_note)
+    return replace(refit, cut_at=prepared.cut_at)
 
 
 def _assembled(
@@ -531,16 +530,20 @@ async def remembered_prompt(
     if not dropped:  # nothing new to summarize: what the summary so far says still holds
         if dropped.earlier is not None:
             prepared = with_summary(prepared, dropped.earlier, counter)
-            prepared.summary_note = ("success", f"the {dropped.earlier.describe()} kept")
+            prepared = replace(
+                prepared, summary_note=("success", f"the {dropped.earlier.describe()} kept")
+            )
         return prepared, previous
     summary, why = await write_summary(dropped, summaries)
     if summary is None:
         if dropped.earlier is not None:  # what it said still holds: only the new part is lost
             prepared = with_summary(prepared, dropped.earlier, counter)
             why = f"{why}; the {dropped.earlier.describe()} kept"
-        prepared.summary_note = ("failure", why)
+        prepared = replace(prepared, summary_note=("failure", why))
         return prepared, previous
     replaced = [summary_node(dropped.earlier)] if dropped.earlier is not None else []
     prepared = with_summary(prepared, summary, counter, [*replaced, *dropped.nodes])
-    prepared.summary_note = ("success", f"{summary.describe()} written at the cut")
+    prepared = replace(
+        prepared, summary_note=("success", f"{summary.describe()} written at the cut")
+    )
     return prepared, previous

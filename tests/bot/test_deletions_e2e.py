@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
-from bot.demo.openai_server import Answer
+from bot.demo.openai_server import Answer, RecordedRequest
 from bot.storage import Store
+from bot.storage.models import REMOVED
 from tests.bot.test_append_only_e2e import bot_runs
+from tests.bot.test_summary_e2e import is_summary_request, long_conversation
 from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, ELI, Harness, running_bot, settled
 
 PASSWORD = "hunter2-rosebud"
@@ -131,3 +134,45 @@ async def test_an_edited_message_says_so_in_the_prompt():
     assert header.endswith(" (edited)"), edited
     assert not any("(edited)" in str(m["content"]) for m in first.messages)
     assert sum("(edited)" in str(m["content"]) for m in second.messages) == 1
+
+
+def summaries_retelling_notes(request: RecordedRequest) -> Answer | None:
+    """The fake model's summaries retell every note they are given (a secret in one too)."""
+    if not is_summary_request(request):
+        return None
+    notes = re.findall(r"note \d+ on the \w+", request.body["messages"][1]["content"])
+    return Answer(text="Summary: " + "; ".join(notes) + ".")
+
+
+async def test_a_deleted_message_a_summary_stands_for_takes_the_summary_with_it(tmp_path):
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store, context={"max_total": 20}) as bot:
+            bot.model.script(summaries_retelling_notes)
+            talk = await long_conversation(bot, messages=20)
+            before = talk.answers[-1].body["messages"]
+            assert before[1]["content"].startswith("(Summary of ")  # the last answer cut
+            assert "note 1 on " in before[1]["content"]  # and summarized note 1
+            (note,) = [
+                m for m in bot.discord.messages(CHANNEL) if m["content"].startswith("note 1 on ")
+            ]
+            await deleted(bot, int(note["id"]))
+            for _ in range(200):  # the store replaces the summary on its writer thread
+                if "note 1 on " not in json.dumps(list(store.export())):
+                    break
+                await asyncio.sleep(0.02)
+            reply = {"reply_to": int(talk.replies[-1]["id"]), "mention_author": False}
+            await bot.answer_to(CHANNEL, CHLOE, "and after that?", **reply)
+            await settled(bot)
+            later = bot.model.chat_requests[-1].body["messages"]
+        exported = list(store.export())
+        explained = store.explain(int(talk.replies[-1]["id"]))
+    # A plain cut: no summary, nothing of the note; the rest of the request is continued.
+    assert not any(m["content"].startswith("(Summary of ") for m in later)
+    assert "note 1 on " not in json.dumps(later)
+    assert json.dumps(later[1 : len(before) - 1]) == json.dumps(before[2:])
+    # In the store, every summary that stood for it is replaced, as forget-user does.
+    summaries = [
+        m["content"] for line in exported for m in line["messages"] if "Summary:" in m["content"]
+    ]
+    assert not [s for s in summaries if "note 1 on " in s]
+    assert [m.excerpt for m in explained.context if m.reasons == ["summary"]] == [REMOVED]
