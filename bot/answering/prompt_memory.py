@@ -27,6 +27,7 @@ from conversation.memory import (
     SUMMARY_REASON,
     BoundedMemory,
     SentPrompt,
+    answer_node,
     restored_summary,
     summary_of,
 )
@@ -101,9 +102,7 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
         return None
     ids = record.answer_message_ids
     counter = TokenCounter()
-    answer = MessageNode(
-        role="assistant", content=record.answer, message_id=str(ids[0]) if ids else None
-    )
+    answer = answer_node(record.answer, ids)
     return SentPrompt(
         channel_id=record.channel_id,
         trigger_id=record.trigger_message_id,

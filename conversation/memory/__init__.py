@@ -38,7 +38,7 @@ from conversation.memory.append import (
 )
 from conversation.memory.recall import BoundedMemory, PromptMemory
 from conversation.memory.record import OTHERS_REASON, MemoryRecord, memory_record
-from conversation.memory.sent import SentPrompt
+from conversation.memory.sent import SentPrompt, answer_node
 from conversation.memory.summary import (
     SUMMARY_REASON,
     SummaryPolicy,
@@ -59,6 +59,7 @@ __all__ = [
     "PromptMemory",
     "SentPrompt",
     "SummaryPolicy",
+    "answer_node",
     "memory_record",
     "parsed_summary",
     "refit_keeping_summary",

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from conversation.graph.message_graph import MessageGraph
 from conversation.graph.node import FrozenMap, MessageNode
 from conversation.memory.recall import PromptMemory
-from conversation.memory.sent import SentPrompt, content_digest
+from conversation.memory.sent import SentPrompt, content_digest, discord_ids
 from conversation.memory.summary import (
     Summary,
     SummaryPolicy,
@@ -402,7 +402,7 @@ def _still_valid(
             continue
         if node.message_id is not None:
             message_id = int(node.message_id)
-            if now.deleted(message_id):
+            if any(now.deleted(i) for i in discord_ids(node)):  # an answer's part, too
                 broken = True
                 continue
             text = now.content(message_id)

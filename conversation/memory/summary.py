@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict
 
 from conversation.graph.node import FrozenMap, MessageNode, thaw_json
-from conversation.memory.sent import SentPrompt
+from conversation.memory.sent import SentPrompt, discord_ids
 from conversation.prompt.pipeline import PreparedPrompt, is_others_label
 from conversation.prompt.tokens import text_tokens
 
@@ -187,7 +187,7 @@ def dropped_by(
         if node.message_id is not None
         and node.message_id not in kept
         and int(node.message_id) not in previous.others
-        and not deleted(int(node.message_id))
+        and not any(deleted(i) for i in discord_ids(node))
         and not is_others_label(node)
     ]
     return Dropped(earlier=earlier, nodes=tuple(nodes))
@@ -216,7 +216,7 @@ def summary_for(dropped: Dropped, text: str) -> Summary:
             authors.setdefault(int(node.user_id), node.name or str(node.user_id))
     first = earlier.first if earlier is not None and earlier.first is not None else None
     covers = {*(earlier.covers if earlier is not None else ())}
-    covers |= {int(n.message_id) for n in dropped.nodes if n.message_id is not None}
+    covers |= {i for node in dropped.nodes for i in discord_ids(node)}
     return Summary(
         text=text,
         messages=(earlier.messages if earlier is not None else 0) + len(dropped.nodes),

@@ -60,6 +60,32 @@ async def test_a_deleted_answer_of_the_bot_is_not_sent_again():
     ]
 
 
+async def test_an_answer_in_several_messages_goes_when_one_part_is_deleted():
+    """A long answer is posted as several Discord messages, and the conversation goes on; then a
+    moderator takes down its last part (where the model, say, repeated something it should not
+    have): the answer is not sent again as the bot's turn, though the request that holds it is
+    two answers back."""
+    said = "The plan, step by step. " + "Then check the replica and the backup. " * 70
+    async with running_bot() as bot:
+        bot.model.queue(Answer(text=said + "The root token is 5521."))
+        question = await bot.discord.user_says(CHANNEL, CHLOE, f"<@{BOT_ID}> what is the plan?")
+        await bot.discord.wait_for_bot_message(CHANNEL, after=int(question["id"]), timeout=10)
+        await settled(bot)
+        parts = [m for m in bot.discord.bot_messages(CHANNEL) if int(m["id"]) > int(question["id"])]
+        assert len(parts) >= 2 and "5521" in parts[-1]["content"]
+        reply = {"mention_author": False}
+        second = await bot.answer_to(
+            CHANNEL, CHLOE, "and the order?", reply_to=int(parts[0]["id"]), **reply
+        )
+        await settled(bot)
+        await deleted(bot, int(parts[-1]["id"]))
+        await bot.answer_to(CHANNEL, CHLOE, "and after?", reply_to=int(second["id"]), **reply)
+        await settled(bot)
+        later = sent(bot)
+    assert "and after?" in bot.model.chat_requests[-1].messages[-1]["content"]
+    assert "5521" not in later  # the parts not deleted are still messages of the channel
+
+
 async def _password_then_question(bot: Harness) -> tuple[int, dict]:
     """Eli posts a password by mistake, nobody replies to it, Chloé asks the bot about the
     upgrade: (its id, the answer)."""
