@@ -84,8 +84,15 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
     """The request an interaction sent (its tool rounds left out) and its answer, or None when
     it does not translate back to exactly what was recorded."""
     context = record.context
+    # The request's own trigger: a continued request also holds the triggers it continues.
     trigger = next(
-        (i for i, entry in enumerate(context) if entry is not None and "trigger" in entry.reasons),
+        (
+            i
+            for i, entry in enumerate(context)
+            if entry is not None
+            and "trigger" in entry.reasons
+            and entry.message_id == record.trigger_message_id
+        ),
         None,
     )
     if trigger is None or not record.answer:
@@ -147,12 +154,15 @@ def cut_at_of(work_log: Sequence[WorkLogEntry]) -> int | None:
 
 
 def _restored(node: MessageNode, entry: ContextEntry | None) -> MessageNode:
-    """A sent message read back: its Discord id, or the summary it was (its authors kept for
+    """A sent message read back: its Discord id and why it was selected (a linked message may
+    be of another channel: ``ChannelNow.gone``), or the summary it was (its authors kept for
     the next summary, which draws on them too)."""
     if entry is not None and entry.message_id is None and entry.reasons == [SUMMARY_REASON]:
         return restored_summary(node, dict(entry.named), entry.covers)
-    message_id = entry.message_id if entry is not None else None
-    return node.model_copy(update={"message_id": str(message_id) if message_id else None})
+    if entry is None or entry.message_id is None:
+        return node.model_copy(update={"message_id": None})
+    reasons = [reason for reason in entry.reasons if reason != "trigger"]  # it was, not now
+    return node.replace(message_id=str(entry.message_id), metadata={"reasons": reasons})
 
 
 def _root(nodes: list[MessageNode], trigger_id: int) -> int:

@@ -90,7 +90,8 @@ class Continuity:
 @dataclass(frozen=True)
 class ChannelNow:
     """The channel as it is now, for the messages an earlier request sent: ``deleted`` (known
-    to be gone: a deletion event, or missing from a stretch of the channel held whole),
+    to be gone: a deletion event, or the store's record of one), ``missing`` (absent from a
+    stretch of the channel's own history held whole: deleted while the bot was not looking),
     ``content`` (the text now, None when not known here) and ``edited`` (whether it was ever
     edited: what a request read back from the store, with no digest of the text it sent, goes
     by)."""
@@ -98,15 +99,16 @@ class ChannelNow:
     deleted: Callable[[int], bool] = field(default=lambda _message_id: False)
     content: Callable[[int], str | None] = field(default=lambda _message_id: None)
     edited: Callable[[int], bool] = field(default=lambda _message_id: False)
+    missing: Callable[[int], bool] = field(default=lambda _message_id: False)
 
     @classmethod
     def of_cache(cls, cache: ChannelCache) -> ChannelNow:
         """What the channel's cache knows (gateway edits and deletions included). A message
-        the cache answers "known not to exist" for is deleted: removed by an event, or absent
-        from a stretch it read whole (deleted while the bot was down, say); "unknown" is not."""
+        it answers "known not to exist" for is missing; "unknown" is not. A thread's starter
+        (its id is the thread's) lives in the parent channel: never missing here."""
 
-        def deleted(message_id: int) -> bool:
-            return cache.get(message_id) is None
+        def missing(message_id: int) -> bool:
+            return message_id > cache.channel_id and cache.get(message_id) is None
 
         def content(message_id: int) -> str | None:
             message = cache.get(message_id)
@@ -116,7 +118,7 @@ class ChannelNow:
             message = cache.get(message_id)
             return message is not None and getattr(message, "edited_at", None) is not None
 
-        return cls(deleted=deleted, content=content, edited=edited)
+        return cls(deleted=cache.is_deleted, content=content, edited=edited, missing=missing)
 
     def with_gone(self, gone: frozenset[int]) -> ChannelNow:
         """The same, with ``gone`` deleted too (what the store knows is deleted)."""
@@ -124,6 +126,24 @@ class ChannelNow:
             return self
         known = self.deleted
         return replace(self, deleted=lambda message_id: message_id in gone or known(message_id))
+
+    def gone_id(self, message_id: int) -> bool:
+        """Whether a message of this channel (an answer, one a summary stands for) is gone."""
+        return self.deleted(message_id) or self.missing(message_id)
+
+    def gone(self, node: MessageNode) -> bool:
+        """Whether what a sent node stands for is gone: any part of it deleted, or missing
+        from the channel, unless a link brought it (from another channel, maybe, whose
+        messages this channel's history never holds)."""
+        ids = discord_ids(node)
+        if any(self.deleted(i) for i in ids):
+            return True
+        return not _linked(node) and any(self.missing(i) for i in ids)
+
+
+def _linked(node: MessageNode) -> bool:
+    """Whether the message was selected because a message links to it."""
+    return any(str(r).startswith("link") for r in (node.metadata or {}).get("reasons", ()))
 
 
 def candidates(fresh: PreparedPrompt) -> list[int]:
@@ -200,7 +220,7 @@ def _continued(
     }
     kept, tokens, broken = _still_valid(previous, current, now, counter)
     if previous.answer is not None:
-        if any(now.deleted(i) for i in previous.answer_ids):  # a moderator deleted it
+        if any(now.gone_id(i) for i in previous.answer_ids):  # a moderator deleted it
             broken = True
         else:
             kept.append(previous.answer)
@@ -397,18 +417,19 @@ def _still_valid(
     broken = False
     for node, counted in zip(previous.nodes, previous.tokens, strict=True):
         summary = summary_of(node)
-        if summary is not None and summary.covers_any(now.deleted):
+        if summary is not None and summary.covers_any(now.gone_id):
             broken = True
             continue
         if node.message_id is not None:
             message_id = int(node.message_id)
-            if any(now.deleted(i) for i in discord_ids(node)):  # an answer's part, too
+            if now.gone(node):  # an answer's part, too
                 broken = True
                 continue
             text = now.content(message_id)
             digest = previous.digests.get(message_id)
-            if digest is None:
-                changed = now.edited(message_id)
+            if digest is None:  # read back from the store: whether it was ever edited
+                # (not the bot's own answers: posting one streams it in edits)
+                changed = node.role != "assistant" and now.edited(message_id)
             else:
                 changed = text is not None and content_digest(text) != digest
             if changed:
@@ -526,7 +547,7 @@ async def remembered_prompt(
     prepared, cut = _continued(previous, fresh, continuity, budget, counter, now, room)
     if not cut or summaries is None:
         return prepared, previous
-    dropped = dropped_by(previous, prepared, now.deleted)
+    dropped = dropped_by(previous, prepared, now.gone_id)
     if not dropped:  # nothing new to summarize: what the summary so far says still holds
         if dropped.earlier is not None:
             prepared = with_summary(prepared, dropped.earlier, counter)
