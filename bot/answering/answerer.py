@@ -41,13 +41,13 @@ from bot.model.client import ModelClient
 from bot.model.errors import ModelError
 from bot.tools.toolbox import Toolbox
 from conversation.common import clean_text
-from conversation.graph import MessageNode
 from conversation.memory import (
     BoundedMemory,
     ChannelNow,
     Continuity,
     PromptMemory,
     SentPrompt,
+    answer_node,
     remembered_prompt,
     sent_prompt,
 )
@@ -230,9 +230,7 @@ class Answerer:
         """What this answer sent and said, for the next request in its conversation. Only an
         answer that was posted whole: a failed one is no turn the conversation went on from."""
         ids = list(posted)
-        answer = MessageNode(
-            role="assistant", content=ending.answer, message_id=str(ids[0]) if ids else None
-        )
+        answer = answer_node(ending.answer, ids)
         try:
             sent = sent_prompt(
                 prepared, message.channel.id, answer=answer, answer_ids=ids, previous=previous

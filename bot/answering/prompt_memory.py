@@ -4,8 +4,11 @@ another shard on PostgreSQL, still starts with the request before it.
 
 The store already keeps every request as sent (``request_messages``) and where each message came
 from; a request read back is used only when it translates back to exactly the recorded messages,
-so a follow-up never starts with something that was not sent. Where its conversation was last cut
-(``SentPrompt.cut_at``: what the cut left out is not selected back) is a line of its work log.
+so a follow-up never starts with something that was not sent. What the memory added to it (where
+its conversation was last cut, what each summary stands for, where the other recent talk starts:
+``conversation.memory.record``) is read back from the store's columns; a row stored before them
+falls back on its work log's line and the label's text. What the store knows was deleted since
+is marked gone, so it is never sent again.
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from datetime import UTC, datetime
 from bot.storage import InteractionRecord, Store, StoreError
 from bot.storage.models import ContextEntry, WorkLogEntry
 from conversation.graph import MessageFormatError, MessageNode, node_from_openai, to_openai
-from conversation.memory import SUMMARY_REASON, BoundedMemory, SentPrompt, restored_summary
+from conversation.memory import (
+    OTHERS_REASON,
+    SUMMARY_REASON,
+    BoundedMemory,
+    SentPrompt,
+    answer_node,
+    restored_summary,
+    summary_of,
+)
 from conversation.prompt import OTHERS_LABEL, TokenCounter, conversation_key
 from conversation.sources import time_snowflake
 
@@ -58,16 +69,25 @@ class StoredPromptMemory:
         older = [i for i in candidates if i < self._started]
         if found is not None or not older:
             return found
-        reading = asyncio.to_thread(self.store.latest_answered, channel_id, older)
+        reading = asyncio.to_thread(self._stored, channel_id, older)
         try:
-            record = await asyncio.wait_for(reading, self._wait())
+            return await asyncio.wait_for(reading, self._wait())
         except TimeoutError:
             log.warning("the store did not give the previous request in time: a fresh one")
             return None
         except StoreError as error:
             log.warning("could not read the previous request from the store: %s", error)
             return None
-        return sent_from_record(record) if record is not None else None
+
+    def _stored(self, channel_id: int, candidates: list[int]) -> SentPrompt | None:
+        """The stored request, with what the store knows was deleted since marked ``gone``
+        (a deletion while this process was not running, or seen by another shard)."""
+        record = self.store.latest_answered(channel_id, candidates)
+        sent = sent_from_record(record) if record is not None else None
+        if sent is None:
+            return None
+        gone = self.store.deleted_among(sent.message_ids | covered(sent))
+        return sent.model_copy(update={"gone": frozenset(gone)}) if gone else sent
 
     async def remember(self, sent: SentPrompt) -> None:
         # The store records the interaction itself (the recorder): nothing more to write.
@@ -78,8 +98,15 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
     """The request an interaction sent (its tool rounds left out) and its answer, or None when
     it does not translate back to exactly what was recorded."""
     context = record.context
+    # The request's own trigger: a continued request also holds the triggers it continues.
     trigger = next(
-        (i for i, entry in enumerate(context) if entry is not None and "trigger" in entry.reasons),
+        (
+            i
+            for i, entry in enumerate(context)
+            if entry is not None
+            and "trigger" in entry.reasons
+            and entry.message_id == record.trigger_message_id
+        ),
         None,
     )
     if trigger is None or not record.answer:
@@ -96,9 +123,7 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
         return None
     ids = record.answer_message_ids
     counter = TokenCounter()
-    answer = MessageNode(
-        role="assistant", content=record.answer, message_id=str(ids[0]) if ids else None
-    )
+    answer = answer_node(record.answer, ids)
     return SentPrompt(
         channel_id=record.channel_id,
         trigger_id=record.trigger_message_id,
@@ -110,9 +135,15 @@ def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
         answer=answer,
         answer_ids=tuple(ids),
         cache_key=conversation_key(_root(nodes, record.trigger_message_id)),
-        others=_others(nodes),
-        cut_at=cut_at_of(record.work_log),
+        others=_others(nodes, record.context),
+        cut_at=record.cut_at if record.cut_at is not None else cut_at_of(record.work_log),
     )
+
+
+def covered(sent: SentPrompt) -> set[int]:
+    """The messages the request's summary stands for (none: no summary, or an old row)."""
+    summaries = (summary_of(node) for node in sent.nodes)
+    return {i for summary in summaries if summary is not None for i in summary.covers}
 
 
 def cut_floor_entry(cut_at: int) -> WorkLogEntry:
@@ -137,12 +168,15 @@ def cut_at_of(work_log: Sequence[WorkLogEntry]) -> int | None:
 
 
 def _restored(node: MessageNode, entry: ContextEntry | None) -> MessageNode:
-    """A sent message read back: its Discord id, or the summary it was (its authors kept for
+    """A sent message read back: its Discord id and why it was selected (a linked message may
+    be of another channel: ``ChannelNow.gone``), or the summary it was (its authors kept for
     the next summary, which draws on them too)."""
     if entry is not None and entry.message_id is None and entry.reasons == [SUMMARY_REASON]:
-        return restored_summary(node, dict(entry.named))
-    message_id = entry.message_id if entry is not None else None
-    return node.model_copy(update={"message_id": str(message_id) if message_id else None})
+        return restored_summary(node, dict(entry.named), entry.covers)
+    if entry is None or entry.message_id is None:
+        return node.model_copy(update={"message_id": None})
+    reasons = [reason for reason in entry.reasons if reason != "trigger"]  # it was, not now
+    return node.replace(message_id=str(entry.message_id), metadata={"reasons": reasons})
 
 
 def _root(nodes: list[MessageNode], trigger_id: int) -> int:
@@ -151,12 +185,15 @@ def _root(nodes: list[MessageNode], trigger_id: int) -> int:
     return int(first) if first is not None else trigger_id
 
 
-def _others(nodes: list[MessageNode]) -> tuple[int, ...]:
-    """The messages sent after a label of other recent talk, up to the next answer or trigger."""
+def _others(nodes: list[MessageNode], context: Sequence[ContextEntry | None]) -> tuple[int, ...]:
+    """The messages sent after a label of other recent talk, up to the next answer or trigger:
+    the label as its row says (a row of before that said nothing: by its text)."""
+    labels = {i for i, entry in enumerate(context) if entry and entry.reasons == [OTHERS_REASON]}
     found: list[int] = []
     after_label = False
-    for node in nodes[:-1]:
-        if node.content == OTHERS_LABEL and node.message_id is None:
+    for index, node in enumerate(nodes[:-1]):
+        by_text = not labels and node.content == OTHERS_LABEL and node.message_id is None
+        if index in labels or by_text:
             after_label = True
         elif node.role == "assistant":
             after_label = False

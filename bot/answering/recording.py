@@ -16,7 +16,13 @@ from bot.model.tool_loop import ToolProgress
 from bot.storage import Store
 from bot.storage.models import ArticleEntry, ContextEntry, InteractionRecord, WorkLogEntry
 from conversation.graph import MessageNode
-from conversation.memory import SUMMARY_REASON, summary_of
+from conversation.memory import (
+    OTHERS_REASON,
+    SUMMARY_REASON,
+    MemoryRecord,
+    memory_record,
+    summary_of,
+)
 from conversation.prompt import SHORTENED, PreparedPrompt
 from conversation.selection import ContextSelection
 
@@ -59,7 +65,16 @@ def interaction_record(result: AnswerResult) -> InteractionRecord:
         work_log=work_log(result, len(messages)),
         articles=article_entries(asked.prepared),
         people=people_names(asked.prepared.selection) if asked.prepared is not None else {},
+        **_memory_columns(asked.prepared),
     )
+
+
+def _memory_columns(prepared: PreparedPrompt | None) -> dict[str, int | None]:
+    """What the memory added, as the interaction's own columns (read back after a restart)."""
+    if prepared is None:
+        return {}
+    record = memory_record(prepared)
+    return {"continues": record.continues, "cut_at": record.cut_at}
 
 
 def request_messages(asked: Asked, model: ModelSettings) -> list[dict]:
@@ -78,7 +93,11 @@ def context_entries(asked: Asked, sent: int) -> list[ContextEntry | None]:
     prepared = asked.prepared
     context: list[ContextEntry | None] = []
     if prepared is not None:
-        context = [_context_entry(node) for node in _nodes(prepared)[:sent]]
+        record = memory_record(prepared)
+        context = [
+            _context_entry(node, position, record)
+            for position, node in enumerate(_nodes(prepared)[:sent])
+        ]
         if asked.tool_use is not None and _tool_turns_sent(asked, sent):
             context.extend([None] * (len(prepared.request_messages) - len(context)))
             context.extend(tool_context(asked.tool_use)[: sent - len(context)])
@@ -86,11 +105,18 @@ def context_entries(asked: Asked, sent: int) -> list[ContextEntry | None]:
     return context
 
 
-def _context_entry(node: MessageNode) -> ContextEntry | None:
+def _context_entry(node: MessageNode, position: int, record: MemoryRecord) -> ContextEntry | None:
     summary = summary_of(node)
     if summary is not None:  # who it drew on: forget-user drops it with them
         tokens = (node.metadata or {}).get("tokens")
-        return ContextEntry(reasons=[SUMMARY_REASON], tokens=tokens, named=summary.authors)
+        return ContextEntry(
+            reasons=[SUMMARY_REASON],
+            tokens=tokens,
+            named=summary.authors,
+            covers=list(record.summaries.get(position, ())),
+        )
+    if position in record.labels:  # the other recent talk starts after it
+        return ContextEntry(reasons=[OTHERS_REASON])
     if node.message_id is None:
         return None
     metadata = node.metadata or {}

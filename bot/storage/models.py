@@ -52,6 +52,10 @@ class ContextEntry(_Frozen):
     named: dict[int, str] = Field(
         default_factory=dict, description="People the text names (id -> name as shown)."
     )
+    covers: list[int] = Field(
+        default_factory=list,
+        description="A summary's: the Discord messages it stands for (a deletion drops it).",
+    )
 
 
 class WorkLogEntry(_Frozen):
@@ -109,6 +113,14 @@ class InteractionRecord(InteractionHeader):
         default_factory=dict,
         description="Every name each person in the context goes by (nickname, global name, "
         "username), so that forgetting them finds the names they were not shown under.",
+    )
+    continues: int | None = Field(
+        None, description="The trigger of the earlier request this one starts with."
+    )
+    cut_at: int | None = Field(
+        None,
+        description="The trigger of the request at which its conversation was last cut (None: "
+        "not since it was built afresh; in a row of before the column: see the work log).",
     )
 
     @field_validator("usage", mode="before")

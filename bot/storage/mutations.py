@@ -137,6 +137,11 @@ def insert_interaction(conn: Db, cache: NodeCache, rec: InteractionRecord) -> in
             raise StoreError(f"interaction {rec.id} is already recorded") from error
         raise
     seq = int(row[0])
+    if rec.continues is not None or rec.cut_at is not None:  # the memory's columns
+        conn.execute(
+            "UPDATE interactions SET continues = ?, cut_at = ? WHERE seq = ?",
+            (rec.continues, rec.cut_at, seq),
+        )
     context_rows = []
     for position, (node_id, entry) in enumerate(zip(node_ids, rec.context, strict=True)):
         if entry is None:
@@ -168,6 +173,14 @@ def insert_interaction(conn: Db, cache: NodeCache, rec: InteractionRecord) -> in
     ]
     if named_rows:
         conn.executemany("INSERT INTO context_names VALUES (?, ?, ?, ?)", named_rows)
+    covered_rows = [
+        (seq, position, message_id)
+        for position, entry in enumerate(rec.context)
+        if entry is not None
+        for message_id in sorted(set(entry.covers))
+    ]
+    if covered_rows:
+        conn.executemany("INSERT INTO summary_messages VALUES (?, ?, ?)", covered_rows)
     people_rows = [
         (seq, user_id, name)
         for user_id, names in rec.people.items()
@@ -303,6 +316,28 @@ def _holds_message(conn: Db, message_id: int) -> bool:
         )
         return False
     return True
+
+
+def summaries_of(conn: Db, message_id: int) -> list[int]:
+    """The nodes of the summaries that stand for the message (``summary_messages``)."""
+    rows = conn.execute(
+        "SELECT DISTINCT c.node_id FROM context c JOIN summary_messages s "
+        "ON s.seq = c.seq AND s.position = c.position WHERE s.message_id = ?",
+        (message_id,),
+    ).fetchall()
+    return [int(node_id) for (node_id,) in rows]
+
+
+def drop_summaries_of(conn: Db, cache: NodeCache, message_id: int) -> int:
+    """Every summary that stands for a deleted message replaced by the placeholder, as
+    forget-user does (what it retells of the message cannot be told apart from the rest), and
+    its old text dropped from the nodes; returns the rows changed. Deletes nodes: run it in an
+    exclusive transaction."""
+    cache.clear()
+    changed = _redact_summaries(conn, cache, summaries_of(conn, message_id))
+    delete_orphan_nodes(conn)
+    cache.clear()
+    return changed
 
 
 def record_delete(conn: Db, message_id: int) -> bool:
@@ -459,8 +494,13 @@ def _drop_summaries(conn: Db, cache: NodeCache, user_id: int) -> int:
         "WHERE n.user_id = ? AND c.message_id IS NULL",
         (user_id,),
     ).fetchall()
+    return _redact_summaries(conn, cache, [int(node_id) for (node_id,) in summaries])
+
+
+def _redact_summaries(conn: Db, cache: NodeCache, node_ids: list[int]) -> int:
+    """These summaries' rows moved to the placeholder's node; returns the rows changed."""
     changed = 0
-    for (old,) in summaries:
+    for old in node_ids:
         (text,) = conn.execute("SELECT json FROM nodes WHERE id = ?", (old,)).fetchone()
         new = node_id_for(conn, cache, canonical_json(redact_message(json.loads(text))))
         if new != old:

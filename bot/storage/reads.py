@@ -7,7 +7,7 @@ so the CLI can use them synchronously, even against the file of a running bot.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -66,6 +66,20 @@ def latest_answered(conn: Db, channel_id: int, message_ids: list[int]) -> int | 
     return None if row is None or row[0] is None else int(row[0])
 
 
+def deleted_among(conn: Db, message_ids: Collection[int]) -> set[int]:
+    """Which of these Discord messages the store knows were deleted (a version invalidated)."""
+    if not message_ids:
+        return set()
+    ids = sorted(set(message_ids))
+    marks = ", ".join("?" for _ in ids)
+    rows = conn.execute(
+        "SELECT DISTINCT message_id FROM message_versions "
+        f"WHERE state = 'invalidated' AND message_id IN ({marks})",
+        tuple(ids),
+    ).fetchall()
+    return {int(row[0]) for row in rows}
+
+
 def seq_of(conn: Db, interaction_id: str) -> int:
     row = conn.execute("SELECT seq FROM interactions WHERE id = ?", (interaction_id,)).fetchone()
     if row is None:
@@ -98,6 +112,13 @@ def context_rows(conn: Db, seq: int) -> list[tuple[dict, ContextEntry | None]]:
         "SELECT position, user_id, name FROM context_names WHERE seq = ?", (seq,)
     ):
         named.setdefault(position, {})[user_id] = shown
+    covers: dict[int, list[int]] = {}
+    for position, message_id in conn.execute(
+        "SELECT position, message_id FROM summary_messages WHERE seq = ? "
+        "ORDER BY position, message_id",
+        (seq,),
+    ):
+        covers.setdefault(position, []).append(int(message_id))
     out: list[tuple[dict, ContextEntry | None]] = []
     for position, text, message_id, author_id, name, reasons, tokens in rows:
         entry = None
@@ -109,6 +130,7 @@ def context_rows(conn: Db, seq: int) -> list[tuple[dict, ContextEntry | None]]:
                 reasons=json.loads(reasons) if reasons else [],
                 tokens=tokens,
                 named=named.get(position, {}),
+                covers=covers.get(position, []),
             )
         out.append((json.loads(text), entry))
     return out
@@ -174,7 +196,16 @@ def load_record(conn: Db, seq: int) -> InteractionRecord:
         work_log=work_log(conn, seq),
         articles=articles(conn, seq),
         people=people(conn, seq),
+        **memory_columns(conn, seq),
     )
+
+
+def memory_columns(conn: Db, seq: int) -> dict[str, int | None]:
+    """What the conversation memory added to the request (``continues``, ``cut_at``)."""
+    row = conn.execute(
+        "SELECT continues, cut_at FROM interactions WHERE seq = ?", (seq,)
+    ).fetchone()
+    return {"continues": row[0], "cut_at": row[1]}
 
 
 def people(conn: Db, seq: int) -> dict[int, list[str]]:

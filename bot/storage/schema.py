@@ -151,6 +151,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         "CREATE INDEX context_node ON context (node_id)",
         "CREATE INDEX message_versions_node ON message_versions (node_id)",
     ),
+    # What the conversation memory added to a request, as columns rather than work-log lines
+    # read back by regex (``conversation.memory.record``): the request it starts with, where its
+    # conversation was last cut (NULL in rows of before: the work log's line is read then), and
+    # the Discord messages each summary stands for, so a deletion of one finds the summaries
+    # to replace (by the index on message_id) and a request read back drops them.
+    (
+        "ALTER TABLE interactions ADD COLUMN continues INTEGER",
+        "ALTER TABLE interactions ADD COLUMN cut_at INTEGER",
+        """CREATE TABLE summary_messages (
+            seq INTEGER NOT NULL REFERENCES interactions (seq) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            message_id INTEGER NOT NULL,
+            PRIMARY KEY (seq, position, message_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX summary_messages_message ON summary_messages (message_id)",
+    ),
 )
 
 

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -171,8 +171,23 @@ class Store:
         )
 
     async def record_delete(self, message_id: int) -> bool:
-        """A Discord deletion: the current version is invalidated. True if it was known."""
-        return bool(await self._do(lambda conn, _cache: mutations.record_delete(conn, message_id)))
+        """A Discord deletion: the current version is invalidated, and a summary that stands
+        for the message is replaced (``mutations.drop_summaries_of``, in a transaction of its
+        own, only when there is one). True if the message was known."""
+        known, summarized = await self._do(
+            lambda conn, _cache: (
+                mutations.record_delete(conn, message_id),
+                bool(mutations.summaries_of(conn, message_id)),
+            )
+        )
+        if summarized:
+            await self._do(
+                lambda conn, cache: _exclusive(
+                    conn, cache, lambda: mutations.drop_summaries_of(conn, cache, message_id)
+                ),
+                transactional=False,
+            )
+        return bool(known)
 
     async def forget_user(self, user_id: int) -> ForgetResult:
         """Remove a person's text from every table, then from the disk itself (VACUUM)."""
@@ -237,6 +252,12 @@ class Store:
         with self._reader() as conn:
             seq = reads.latest_answered(conn, channel_id, message_ids)
             return None if seq is None else reads.load_record(conn, seq)
+
+    def deleted_among(self, message_ids: Collection[int]) -> set[int]:
+        """Which of these Discord messages were deleted, as far as the store knows (its own
+        record of deletion events, on any shard, before any restart)."""
+        with self._reader() as conn:
+            return reads.deleted_among(conn, message_ids)
 
     def explain(self, message_id: int) -> Explanation:
         """Raises StoreError when no interaction has this trigger or answer message."""

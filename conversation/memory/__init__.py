@@ -7,7 +7,8 @@ the in-process one, bounded by count and bytes), ``footprint`` (the bytes a reme
 holds), ``append`` (the follow-up's request: the previous one, the answer,
 what is new; edits and deletions breaking the prefix once; the cut, in one step to a share of
 the budget), ``summary`` (what a cut leaves out, summarized by the model once and sent
-unchanged after the system prompt until the next cut).
+unchanged after the system prompt until the next cut), ``record`` (what the memory added to a
+request as data of its own, for the store's columns: never read back from its text).
 
 The memory's words, as its modules use them:
 
@@ -37,7 +38,8 @@ from conversation.memory.append import (
     sent_prompt,
 )
 from conversation.memory.recall import BoundedMemory, PromptMemory
-from conversation.memory.sent import SentPrompt
+from conversation.memory.record import OTHERS_REASON, MemoryRecord, memory_record
+from conversation.memory.sent import SentPrompt, answer_node
 from conversation.memory.summary import (
     SUMMARY_REASON,
     SummaryPolicy,
@@ -49,13 +51,17 @@ from conversation.memory.summary import (
 __all__ = [
     "CUT_SHARE",
     "KEEP_SHARE",
+    "OTHERS_REASON",
     "SUMMARY_REASON",
     "BoundedMemory",
     "ChannelNow",
     "Continuity",
+    "MemoryRecord",
     "PromptMemory",
     "SentPrompt",
     "SummaryPolicy",
+    "answer_node",
+    "memory_record",
     "parsed_summary",
     "refit_keeping_summary",
     "remembered_prompt",

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from conversation.graph.message_graph import MessageGraph
 from conversation.graph.node import FrozenMap, MessageNode
 from conversation.memory.recall import PromptMemory
-from conversation.memory.sent import SentPrompt, content_digest
+from conversation.memory.sent import SentPrompt, content_digest, discord_ids
 from conversation.memory.summary import (
     Summary,
     SummaryPolicy,
@@ -90,17 +90,25 @@ class Continuity:
 @dataclass(frozen=True)
 class ChannelNow:
     """The channel as it is now, for the messages an earlier request sent: ``deleted`` (known
-    to be gone), ``content`` (the text now, None when not known here) and ``edited`` (whether it
-    was ever edited: what a request read back from the store, with no digest of the text it
-    sent, goes by)."""
+    to be gone: a deletion event, or the store's record of one), ``missing`` (absent from a
+    stretch of the channel's own history held whole: deleted while the bot was not looking),
+    ``content`` (the text now, None when not known here) and ``edited`` (whether it was ever
+    edited: what a request read back from the store, with no digest of the text it sent, goes
+    by)."""
 
     deleted: Callable[[int], bool] = field(default=lambda _message_id: False)
     content: Callable[[int], str | None] = field(default=lambda _message_id: None)
     edited: Callable[[int], bool] = field(default=lambda _message_id: False)
+    missing: Callable[[int], bool] = field(default=lambda _message_id: False)
 
     @classmethod
     def of_cache(cls, cache: ChannelCache) -> ChannelNow:
-        """What the channel's cache knows (gateway edits and deletions included)."""
+        """What the channel's cache knows (gateway edits and deletions included). A message
+        it answers "known not to exist" for is missing; "unknown" is not. A thread's starter
+        (its id is the thread's) lives in the parent channel: never missing here."""
+
+        def missing(message_id: int) -> bool:
+            return message_id > cache.channel_id and cache.get(message_id) is None
 
         def content(message_id: int) -> str | None:
             message = cache.get(message_id)
@@ -110,7 +118,32 @@ class ChannelNow:
             message = cache.get(message_id)
             return message is not None and getattr(message, "edited_at", None) is not None
 
-        return cls(deleted=cache.is_deleted, content=content, edited=edited)
+        return cls(deleted=cache.is_deleted, content=content, edited=edited, missing=missing)
+
+    def with_gone(self, gone: frozenset[int]) -> ChannelNow:
+        """The same, with ``gone`` deleted too (what the store knows is deleted)."""
+        if not gone:
+            return self
+        known = self.deleted
+        return replace(self, deleted=lambda message_id: message_id in gone or known(message_id))
+
+    def gone_id(self, message_id: int) -> bool:
+        """Whether a message of this channel (an answer, one a summary stands for) is gone."""
+        return self.deleted(message_id) or self.missing(message_id)
+
+    def gone(self, node: MessageNode) -> bool:
+        """Whether what a sent node stands for is gone: any part of it deleted, or missing
+        from the channel, unless a link brought it (from another channel, maybe, whose
+        messages this channel's history never holds)."""
+        ids = discord_ids(node)
+        if any(self.deleted(i) for i in ids):
+            return True
+        return not _linked(node) and any(self.missing(i) for i in ids)
+
+
+def _linked(node: MessageNode) -> bool:
+    """Whether the message was selected because a message links to it."""
+    return any(str(r).startswith("link") for r in (node.metadata or {}).get("reasons", ()))
 
 
 def candidates(fresh: PreparedPrompt) -> list[int]:
@@ -187,8 +220,11 @@ def _continued(
     }
     kept, tokens, broken = _still_valid(previous, current, now, counter)
     if previous.answer is not None:
-        kept.append(previous.answer)
-        tokens.append(counter.node(previous.answer))
+        if any(now.gone_id(i) for i in previous.answer_ids):  # a moderator deleted it
+            broken = True
+        else:
+            kept.append(previous.answer)
+            tokens.append(counter.node(previous.answer))
     reused = len(kept) if not broken else None
     floor = _cut_floor(previous)
     added, added_tokens = _new_part(previous, fresh, kept, counter, now, floor)
@@ -295,7 +331,7 @@ def with_summary(
         graph = MessageGraph()
         graph.extend([nodes[0], *replaced, *nodes[1:]])
         graph.squash(1, 1 + len(replaced), node)
-        assembled.graph = graph
+        assembled = replace(assembled, graph=graph)
     return assembled
 
 
@@ -325,10 +361,9 @@ def refit_keeping_summary(
         smaller = budget.model_copy(update={"reserve": reserve})
         refit = with_summary(refit_prompt(prepared, smaller, counter), summary, counter)
         if refit.fitted is not None:
-            refit.fitted = replace(refit.fitted, budget=budget)
-        refit.summary_note = prepared.summary_note
-    refit.cut_at = prepared.cut_at
-    return refit
+            refit = replace(refit, fitted=replace(refit.fitted, budget=budget))
+        refit = replace(refit, summary_note=prepared.summary_note)
+    return replace(refit, cut_at=prepared.cut_at)
 
 
 def _assembled(
@@ -374,21 +409,27 @@ def _tokens_of(nodes: Sequence[MessageNode], counter: TokenCounter) -> list[int]
 def _still_valid(
     previous: SentPrompt, current: dict[int, MessageNode], now: ChannelNow, counter: TokenCounter
 ) -> tuple[list[MessageNode], list[int], bool]:
-    """The previous request with deleted messages taken out and edited ones sent as they are
-    now (left out when not selected now); whether anything changed (the prefix broke)."""
+    """The previous request with deleted messages taken out (and a summary standing for one:
+    a plain cut then, the next cut writes a new summary) and edited ones sent as they are now
+    (left out when not selected now); whether anything changed (the prefix broke)."""
     kept: list[MessageNode] = []
     tokens: list[int] = []
     broken = False
     for node, counted in zip(previous.nodes, previous.tokens, strict=True):
+        summary = summary_of(node)
+        if summary is not None and summary.covers_any(now.gone_id):
+            broken = True
+            continue
         if node.message_id is not None:
             message_id = int(node.message_id)
-            if now.deleted(message_id):
+            if now.gone(node):  # an answer's part, too
                 broken = True
                 continue
             text = now.content(message_id)
             digest = previous.digests.get(message_id)
-            if digest is None:
-                changed = now.edited(message_id)
+            if digest is None:  # read back from the store: whether it was ever edited
+                # (not the bot's own answers: posting one streams it in edits)
+                changed = node.role != "assistant" and now.edited(message_id)
             else:
                 changed = text is not None and content_digest(text) != digest
             if changed:
@@ -501,24 +542,29 @@ async def remembered_prompt(
     its ``timeout_seconds``; a failure leaves the plain cut, noted in ``summary_note``)."""
     previous = await memory.recall(channel_id, candidates(fresh))
     counter = counter or TokenCounter()
+    now = (now or ChannelNow()).with_gone(previous.gone if previous is not None else frozenset())
     room = counter.scale(summaries.room) if summaries is not None and budget is not None else 0
     prepared, cut = _continued(previous, fresh, continuity, budget, counter, now, room)
     if not cut or summaries is None:
         return prepared, previous
-    dropped = dropped_by(previous, prepared)
+    dropped = dropped_by(previous, prepared, now.gone_id)
     if not dropped:  # nothing new to summarize: what the summary so far says still holds
         if dropped.earlier is not None:
             prepared = with_summary(prepared, dropped.earlier, counter)
-            prepared.summary_note = ("success", f"the {dropped.earlier.describe()} kept")
+            prepared = replace(
+                prepared, summary_note=("success", f"the {dropped.earlier.describe()} kept")
+            )
         return prepared, previous
     summary, why = await write_summary(dropped, summaries)
     if summary is None:
         if dropped.earlier is not None:  # what it said still holds: only the new part is lost
             prepared = with_summary(prepared, dropped.earlier, counter)
             why = f"{why}; the {dropped.earlier.describe()} kept"
-        prepared.summary_note = ("failure", why)
+        prepared = replace(prepared, summary_note=("failure", why))
         return prepared, previous
     replaced = [summary_node(dropped.earlier)] if dropped.earlier is not None else []
     prepared = with_summary(prepared, summary, counter, [*replaced, *dropped.nodes])
-    prepared.summary_note = ("success", f"{summary.describe()} written at the cut")
+    prepared = replace(
+        prepared, summary_note=("success", f"{summary.describe()} written at the cut")
+    )
     return prepared, previous

@@ -201,6 +201,8 @@ class Materializer:
         speaker = labels.label(author.id, shown_name(author))
         replying = _reply_target(message, replied_author, labels, people)
         header = f"{speaker} (replying to {replying})" if replying else speaker
+        if getattr(message, "edited_at", None) is not None:  # what it says now, not at first
+            header = f"{header} {EDITED}"
         return MessageNode(
             role="user",
             content=f"{header}: {body}",
@@ -281,6 +283,12 @@ class Materializer:
 
 
 EMBEDDING_TAG = re.compile(r"<(/?)(embeddings?)", re.IGNORECASE)
+
+
+EDITED = "(edited)"
+"""After the header of a message edited since it was posted: the model knows an old message
+may say something else than when it was answered (one edited into instructions, say). It
+depends only on the message, so a request sent again unchanged stays byte for byte the same."""
 
 
 def neutralize_embedding_tags(text: str) -> str:

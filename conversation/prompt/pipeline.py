@@ -30,8 +30,12 @@ from conversation.sources.source import MessageLike
 NOW_PLACEHOLDER = "{now}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class PreparedPrompt:
+    """The request for one trigger, frozen once built: a follow-up's request, a refit or a
+    summary spliced in is a new one (``dataclasses.replace``), so what the memory remembers
+    of a request is what was sent."""
+
     selection: ContextSelection
     materialized: MaterializedContext
     graph: MessageGraph

@@ -98,14 +98,20 @@ async def bot_runs(store: Store, **sections: dict) -> AsyncIterator[Callable[[],
         yield run
 
 
+async def hard_links_asked(bot: Harness) -> dict:
+    """Chloé asks the bot about the upgrade; its answer, once nothing is in progress."""
+    answer = await bot.answer_to(
+        CHANNEL, CHLOE, f"<@{BOT_ID}> can I use the hard-link mode for 800 GB?"
+    )
+    await settled(bot)
+    return answer
+
+
 async def test_after_a_restart_the_follow_up_starts_with_the_stored_request(tmp_path):
     with Store.open(tmp_path / "store.sqlite3") as store:
         async with bot_runs(store) as run:
             async with run() as bot:
-                answer = await bot.answer_to(
-                    CHANNEL, CHLOE, f"<@{BOT_ID}> can I use the hard-link mode for 800 GB?"
-                )
-                await settled(bot)
+                answer = await hard_links_asked(bot)
                 said = bot.discord.message(CHANNEL, answer["id"])["content"]  # streamed: whole
                 await bot.discord.user_says(CHANNEL, ELI, "lunch at the noodle place?")
             async with run() as bot:  # restarted: nothing in memory, the store remembers
@@ -145,3 +151,26 @@ async def test_a_member_who_may_not_read_history_gets_no_earlier_request():
         sent = bot.model.chat_requests[-1].messages
     assert "staging database" not in str(sent)
     assert "tomorrow" in sent[-1]["content"]
+
+
+async def test_after_a_restart_a_conversation_answered_twice_keeps_its_whole_prefix(tmp_path):
+    """The stored request holds the trigger it continues too, and the bot's answers were
+    streamed in edits: neither may cut the request read back short."""
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with bot_runs(store) as run:
+            async with run() as bot:
+                answer = await hard_links_asked(bot)
+                again = await bot.answer_to(
+                    CHANNEL, CHLOE, "and if it fails?", reply_to=int(answer["id"]),
+                    mention_author=False,
+                )  # fmt: skip
+                await settled(bot)
+                second = bot.model.chat_requests[-1].messages
+            async with run() as bot:
+                await bot.answer_to(
+                    CHANNEL, CHLOE, "and then?", reply_to=int(again["id"]), mention_author=False
+                )
+                await settled(bot)
+                third = bot.model.chat_requests[-1].messages
+    assert json.dumps(third[: len(second)]) == json.dumps(second)
+    assert third[len(second)]["role"] == "assistant" and "and then?" in third[-1]["content"]

@@ -4,11 +4,16 @@ stored before the work log said so reads back as never cut."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from bot.answering.prompt_memory import StoredPromptMemory, cut_floor_entry
-from bot.storage import ContextEntry, InteractionRecord, Store, WorkLogEntry
-from tests.bot.storage.test_summaries_stored import store  # noqa: F401
+from bot.storage import MIGRATIONS, ContextEntry, InteractionRecord, Store, WorkLogEntry
+from bot.storage.models import REMOVED
+from conversation.memory import OTHERS_REASON, SUMMARY_REASON, summary_of
+from conversation.memory.summary import Summary, summary_node
+from conversation.prompt import OTHERS_LABEL
+from tests.bot.storage.test_summaries_stored import ELI, store  # noqa: F401
 
 CHLOE = 1300000000000000103
 CHANNEL = 7
@@ -78,3 +83,82 @@ async def test_where_it_was_cut_survives_forgetting_someone_named_like_a_word_of
     [line] = [e.detail for e in record.work_log if e.action == "cut_floor"]
     assert "removed" in line  # the names went, as forget-user says
     assert cut is not None and cut.cut_at == 990
+
+
+async def test_a_request_read_back_honours_the_deletions_the_store_recorded(
+    store: Store,  # noqa: F811
+) -> None:
+    """Deleted while no process that remembers the request saw it go (before a restart, or
+    on another shard): the store's own record of the deletion marks it gone."""
+    async with store:
+        await store.record(answered(1001, []))
+        await store.record_delete(1002)  # the answer, taken down by a moderator
+        await store.record_delete(4242)  # a message the request does not hold
+        read = await StoredPromptMemory(store).recall(CHANNEL, [1001])
+    assert read is not None and read.gone == frozenset({1002})
+
+
+def continued_after_a_cut(trigger: int, covers: list[int]) -> InteractionRecord:
+    """An answer whose request starts with a summary standing for ``covers``, then other talk
+    after the label, cut at 990 (as columns only: its work log says nothing of it)."""
+    summary = Summary(text="They planned the upgrade.", messages=len(covers), covers=tuple(covers))
+    base = answered(trigger, [])
+    system, asked = base.request_messages
+    other = {"role": "user", "content": "Eli: lunch?", "name": "Eli"}
+    return base.model_copy(
+        update={
+            "request_messages": [
+                system,
+                {"role": "user", "content": summary_node(summary).content},
+                {"role": "user", "content": OTHERS_LABEL},
+                other,
+                asked,
+            ],
+            "context": [
+                None,
+                ContextEntry(reasons=[SUMMARY_REASON], covers=covers),
+                ContextEntry(reasons=[OTHERS_REASON]),
+                ContextEntry(message_id=1000, author_id=ELI, name="Eli", reasons=["temporal"]),
+                base.context[1],
+            ],
+            "continues": 980,
+            "cut_at": 990,
+        }
+    )
+
+
+async def test_what_the_memory_added_is_read_back_from_its_columns(
+    store: Store,  # noqa: F811
+) -> None:
+    async with store:
+        await store.record(continued_after_a_cut(1001, [900, 901]))
+        read = await StoredPromptMemory(store).recall(CHANNEL, [1002])
+        record = store.latest_answered(CHANNEL, [1001])
+    assert read is not None and read.cut_at == 990 and read.others == (1000,)
+    assert record is not None and record.continues == 980
+    (summary,) = [s for s in map(summary_of, read.nodes) if s is not None]
+    assert summary.covers == (900, 901)
+
+
+async def test_deleting_a_summarized_message_replaces_the_summary_in_the_store(
+    store: Store,  # noqa: F811
+) -> None:
+    async with store:
+        await store.record(continued_after_a_cut(1001, [900, 901]))
+        await store.record(continued_after_a_cut(1003, [950]))
+        await store.record_delete(901)
+        exported = json.dumps(list(store.export()))
+        read = await StoredPromptMemory(store).recall(CHANNEL, [1003])
+    assert exported.count("They planned the upgrade.") == 1  # the other summary stays
+    assert REMOVED in exported
+    assert read is not None and summary_of(read.nodes[1]) is not None
+
+
+async def test_a_row_stored_before_the_memory_had_columns_still_reads(tmp_path) -> None:
+    """Written by the version before: where it was cut comes from its work log's line."""
+    path = tmp_path / "before.sqlite3"
+    async with Store.open(path, migrations=MIGRATIONS[:-1]) as older:
+        await older.record(answered(1001, [cut_floor_entry(990)]))
+    async with Store.open(path) as upgraded:
+        read = await StoredPromptMemory(upgraded).recall(CHANNEL, [1002])
+    assert read is not None and read.cut_at == 990

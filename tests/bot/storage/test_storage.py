@@ -28,6 +28,14 @@ from bot.storage import (
 from bot.storage.models import REMOVED
 from bot.storage.mutations import FORGOTTEN, repoint_theirs
 
+NODE_INDEXES = next(
+    i
+    for i, step in enumerate(MIGRATIONS)
+    if "CREATE INDEX context_node ON context (node_id)" in step
+)
+"""The migration that indexes rows by node: a store of before it is made at this version."""
+
+
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 SYSTEM = {"role": "system", "content": "You are Testbot. Be brief."}
 BOT_ID = 999
@@ -362,14 +370,15 @@ async def test_a_file_of_the_version_before_gains_the_node_indexes_and_keeps_its
         make_record(3, [(1, 1, "hello"), (3, 2, "hi")], answer_ids=(600,)),
         make_record(5, [(1, 1, "hello"), (5, 1, "again")], names={1: "Al"}),
     ]
-    async with Store.open(path, migrations=MIGRATIONS[:-1]) as store:
+    before = NODE_INDEXES
+    async with Store.open(path, migrations=MIGRATIONS[:before]) as store:
         for rec in records:
             await store.record(rec)
         await store.record_edit(1, 10, 1, "hello, edited", NOW)
         versions = store.message_versions(1)
         counts = store.counts()
     with sqlite3.connect(path) as conn:
-        assert schema_version(conn) == len(MIGRATIONS) - 1
+        assert schema_version(conn) == before
         assert not {"context_node", "message_versions_node"} & _index_names(conn)
     with Store.open(path) as store:
         assert [store.get_interaction(rec.id) for rec in records] == records

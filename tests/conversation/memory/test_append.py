@@ -220,3 +220,22 @@ async def test_what_a_plain_cut_left_out_comes_back_when_the_room_has_grown(tmp_
     assert second.cut_at == SECOND and dropped
     assert widened.nodes[: len(second.nodes)] == second.nodes  # it continues the cut request
     assert dropped <= message_ids(widened.nodes)
+
+
+def test_a_message_missing_from_a_stretch_the_cache_holds_whole_is_deleted():
+    """The cache answers "known not to exist" for it (deleted while the bot was down, say):
+    the memory takes that as deleted; a message it knows nothing of is not."""
+    cache = ChannelCache(7)
+    cache.cover(0, 200)
+    now = ChannelNow.of_cache(cache)
+    assert now.gone_id(150)
+    assert not now.gone_id(300)  # unknown, not gone
+    assert now.with_gone(frozenset({300})).gone_id(300)  # the store said so
+    # A thread's starter message (the thread's id) is in the parent channel; a linked message
+    # may be in any channel: neither is gone for missing here.
+    assert not now.gone_id(7)
+    linked = MessageNode(
+        role="user", content="x", message_id="150", metadata={"reasons": ["link via 190"]}
+    )
+    assert not now.gone(linked)
+    assert now.gone(linked.model_copy(update={"metadata": {}}))
