@@ -1,5 +1,10 @@
 """The bot's latest answer per channel, read back from the store at start: the follow-ups right
 after a restart are recognized as they were before it (the channel caches start empty).
+
+The answers are read within the longest follow window of the config (the top level's or a
+``[[channels]]`` table's): which table a channel takes is only known once the gateway shows the
+channel (its category, a thread's parent), and each follow-up is then held to its own channel's
+``follow_minutes`` when it is admitted (``bot.intake.admission``).
 """
 
 from __future__ import annotations
@@ -9,6 +14,8 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bot.config.channels import effective_configs, top_level
+from bot.config.schema import Config
 from bot.storage import Store, StoreError
 from conversation.selection import Follower
 
@@ -18,10 +25,17 @@ RECALLED_INTERACTIONS = 200
 """The latest interactions read at start for the bot's recent answers (one per channel kept)."""
 
 
+def longest_follow_minutes(config: Config) -> float:
+    """The longest ``follow_minutes`` any channel follows with (the top level or a table)."""
+    configs = [top_level(config), *effective_configs(config)]
+    return max(c.triggers.follow_minutes for c in configs)
+
+
 async def recall_recent_answers(
     store: Store, follower: Follower, bot_id: int, follow_minutes: float
 ) -> None:
-    """Hand ``follower`` the bot's latest answer per channel within the follow window."""
+    """Hand ``follower`` the bot's latest answer per channel within ``follow_minutes`` (the
+    longest window: ``longest_follow_minutes``)."""
     since = datetime.now(UTC) - timedelta(minutes=follow_minutes)
 
     def recent() -> list[Any]:

@@ -32,7 +32,7 @@ from bot.intake.admission import Admission
 from bot.intake.burst import BurstWindow
 from bot.intake.once import AnsweredOnce
 from bot.intake.queue import AnswerQueue, AnswerSlots
-from bot.intake.recall import recall_recent_answers
+from bot.intake.recall import longest_follow_minutes, recall_recent_answers
 from bot.intake.trigger import Trigger
 from bot.model.client import ModelClient
 from bot.serve.commands import register_commands
@@ -167,7 +167,7 @@ class ThreadwiseClient(nextcord.Client):
                 self.store,
                 self.admission.follower,
                 self.user.id,
-                self.config.triggers.follow_minutes,
+                longest_follow_minutes(self.config),
             )
         if self.metrics is not None and self.metrics_server is None:
             self.metrics_server = MetricsServer(self.metrics, self.config.metrics)
