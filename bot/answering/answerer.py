@@ -18,6 +18,7 @@ from typing import Any
 
 from bot.answering.asking import Asking
 from bot.answering.channels import ChannelRuntime, ChannelRuntimes, ModelClients
+from bot.answering.forgotten import ForgottenPeople
 from bot.answering.metrics import Metrics
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.result import (
@@ -82,10 +83,13 @@ class Answerer:
         tools: Toolbox | None = None,
         metrics: Metrics | None = None,
         memory: PromptMemory | None = None,
+        forgotten: ForgottenPeople | None = None,
     ) -> None:
         self.config = config
         # What each answer sent, so a follow-up's request starts with it (conversation.memory).
         self.memory: PromptMemory = memory or BoundedMemory()
+        # Who forget-user removed (polled from the store): never sent or remembered again.
+        self.forgotten = forgotten or ForgottenPeople(None)
         self.caches = caches
         self.materializer = materializer
         self.model = model
@@ -184,7 +188,8 @@ class Answerer:
         bot_id = self.materializer.options.bot_user_id or 0  # 0 before the gateway said it
         asking.prepared = await prepare_prompt(
             message, reader, runtime.builder, self.materializer, persona,
-            budget=budget, counter=counter, narrow=lambda chosen: sealed(chosen, cache, bot_id),
+            budget=budget, counter=counter,
+            narrow=lambda chosen: self.forgotten.narrow(sealed(chosen, cache, bot_id), bot_id),
         )  # fmt: skip
         if restriction is not None:
             return None
@@ -227,6 +232,8 @@ class Answerer:
             sent = sent_prompt(
                 prepared, message.channel.id, answer=answer, answer_ids=ids, previous=previous
             )
+            if self.forgotten.holds(sent):  # a person forgotten while it was answered
+                return
             await self.memory.remember(sent)
         except Exception:  # a memory that cannot keep it costs the next answer its prefix only
             log.exception("could not remember what the answer to %s sent", message.id)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from bot.storage import InteractionRecord, Store, StoreError
@@ -58,6 +58,11 @@ class StoredPromptMemory:
     async def remember(self, sent: SentPrompt) -> None:
         # The store records the interaction itself (the recorder): nothing more to write.
         self.recent.remember_now(sent)
+
+    def drop(self, where: Callable[[SentPrompt], bool]) -> int:
+        """Forget the remembered requests ``where`` holds true of (the store's own copies are
+        scrubbed by forget-user itself)."""
+        return self.recent.drop(where)
 
 
 def sent_from_record(record: InteractionRecord) -> SentPrompt | None:

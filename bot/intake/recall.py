@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,16 +33,23 @@ def longest_follow_minutes(config: Config) -> float:
 
 
 async def recall_recent_answers(
-    store: Store, follower: Follower, bot_id: int, follow_minutes: float
+    store: Store,
+    follower: Follower,
+    bot_id: int,
+    follow_minutes: float,
+    *,
+    forgotten: Collection[int] = (),
 ) -> None:
     """Hand ``follower`` the bot's latest answer per channel within ``follow_minutes`` (the
-    longest window: ``longest_follow_minutes``)."""
+    longest window: ``longest_follow_minutes``); none to a person ``forgotten`` (forget-user)."""
     since = datetime.now(UTC) - timedelta(minutes=follow_minutes)
 
     def recent() -> list[Any]:
         latest: dict[int, Any] = {}
         for summary in store.recent_interactions(limit=RECALLED_INTERACTIONS):
             if summary.ended_at < since or summary.outcome != "success":
+                continue
+            if summary.removed or summary.trigger_author_id in forgotten:
                 continue
             if summary.channel_id not in latest:
                 latest[summary.channel_id] = store.get_interaction(summary.interaction_id)

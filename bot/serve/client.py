@@ -11,6 +11,7 @@ holding one place in line (``bot.intake.queue``). The slash commands are in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Coroutine
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from typing import Any
 import nextcord
 
 from bot.answering.answerer import Answerer
+from bot.answering.forgotten import ForgottenPeople
 from bot.answering.metrics import Metrics
 from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
@@ -37,7 +39,7 @@ from bot.intake.trigger import Trigger
 from bot.model.client import ModelClient
 from bot.serve.commands import register_commands
 from bot.serve.metrics_server import MetricsServer
-from bot.storage import Store
+from bot.storage import Store, StoreError
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService
 from conversation.common import clean_text
@@ -116,6 +118,7 @@ class ThreadwiseClient(nextcord.Client):
             tools=tools,
             metrics=self.metrics,
             memory=StoredPromptMemory(store) if store is not None else None,
+            forgotten=ForgottenPeople(store),
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
@@ -163,15 +166,29 @@ class ThreadwiseClient(nextcord.Client):
         await super().login(token)
         # Before the gateway connects, so no follow-up arrives before the bot knows its answers.
         if self.store is not None and self.user is not None:
+            forgotten = self.answerer.forgotten
+            with contextlib.suppress(StoreError):  # the watch reads it again soon
+                await forgotten.poll()
             await recall_recent_answers(
                 self.store,
                 self.admission.follower,
                 self.user.id,
                 longest_follow_minutes(self.config),
+                forgotten=set(forgotten.at),
             )
+            self._spawn(forgotten.watch(self._forget))
         if self.metrics is not None and self.metrics_server is None:
             self.metrics_server = MetricsServer(self.metrics, self.config.metrics)
             await self.metrics_server.start()
+
+    def _forget(self, people: set[int]) -> None:
+        """People forget-user removed (maybe in another process): what this process remembers
+        of them goes (the store's copies are scrubbed by forget-user itself)."""
+        dropped = self.answerer.memory.drop(
+            lambda sent: self.answerer.forgotten.holds(sent, people)
+        )
+        self.admission.follower.forget(people)
+        log.info("dropped %d remembered request(s) holding a forgotten person", dropped)
 
     async def close(self) -> None:
         for task in list(self._tasks):

@@ -33,6 +33,7 @@ from bot.storage.models import (
     PruneResult,
 )
 from bot.storage.schema import MIGRATIONS, Migration, migrate
+from bot.storage.timefmt import to_db
 from bot.storage.writer_thread import Writer, rollback
 
 
@@ -183,6 +184,10 @@ class Store:
 
         return await self._do(job, transactional=False)  # type: ignore[no-any-return]
 
+    async def record_seal(self, channel_id: int, message_id: int) -> None:
+        """A ``/fresh`` seal the bot posted (``conversation.selection.seal``)."""
+        await self._do(lambda conn, _cache: mutations.record_seal(conn, channel_id, message_id))
+
     async def save_model_limits(self, limits: limits_mod.ModelLimits) -> None:
         """Remember a model's token calibration and learned window (one small upsert)."""
         await self._do(lambda conn, _cache: limits_mod.save(conn, limits))
@@ -244,6 +249,16 @@ class Store:
 
     async def explain_async(self, message_id: int) -> Explanation:
         return await asyncio.to_thread(self.explain, message_id)
+
+    def forgotten_since(self, moment: datetime | None = None) -> list[tuple[int, datetime]]:
+        """Who forget-user removed at ``moment`` or later (None: ever), with when."""
+        with self._reader() as conn:
+            return reads.forgotten_since(conn, "" if moment is None else to_db(moment))
+
+    def latest_seal(self, channel_id: int) -> int | None:
+        """The channel's latest standing ``/fresh`` seal (its message id), None: none."""
+        with self._reader() as conn:
+            return reads.latest_seal(conn, channel_id)
 
     def model_limits(self) -> dict[str, limits_mod.ModelLimits]:
         """What is known per model for the token budget (see ``bot.storage.limits``)."""

@@ -31,6 +31,10 @@ from bot.storage.mutations import FORGOTTEN, repoint_theirs
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 SYSTEM = {"role": "system", "content": "You are Testbot. Be brief."}
 BOT_ID = 999
+NODE_INDEXES = next(
+    i for i, m in enumerate(MIGRATIONS) if any("INDEX context_node" in s for s in m)
+)
+"""The number of migrations before the node indexes: a file of that version gains them."""
 
 
 def user_msg(mid: int, author: int, text: str, name: str = "") -> dict:
@@ -362,14 +366,14 @@ async def test_a_file_of_the_version_before_gains_the_node_indexes_and_keeps_its
         make_record(3, [(1, 1, "hello"), (3, 2, "hi")], answer_ids=(600,)),
         make_record(5, [(1, 1, "hello"), (5, 1, "again")], names={1: "Al"}),
     ]
-    async with Store.open(path, migrations=MIGRATIONS[:-1]) as store:
+    async with Store.open(path, migrations=MIGRATIONS[:NODE_INDEXES]) as store:
         for rec in records:
             await store.record(rec)
         await store.record_edit(1, 10, 1, "hello, edited", NOW)
         versions = store.message_versions(1)
         counts = store.counts()
     with sqlite3.connect(path) as conn:
-        assert schema_version(conn) == len(MIGRATIONS) - 1
+        assert schema_version(conn) == NODE_INDEXES
         assert not {"context_node", "message_versions_node"} & _index_names(conn)
     with Store.open(path) as store:
         assert [store.get_interaction(rec.id) for rec in records] == records

@@ -19,7 +19,7 @@ from bot.storage import MIGRATIONS, Store, StoreError
 from bot.storage.mutations import FORGOTTEN, repoint_theirs
 from bot.storage.postgres import POSTGRES, connect_postgres
 from bot.storage.schema import migrate, schema_version
-from tests.bot.storage.test_storage import NOW, make_record
+from tests.bot.storage.test_storage import NODE_INDEXES, NOW, make_record
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -118,7 +118,7 @@ def test_migrations_are_tracked_in_the_database(postgres_url: str) -> None:
 
 async def test_a_database_of_the_version_before_gains_the_node_indexes(postgres_url: str) -> None:
     rec = make_record(3, [(1, 1, "hello"), (3, 2, "hi")], answer_ids=(600,))
-    async with Store.open_url(postgres_url, migrations=MIGRATIONS[:-1]) as store:
+    async with Store.open_url(postgres_url, migrations=MIGRATIONS[:NODE_INDEXES]) as store:
         await store.record(rec)
     async with Store.open_url(postgres_url) as store:
         assert store.get_interaction(rec.id) == rec
