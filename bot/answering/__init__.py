@@ -5,8 +5,9 @@ What lives here: the answer itself, step by step (``answerer``), what it came to
 channel's settings made into working parts, model clients per endpoint included
 (``channels``), what each answer sent, for its follow-ups, from memory or the store
 (``prompt_memory``), the people forget-user removed, polled from the store so that no
-answer sends or remembers them again (``forgotten``), who writes the summary of what a cut
-leaves out (``summaries``), the token budget learned per model (``prompt_budget``), tools in
+answer sends or remembers them again (``forgotten``), each channel's latest ``/fresh`` seal
+as the store recorded it (``seals``), who writes the summary of what a cut leaves out
+(``summaries``), the token budget learned per model (``prompt_budget``), tools in
 an answer and their stored rounds (``tool_use``, ``tool_record``), the stored record of each
 answer (``recording``), the Prometheus counts of answers (``metrics``) and the texts the bot
 posts about itself (``notices``).

@@ -29,6 +29,7 @@ from bot.answering.result import (
     Ending,
     Recorder,
 )
+from bot.answering.seals import ChannelSeals
 from bot.answering.tool_use import offer_for
 from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
@@ -52,7 +53,7 @@ from conversation.memory import (
     sent_prompt,
 )
 from conversation.prompt import Materializer, PreparedPrompt, persona_for, prepare_prompt
-from conversation.selection import sealed
+from conversation.selection import ContextSelection, sealed
 from conversation.sources import (
     HISTORY_UNREADABLE,
     CacheRegistry,
@@ -84,12 +85,15 @@ class Answerer:
         metrics: Metrics | None = None,
         memory: PromptMemory | None = None,
         forgotten: ForgottenPeople | None = None,
+        seals: ChannelSeals | None = None,
     ) -> None:
         self.config = config
         # What each answer sent, so a follow-up's request starts with it (conversation.memory).
         self.memory: PromptMemory = memory or BoundedMemory()
         # Who forget-user removed (polled from the store): never sent or remembered again.
         self.forgotten = forgotten or ForgottenPeople(None)
+        # Each channel's latest /fresh seal as the store recorded it (a cold cache's too).
+        self.seals = seals or ChannelSeals(None)
         self.caches = caches
         self.materializer = materializer
         self.model = model
@@ -186,10 +190,16 @@ class Answerer:
             else RestrictedReader(source, cache, restriction)
         )
         bot_id = self.materializer.options.bot_user_id or 0  # 0 before the gateway said it
+        seal = await self.seals.latest(channel.id)
+
+        def narrow(chosen: ContextSelection) -> ContextSelection:
+            """The seal, then the people forgotten: what this answer may not read."""
+            return self.forgotten.narrow(sealed(chosen, cache, bot_id, seal), bot_id)
+
         asking.prepared = await prepare_prompt(
             message, reader, runtime.builder, self.materializer, persona,
             budget=budget, counter=counter,
-            narrow=lambda chosen: self.forgotten.narrow(sealed(chosen, cache, bot_id), bot_id),
+            narrow=narrow,
         )  # fmt: skip
         if restriction is not None:
             return None

@@ -53,7 +53,13 @@ async def recall_recent_answers(
                 continue
             if summary.channel_id not in latest:
                 latest[summary.channel_id] = store.get_interaction(summary.interaction_id)
-        return list(latest.values())
+        # An answer before the channel's latest /fresh seal is over: nothing to follow.
+        return [
+            record
+            for channel_id, record in latest.items()
+            if (seal := store.latest_seal(channel_id)) is None
+            or seal < max(record.answer_message_ids, default=record.trigger_message_id)
+        ]
 
     try:
         records = await asyncio.to_thread(recent)

@@ -26,6 +26,7 @@ from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.prompt_memory import StoredPromptMemory
 from bot.answering.result import Recorder
+from bot.answering.seals import ChannelSeals
 from bot.config.schema import Config, ConfigError
 from bot.discord.compat import message_from_payload, set_rest_base
 from bot.discord.dm_roles import DmRoles
@@ -44,7 +45,7 @@ from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService
 from conversation.common import clean_text
 from conversation.prompt import MaterializeOptions, Materializer, bot_name_in
-from conversation.selection import Follower
+from conversation.selection import Follower, is_seal
 from conversation.sources import CacheRegistry, Slimmer
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,7 @@ class ThreadwiseClient(nextcord.Client):
             metrics=self.metrics,
             memory=StoredPromptMemory(store) if store is not None else None,
             forgotten=ForgottenPeople(store),
+            seals=ChannelSeals(store),
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
@@ -226,6 +228,9 @@ class ThreadwiseClient(nextcord.Client):
             self._channels[message.channel.id] = message.channel
         if self.user is None:
             return
+        if is_seal(message, self.user.id):  # /fresh: recorded, and the talk before is over
+            self.admission.follower.sealed(message.channel.id)
+            await self.answerer.seals.posted(message.channel.id, message.id)
         trigger = await self.admission.admit(message, cache, self.user.id)
         if trigger is not None:
             self._spawn(self.burst.wait_out(trigger))
@@ -269,7 +274,8 @@ class ThreadwiseClient(nextcord.Client):
             if cache is not None:
                 cache.on_delete(message_id)
             if self.store is not None:
-                await self.store.record_delete(message_id)
+                await self.store.record_delete(message_id)  # a seal's row too
+            self.answerer.seals.deleted(channel_id, message_id)  # deleting a seal un-seals
 
     # ------------------------------------------------------------------ answering
 

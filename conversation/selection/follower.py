@@ -97,6 +97,10 @@ class Follower:
                 del self._remembered[channel_id]
         self._clues = ClueCache()
 
+    def sealed(self, channel_id: int) -> None:
+        """A ``/fresh`` seal in the channel: the answer recalled from the store is over."""
+        self._remembered.pop(channel_id, None)
+
     def spoke_lately(self, message: MessageLike, channel_id: int, minutes: float) -> bool:
         """Whether the bot spoke in the channel within ``minutes`` before ``message`` (as the
         gateway showed it since the start)."""
