@@ -126,6 +126,7 @@ class ThreadwiseClient(nextcord.Client):
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
         self._channels: dict[int, Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._forget_watch: asyncio.Task[None] | None = None  # from login() to close()
         self._open_intake(store)
         if self.metrics is not None:
             self.metrics.watch(
@@ -178,7 +179,8 @@ class ThreadwiseClient(nextcord.Client):
                 longest_follow_minutes(self.config),
                 forgotten=set(forgotten.at),
             )
-            self._spawn(forgotten.watch(self._forget))
+            if self._forget_watch is None:  # not one of _tasks: those are answers in progress
+                self._forget_watch = asyncio.create_task(forgotten.watch(self._forget))
         if self.metrics is not None and self.metrics_server is None:
             self.metrics_server = MetricsServer(self.metrics, self.config.metrics)
             await self.metrics_server.start()
@@ -193,9 +195,10 @@ class ThreadwiseClient(nextcord.Client):
         log.info("dropped %d remembered request(s) holding a forgotten person", dropped)
 
     async def close(self) -> None:
-        for task in list(self._tasks):
+        watch, self._forget_watch = self._forget_watch, None
+        for task in [*self._tasks, *([watch] if watch is not None else [])]:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *([watch] if watch else []), return_exceptions=True)
         await super().close()
         if self.metrics_server is not None:
             await self.metrics_server.stop()
