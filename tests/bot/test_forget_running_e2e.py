@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bot.cli.main import main
 from bot.storage import Store
+from tests.bot.test_append_only_e2e import bot_runs
 from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, Harness, running_bot, settled
 
 NUMBER = "+1 555 0199 4242"
@@ -87,3 +88,21 @@ async def test_forget_user_reaches_the_running_bot_on_postgresql(tmp_path, postg
         sent, exported = await follow_up_after_the_forget(store, config)
     assert_no_trace(sent, exported)
     assert "so what did we settle on?" in exported
+
+
+async def test_after_a_restart_the_channel_read_afresh_leaves_the_forgotten_out(tmp_path):
+    """Discord still holds her messages after forget-user: a bot started afterwards reads the
+    channel's history cold, and sends nothing of what she said before the forget."""
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with bot_runs(store) as run:  # one Discord, the bot started twice
+            async with run() as bot:
+                await chloe_and_ben_talk_with_the_bot(bot)
+            await store.forget_user(CHLOE)
+            async with run() as bot:  # the cache starts cold
+                said = f"<@{BOT_ID}> what is the plan for the window?"
+                await bot.answer_to(CHANNEL, BEN, said)
+                await settled(bot)
+                sent = json.dumps(bot.model.chat_requests[-1].body, ensure_ascii=False)
+        exported = json.dumps(list(store.export()), ensure_ascii=False)
+    assert "what is the plan for the window?" in sent
+    assert_no_trace(sent, exported)
