@@ -941,3 +941,23 @@ async def test_a_trigger_is_known_answered_and_its_request_found_by_its_messages
     assert store.latest_answered(10, [9]) is None  # a failed answer is no turn to go on from
     assert store.latest_answered(11, [3]) is None  # another channel
     assert store.latest_answered(10, []) is None
+
+
+async def test_forget_user_leaves_who_and_when_and_a_deleted_seal_unseals(tmp_path: Path) -> None:
+    """What running bot processes read (issue 53): the people forgotten, polled from the
+    latest one seen; the channel's latest standing /fresh seal."""
+    async with Store.open(tmp_path / "s.sqlite3") as store:
+        await store.record(make_record(3, [(1, 1, "hello"), (3, 2, "hi")]))
+        assert store.forgotten_since() == []
+        await store.forget_user(2)
+        rows = store.forgotten_since()
+        assert [user for user, _ in rows] == [2]
+        assert store.forgotten_since(rows[0][1]) == rows  # a poll from the latest seen
+        assert store.latest_seal(10) is None
+        await store.record_seal(10, 500)
+        await store.record_seal(10, 600)
+        assert store.latest_seal(10) == 600 and store.latest_seal(11) is None
+        await store.record_delete(600)  # a moderator deletes the latest seal
+        assert store.latest_seal(10) == 500
+        await store.record_delete(500)
+        assert store.latest_seal(10) is None
