@@ -18,6 +18,7 @@ from typing import Any
 
 from bot.answering.asking import Asking
 from bot.answering.channels import ChannelRuntime, ChannelRuntimes, ModelClients
+from bot.answering.forgotten import ForgottenPeople
 from bot.answering.metrics import Metrics
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.record_line import RecordLine
@@ -29,6 +30,7 @@ from bot.answering.result import (
     Ending,
     Recorder,
 )
+from bot.answering.seals import ChannelSeals
 from bot.answering.tool_use import offer_for
 from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
@@ -52,7 +54,7 @@ from conversation.memory import (
     sent_prompt,
 )
 from conversation.prompt import Materializer, PreparedPrompt, persona_for, prepare_prompt
-from conversation.selection import sealed
+from conversation.selection import ContextSelection, sealed
 from conversation.sources import (
     HISTORY_UNREADABLE,
     CacheRegistry,
@@ -83,10 +85,16 @@ class Answerer:
         tools: Toolbox | None = None,
         metrics: Metrics | None = None,
         memory: PromptMemory | None = None,
+        forgotten: ForgottenPeople | None = None,
+        seals: ChannelSeals | None = None,
     ) -> None:
         self.config = config
         # What each answer sent, so a follow-up's request starts with it (conversation.memory).
         self.memory: PromptMemory = memory or BoundedMemory(max_bytes=config.cache.max_prompt_bytes)
+        # Who forget-user removed (polled from the store): never sent or remembered again.
+        self.forgotten = forgotten or ForgottenPeople(None)
+        # Each channel's latest /fresh seal as the store recorded it (a cold cache's too).
+        self.seals = seals or ChannelSeals(None)
         self.caches = caches
         self.materializer = materializer
         self.model = model
@@ -192,9 +200,16 @@ class Answerer:
             else RestrictedReader(source, cache, restriction)
         )
         bot_id = self.materializer.options.bot_user_id or 0  # 0 before the gateway said it
+        seal = await self.seals.latest(channel.id)
+
+        def narrow(chosen: ContextSelection) -> ContextSelection:
+            """The seal, then the people forgotten: what this answer may not read."""
+            return self.forgotten.narrow(sealed(chosen, cache, bot_id, seal), bot_id)
+
         asking.prepared = await prepare_prompt(
             message, reader, runtime.builder, self.materializer, persona,
-            budget=budget, counter=counter, narrow=lambda chosen: sealed(chosen, cache, bot_id),
+            budget=budget, counter=counter,
+            narrow=narrow,
         )  # fmt: skip
         if restriction is not None:
             return None
@@ -235,6 +250,8 @@ class Answerer:
             sent = sent_prompt(
                 prepared, message.channel.id, answer=answer, answer_ids=ids, previous=previous
             )
+            if self.forgotten.holds(sent):  # a person forgotten while it was answered
+                return
             await self.memory.remember(sent)
         except Exception:  # a memory that cannot keep it costs the next answer its prefix only
             log.exception("could not remember what the answer to %s sent", message.id)

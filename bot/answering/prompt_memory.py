@@ -93,6 +93,11 @@ class StoredPromptMemory:
         # The store records the interaction itself (the recorder): nothing more to write.
         self.recent.remember_now(sent)
 
+    def drop(self, where: Callable[[SentPrompt], bool]) -> int:
+        """Forget the remembered requests ``where`` holds true of (the store's own copies are
+        scrubbed by forget-user itself)."""
+        return self.recent.drop(where)
+
 
 def sent_from_record(record: InteractionRecord) -> SentPrompt | None:
     """The request an interaction sent (its tool rounds left out) and its answer, or None when

@@ -624,14 +624,27 @@ class RestApi:
         data = body.get("data") or {}
         if callback_type in (4, 5):
             command = record.payload.get("data", {})
+            user = record.payload.get("member", {}).get("user") or record.payload.get("user")
+            # As Discord marks a response on the gateway and in REST reads alike: the
+            # deprecated ``interaction`` (which nextcord reads) and ``interaction_metadata``.
             extra: Payload = {
                 "type": 20,
                 "interaction": {
                     "id": record.id,
                     "type": record.payload["type"],
                     "name": command.get("name", ""),
-                    "user": record.payload.get("member", {}).get("user")
-                    or record.payload.get("user"),
+                    "user": user,
+                },
+                "interaction_metadata": {
+                    "id": record.id,
+                    "type": record.payload["type"],
+                    "name": command.get("name", ""),
+                    "user": user,
+                    "authorizing_integration_owners": (
+                        {"0": record.payload["guild_id"]}
+                        if "guild_id" in record.payload
+                        else {"1": (user or {}).get("id")}
+                    ),
                 },
             }
             if callback_type == 5:

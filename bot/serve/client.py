@@ -11,6 +11,7 @@ holding one place in line (``bot.intake.queue``). The slash commands are in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Coroutine
 from datetime import UTC, datetime
@@ -19,11 +20,13 @@ from typing import Any
 import nextcord
 
 from bot.answering.answerer import Answerer
+from bot.answering.forgotten import ForgottenPeople
 from bot.answering.metrics import Metrics
 from bot.answering.notices import bot_notices
 from bot.answering.prompt_budget import PromptBudgeter
 from bot.answering.prompt_memory import StoredPromptMemory
 from bot.answering.result import Recorder
+from bot.answering.seals import ChannelSeals
 from bot.config.schema import Config, ConfigError
 from bot.discord.compat import message_from_payload, set_rest_base
 from bot.discord.dm_roles import DmRoles
@@ -32,18 +35,18 @@ from bot.intake.admission import Admission
 from bot.intake.burst import BurstWindow
 from bot.intake.once import AnsweredOnce
 from bot.intake.queue import AnswerQueue, AnswerSlots
-from bot.intake.recall import recall_recent_answers
+from bot.intake.recall import longest_follow_minutes, recall_recent_answers
 from bot.intake.trigger import Trigger
 from bot.model.client import ModelClient
 from bot.serve.commands import register_commands
 from bot.serve.metrics_server import MetricsServer
-from bot.storage import Store
+from bot.storage import Store, StoreError
 from bot.tools.toolbox import Toolbox
 from conversation.articles import ArticleService
 from conversation.common import clean_text
 from conversation.memory import BoundedMemory
 from conversation.prompt import MaterializeOptions, Materializer, bot_name_in
-from conversation.selection import Follower
+from conversation.selection import Follower, is_seal
 from conversation.sources import CacheRegistry, Slimmer
 
 log = logging.getLogger(__name__)
@@ -125,11 +128,14 @@ class ThreadwiseClient(nextcord.Client):
                 if store is not None
                 else None
             ),
+            forgotten=ForgottenPeople(store),
+            seals=ChannelSeals(store),
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
         self._channels: dict[int, Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._forget_watch: asyncio.Task[None] | None = None  # from login() to close()
         self._open_intake(store)
         if self.metrics is not None:
             self.metrics.watch(
@@ -175,20 +181,36 @@ class ThreadwiseClient(nextcord.Client):
         await super().login(token)
         # Before the gateway connects, so no follow-up arrives before the bot knows its answers.
         if self.store is not None and self.user is not None:
+            forgotten = self.answerer.forgotten
+            with contextlib.suppress(StoreError):  # the watch reads it again soon
+                await forgotten.poll()
             await recall_recent_answers(
                 self.store,
                 self.admission.follower,
                 self.user.id,
-                self.config.triggers.follow_minutes,
+                longest_follow_minutes(self.config),
+                forgotten=set(forgotten.at),
             )
+            if self._forget_watch is None:  # not one of _tasks: those are answers in progress
+                self._forget_watch = asyncio.create_task(forgotten.watch(self._forget))
         if self.metrics is not None and self.metrics_server is None:
             self.metrics_server = MetricsServer(self.metrics, self.config.metrics)
             await self.metrics_server.start()
 
+    def _forget(self, people: set[int]) -> None:
+        """People forget-user removed (maybe in another process): what this process remembers
+        of them goes (the store's copies are scrubbed by forget-user itself)."""
+        dropped = self.answerer.memory.drop(
+            lambda sent: self.answerer.forgotten.holds(sent, people)
+        )
+        self.admission.follower.forget(people)
+        log.info("dropped %d remembered request(s) holding a forgotten person", dropped)
+
     async def close(self) -> None:
-        for task in list(self._tasks):
+        watch, self._forget_watch = self._forget_watch, None
+        for task in [*self._tasks, *([watch] if watch is not None else [])]:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *([watch] if watch else []), return_exceptions=True)
         if self.answerer.records is not None:  # what was answered, abandoned ones included
             await self.answerer.records.drain()
         await super().close()
@@ -223,6 +245,9 @@ class ThreadwiseClient(nextcord.Client):
             self._channels[message.channel.id] = message.channel
         if self.user is None:
             return
+        if is_seal(message, self.user.id):  # /fresh: recorded, and the talk before is over
+            self.admission.follower.sealed(message.channel.id)
+            await self.answerer.seals.posted(message.channel.id, message.id)
         trigger = await self.admission.admit(message, cache, self.user.id)
         if trigger is not None:
             self._spawn(self.burst.wait_out(trigger))
@@ -266,7 +291,8 @@ class ThreadwiseClient(nextcord.Client):
             if cache is not None:
                 cache.on_delete(message_id)
             if self.store is not None:
-                await self.store.record_delete(message_id)
+                await self.store.record_delete(message_id)  # a seal's row too
+            self.answerer.seals.deleted(channel_id, message_id)  # deleting a seal un-seals
 
     # ------------------------------------------------------------------ answering
 

@@ -351,6 +351,7 @@ def record_delete(conn: Db, message_id: int) -> bool:
         "WHERE message_id = ? AND state = 'active'",
         (message_id,),
     )
+    conn.execute("DELETE FROM seals WHERE message_id = ?", (message_id,))  # un-sealed
     if cursor.rowcount:
         return True
     known = conn.execute(
@@ -475,6 +476,12 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
     context_changed += _redact_names(conn, cache, user_id, names)
     removed = delete_orphan_nodes(conn)
     cache.clear()
+    # Running bot processes poll this row and drop what they remember of the person.
+    conn.execute(
+        "INSERT INTO forgotten_users (user_id, forgotten_at) VALUES (?, ?) "
+        "ON CONFLICT (user_id) DO UPDATE SET forgotten_at = excluded.forgotten_at",
+        (user_id, now_db()),
+    )
     return ForgetResult(
         context_messages=context_changed,
         versions=versions_changed,
@@ -663,3 +670,12 @@ def prune(conn: Db, cache: NodeCache, older_than_days: int) -> PruneResult:
     nodes = delete_orphan_nodes(conn)
     cache.clear()
     return PruneResult(interactions=interactions, nodes=nodes, versions=versions)
+
+
+def record_seal(conn: Db, channel_id: int, message_id: int) -> None:
+    """A ``/fresh`` seal posted in the channel (kept until the seal message is deleted)."""
+    conn.execute(
+        "INSERT INTO seals (channel_id, message_id, sealed_at) VALUES (?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        (channel_id, message_id, now_db()),
+    )

@@ -361,3 +361,19 @@ def table_counts(conn: Db) -> dict[str, int]:
         conn.execute("SELECT COUNT(*) FROM message_versions").fetchone()[0]
     )
     return counts
+
+
+def forgotten_since(conn: Db, moment: str) -> list[tuple[int, datetime]]:
+    """The people forgotten (forget-user) at ``moment`` or later (stored time text; ``""``:
+    all), with when: one indexed query, however many were forgotten before."""
+    rows = conn.execute(
+        "SELECT user_id, forgotten_at FROM forgotten_users WHERE forgotten_at >= ?", (moment,)
+    )
+    return [(int(user_id), datetime.fromisoformat(at)) for user_id, at in rows]
+
+
+def latest_seal(conn: Db, channel_id: int) -> int | None:
+    """The id of the channel's latest ``/fresh`` seal still standing, None: never sealed."""
+    row = conn.execute("SELECT max(message_id) FROM seals WHERE channel_id = ?", (channel_id,))
+    found = row.fetchone()
+    return None if found is None or found[0] is None else int(found[0])

@@ -167,6 +167,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID""",
         "CREATE INDEX summary_messages_message ON summary_messages (message_id)",
     ),
+    # What every running bot process must learn from the store, not from its own events:
+    # forget-user run elsewhere leaves the person's id and when (each process polls it and
+    # drops what it remembers of them: bot.answering.forgotten), and each /fresh seal (the
+    # bot's message the command made: conversation.selection.seal), so that following after a
+    # restart and a cold cache honour it; a seal's deletion removes its row (un-seals).
+    (
+        """CREATE TABLE forgotten_users (
+            user_id INTEGER NOT NULL,
+            forgotten_at TEXT NOT NULL,
+            PRIMARY KEY (user_id)
+        )""",
+        "CREATE INDEX forgotten_users_at ON forgotten_users (forgotten_at)",
+        """CREATE TABLE seals (
+            channel_id INTEGER NOT NULL,
+            message_id INTEGER NOT NULL,
+            sealed_at TEXT NOT NULL,
+            PRIMARY KEY (channel_id, message_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX seals_message ON seals (message_id)",
+    ),
 )
 
 

@@ -33,6 +33,7 @@ from bot.storage.models import (
     PruneResult,
 )
 from bot.storage.schema import MIGRATIONS, Migration, migrate
+from bot.storage.timefmt import to_db
 from bot.storage.writer_thread import Writer, rollback
 
 
@@ -150,7 +151,32 @@ class Store:
             lambda conn, cache: mutations.insert_interaction(conn, cache, interaction),
             groupable=True,
         )
+        await self._take_back_meanwhile(interaction)
         return interaction.id
+
+    async def _take_back_meanwhile(self, rec: InteractionRecord) -> None:
+        """What was taken back while this record waited (the bot writes it after the answer,
+        seconds later when the store stalls): a person forgotten since the answer began, or a
+        message its summary stands for deleted since, leaves it as it left the records before.
+        One small indexed read per record; the rare hit costs a forget-user or a summary's
+        replacement, as if it had come after."""
+        people = set(rec.people) | {rec.trigger_author_id}
+        for entry in filter(None, rec.context):  # authors, and who a message or summary names
+            people.update(entry.named)
+            if entry.author_id is not None:
+                people.add(entry.author_id)
+        covered = {i for e in rec.context if e is not None for i in e.covers}
+
+        def taken_back() -> tuple[list[int], set[int]]:
+            with self._reader() as conn:
+                since = reads.forgotten_since(conn, to_db(rec.started_at))
+                return [u for u, _ in since if u in people], reads.deleted_among(conn, covered)
+
+        forgotten, deleted = await asyncio.to_thread(taken_back)
+        for user_id in forgotten:
+            await self.forget_user(user_id)
+        for message_id in sorted(deleted):
+            await self._drop_summaries_of(message_id)
 
     async def record_edit(
         self,
@@ -181,13 +207,16 @@ class Store:
             )
         )
         if summarized:
-            await self._do(
-                lambda conn, cache: _exclusive(
-                    conn, cache, lambda: mutations.drop_summaries_of(conn, cache, message_id)
-                ),
-                transactional=False,
-            )
+            await self._drop_summaries_of(message_id)
         return bool(known)
+
+    async def _drop_summaries_of(self, message_id: int) -> None:
+        await self._do(
+            lambda conn, cache: _exclusive(
+                conn, cache, lambda: mutations.drop_summaries_of(conn, cache, message_id)
+            ),
+            transactional=False,
+        )
 
     async def forget_user(self, user_id: int) -> ForgetResult:
         """Remove a person's text from every table, then from the disk itself (VACUUM)."""
@@ -198,6 +227,10 @@ class Store:
             return result
 
         return await self._do(job, transactional=False)  # type: ignore[no-any-return]
+
+    async def record_seal(self, channel_id: int, message_id: int) -> None:
+        """A ``/fresh`` seal the bot posted (``conversation.selection.seal``)."""
+        await self._do(lambda conn, _cache: mutations.record_seal(conn, channel_id, message_id))
 
     async def save_model_limits(self, limits: limits_mod.ModelLimits) -> None:
         """Remember a model's token calibration and learned window (one small upsert)."""
@@ -266,6 +299,16 @@ class Store:
 
     async def explain_async(self, message_id: int) -> Explanation:
         return await asyncio.to_thread(self.explain, message_id)
+
+    def forgotten_since(self, moment: datetime | None = None) -> list[tuple[int, datetime]]:
+        """Who forget-user removed at ``moment`` or later (None: ever), with when."""
+        with self._reader() as conn:
+            return reads.forgotten_since(conn, "" if moment is None else to_db(moment))
+
+    def latest_seal(self, channel_id: int) -> int | None:
+        """The channel's latest standing ``/fresh`` seal (its message id), None: none."""
+        with self._reader() as conn:
+            return reads.latest_seal(conn, channel_id)
 
     def model_limits(self) -> dict[str, limits_mod.ModelLimits]:
         """What is known per model for the token budget (see ``bot.storage.limits``)."""

@@ -4,7 +4,7 @@ and the bounded in-process memory used without one (and by the replay tools)."""
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from conversation.memory.footprint import messages_of, node_bytes, own_bytes
@@ -29,6 +29,10 @@ class PromptMemory(Protocol):
         ...
 
     async def remember(self, sent: SentPrompt) -> None: ...
+
+    def drop(self, where: Callable[[SentPrompt], bool]) -> int:
+        """Forget every request ``where`` holds true of; returns how many went."""
+        ...
 
 
 class BoundedMemory:
@@ -75,6 +79,22 @@ class BoundedMemory:
 
     async def remember(self, sent: SentPrompt) -> None:
         self.remember_now(sent)
+
+    def drop(self, where: Callable[[SentPrompt], bool]) -> int:
+        """Forget every request ``where`` holds true of (a person removed at their request:
+        ``bot.answering.forgotten``); returns how many went."""
+        dropped = 0
+        for channel_id, kept in list(self._sent.items()):
+            keep = [sent for sent in kept if not where(sent)]
+            for sent in kept:
+                if not any(sent is kept_one for kept_one in keep):
+                    self._release(sent)  # its bytes no longer count against the bound
+            dropped += len(kept) - len(keep)
+            if not keep:
+                del self._sent[channel_id]
+            elif len(keep) < len(kept):
+                self._sent[channel_id] = deque(keep, maxlen=self._per_channel)
+        return dropped
 
     def remember_now(self, sent: SentPrompt) -> None:
         kept = self._sent.get(sent.channel_id)

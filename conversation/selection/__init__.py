@@ -59,7 +59,7 @@ from conversation.selection.message_links import LinkOutcome, MessageLink
 from conversation.selection.relevance import RelevanceModel, Scored, thread_scores
 from conversation.selection.result import ContextSelection, Reason
 from conversation.selection.scored_build import PARENT_NEIGHBOURS
-from conversation.selection.seal import SEAL_TEXT, is_seal, sealed
+from conversation.selection.seal import SEAL_COMMAND, SEAL_TEXT, is_seal, sealed
 from conversation.selection.stages import LogisticStage, Tree, TreeStage
 from conversation.selection.weights import WEIGHTS_FILE, WeightsError, load_model, load_model_from
 
@@ -70,6 +70,7 @@ __all__ = [
     "FOLLOW_FEATURES",
     "FOLLOW_WEIGHTS_FILE",
     "PARENT_NEIGHBOURS",
+    "SEAL_COMMAND",
     "SEAL_TEXT",
     "SECOND_FEATURES",
     "THIRD_FEATURES",

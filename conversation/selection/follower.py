@@ -12,7 +12,7 @@ every message against the same recent ones). A log replayed through it:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from conversation.common.settings import FollowSettings
@@ -86,6 +86,20 @@ class Follower:
         self._spoke[channel_id] = clues[-1].at_ms
         if len(self._remembered) > CHANNELS_KEPT:
             self._remembered.pop(next(iter(self._remembered)))
+
+    def forget(self, user_ids: Collection[int]) -> None:
+        """People removed at their request (forget-user): the answers recalled from the store
+        that hold them (as the trigger's author or mentioned) go, and every clue kept of a
+        message's text (they are rebuilt from the cache as needed)."""
+        people = set(user_ids)
+        for channel_id, clues in list(self._remembered.items()):
+            if any(c.author in people or c.mentions & people for c in clues):
+                del self._remembered[channel_id]
+        self._clues = ClueCache()
+
+    def sealed(self, channel_id: int) -> None:
+        """A ``/fresh`` seal in the channel: the answer recalled from the store is over."""
+        self._remembered.pop(channel_id, None)
 
     def spoke_lately(self, message: MessageLike, channel_id: int, minutes: float) -> bool:
         """Whether the bot spoke in the channel within ``minutes`` before ``message`` (as the

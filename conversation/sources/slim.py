@@ -43,6 +43,7 @@ class CachedMessage:
         "embeds",
         "guild",
         "id",
+        "interaction",
         "mentions",
         "reference",
         "type",
@@ -63,6 +64,8 @@ class CachedMessage:
         self.type = getattr(message, "type", None)
         self.edited_at = getattr(message, "edited_at", None)
         self.webhook_id = getattr(message, "webhook_id", None)
+        # The slash command that made it (a /fresh seal is recognised by it): Discord's word.
+        self.interaction = getattr(message, "interaction", None)
 
     @property
     def created_at(self) -> datetime:

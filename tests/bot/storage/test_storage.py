@@ -39,6 +39,10 @@ NODE_INDEXES = next(
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 SYSTEM = {"role": "system", "content": "You are Testbot. Be brief."}
 BOT_ID = 999
+NODE_INDEXES = next(
+    i for i, m in enumerate(MIGRATIONS) if any("INDEX context_node" in s for s in m)
+)
+"""The number of migrations before the node indexes: a file of that version gains them."""
 
 
 def user_msg(mid: int, author: int, text: str, name: str = "") -> dict:
@@ -370,15 +374,14 @@ async def test_a_file_of_the_version_before_gains_the_node_indexes_and_keeps_its
         make_record(3, [(1, 1, "hello"), (3, 2, "hi")], answer_ids=(600,)),
         make_record(5, [(1, 1, "hello"), (5, 1, "again")], names={1: "Al"}),
     ]
-    before = NODE_INDEXES
-    async with Store.open(path, migrations=MIGRATIONS[:before]) as store:
+    async with Store.open(path, migrations=MIGRATIONS[:NODE_INDEXES]) as store:
         for rec in records:
             await store.record(rec)
         await store.record_edit(1, 10, 1, "hello, edited", NOW)
         versions = store.message_versions(1)
         counts = store.counts()
     with sqlite3.connect(path) as conn:
-        assert schema_version(conn) == before
+        assert schema_version(conn) == NODE_INDEXES
         assert not {"context_node", "message_versions_node"} & _index_names(conn)
     with Store.open(path) as store:
         assert [store.get_interaction(rec.id) for rec in records] == records
@@ -946,3 +949,23 @@ async def test_a_trigger_is_known_answered_and_its_request_found_by_its_messages
     assert store.latest_answered(10, [9]) is None  # a failed answer is no turn to go on from
     assert store.latest_answered(11, [3]) is None  # another channel
     assert store.latest_answered(10, []) is None
+
+
+async def test_forget_user_leaves_who_and_when_and_a_deleted_seal_unseals(tmp_path: Path) -> None:
+    """What running bot processes read (issue 53): the people forgotten, polled from the
+    latest one seen; the channel's latest standing /fresh seal."""
+    async with Store.open(tmp_path / "s.sqlite3") as store:
+        await store.record(make_record(3, [(1, 1, "hello"), (3, 2, "hi")]))
+        assert store.forgotten_since() == []
+        await store.forget_user(2)
+        rows = store.forgotten_since()
+        assert [user for user, _ in rows] == [2]
+        assert store.forgotten_since(rows[0][1]) == rows  # a poll from the latest seen
+        assert store.latest_seal(10) is None
+        await store.record_seal(10, 500)
+        await store.record_seal(10, 600)
+        assert store.latest_seal(10) == 600 and store.latest_seal(11) is None
+        await store.record_delete(600)  # a moderator deletes the latest seal
+        assert store.latest_seal(10) == 500
+        await store.record_delete(500)
+        assert store.latest_seal(10) is None

@@ -77,3 +77,32 @@ async def test_retention_drops_a_summary_with_its_interaction(store: Store) -> N
         await store.prune(30)
         exported = json.dumps(list(store.export()))
     assert "request 1001" not in exported and "request 1002" in exported
+
+
+async def test_a_record_written_after_a_forget_holds_nothing_of_the_person(store: Store) -> None:
+    """An answer begun before forget-user ran and recorded after it (the record line writes
+    after the answer, later still when the store stalls) is taken back like the records
+    before; one begun after the forget keeps what the person said since."""
+    async with store:
+        began = datetime.now(UTC) - timedelta(seconds=5)
+        await store.forget_user(ELI)
+        await store.record(summarized(1001, {ELI: "Eli", DEV: "Dev"}, began))
+        await store.record(summarized(1002, {ELI: "Eli"}, datetime.now(UTC) + timedelta(seconds=1)))
+        exported = [line["messages"][1]["content"] for line in store.export()]
+    assert exported[0] == REMOVED
+    assert "Eli planned" in exported[1]  # said after the forget: new, read like anyone's
+
+
+async def test_a_summary_recorded_after_a_message_it_stands_for_was_deleted_is_replaced(
+    store: Store,
+) -> None:
+    record = summarized(1001, {DEV: "Dev"}, datetime.now(UTC))
+    summary_entry = record.context[1].model_copy(update={"covers": [555, 556]})
+    record = record.model_copy(update={"context": [None, summary_entry, record.context[2]]})
+    async with store:
+        await store.record_delete(556)  # deleted while the record waited in line
+        await store.record(record)
+        await store.record(summarized(1002, {DEV: "Dev"}, datetime.now(UTC)))
+        exported = [line["messages"][1]["content"] for line in store.export()]
+    assert exported[0] == REMOVED
+    assert "Dev planned the upgrade (request 1002)" in exported[1]  # covers nothing deleted

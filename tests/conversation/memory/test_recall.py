@@ -81,6 +81,20 @@ def test_a_message_shared_by_requests_is_counted_once_and_freed_with_the_last():
     assert memory.bytes < 16 * 5_000
 
 
+def test_a_request_forgotten_by_drop_no_longer_counts_against_the_bytes():
+    """forget-user drops requests (bot.answering.forgotten): their bytes must go with them, or
+    the bound would evict live requests to make room for ones already gone."""
+    memory = BoundedMemory(per_channel=16, max_bytes=10 * 1024 * 1024)
+    kept = conversation(1, 1, None, "kept")
+    memory.remember_now(kept)
+    alone = memory.bytes
+    memory.remember_now(conversation(2, 2, None, "secret " * 10_000))
+    assert memory.bytes > alone + 70_000
+    assert memory.drop(lambda s: s.channel_id == 2) == 1
+    assert memory.bytes == alone
+    assert memory.recall_now(2, [2]) is None and memory.recall_now(1, [1]) is kept
+
+
 def test_a_request_is_measured_at_least_as_large_as_python_holds_it():
     import random
     import tracemalloc

@@ -1,0 +1,120 @@
+"""People removed at their request, as every running process learns it: ``forget-user`` runs in
+another process and scrubs the store, and leaves a row (the person's id and when) that each bot
+process and shard polls (``watch``: one small indexed query every ``POLL_SECONDS``, off the event
+loop). A process that learns of one drops what it remembers of them (the requests its memory
+keeps, the Follower's recalled answers: ``on_forgotten``), and every build after leaves out what
+was said before the forget by them or naming them (``narrow``): nothing of them is sent, or
+stored with the answer, again. What they write after it is new, and read as anyone's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Collection
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from bot.storage import Store, StoreError
+from conversation.memory import SentPrompt, summary_of
+from conversation.selection import ContextSelection
+from conversation.sources import reference_id, snowflake_time
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 2.0
+"""How often the store is asked who was forgotten since: a forget reaches a running bot within
+about this long (the same query on SQLite and PostgreSQL, on any shard)."""
+_MENTION = re.compile(r"<@!?(\d+)>")
+
+
+class ForgottenPeople:
+    """Who was forgotten and when, as this process last read the store."""
+
+    def __init__(self, store: Store | None) -> None:
+        self.store = store
+        self.at: dict[int, datetime] = {}
+        self._since: datetime | None = None  # the latest forget read: the next poll's start
+
+    async def poll(self) -> set[int]:
+        """Read the forgets since the last poll; returns the people new to this process (or
+        forgotten again)."""
+        if self.store is None:
+            return set()
+        store, since = self.store, self._since
+        rows = await asyncio.to_thread(store.forgotten_since, since)
+        fresh = {user for user, at in rows if self.at.get(user) != at}
+        for user, at in rows:
+            self.at[user] = at
+            self._since = at if self._since is None else max(self._since, at)
+        return fresh
+
+    async def watch(self, on_forgotten: Callable[[set[int]], None]) -> None:
+        """Poll until cancelled, telling ``on_forgotten`` of each new forget; a store that
+        cannot be read is asked again at the next poll."""
+        while True:
+            try:
+                fresh = await self.poll()
+            except StoreError as error:
+                log.warning("could not read who was forgotten from the store: %s", error)
+                fresh = set()
+            if fresh:
+                log.info("forgetting %d person(s) removed with forget-user", len(fresh))
+                on_forgotten(fresh)
+            await asyncio.sleep(POLL_SECONDS)
+
+    def holds(self, sent: SentPrompt, people: Collection[int] | None = None) -> bool:
+        """Whether a remembered request holds one of ``people`` (default: everyone forgotten):
+        as a message's author, named in one (mentioned, replied to) or drawn on by its summary."""
+        wanted = set(self.at if people is None else people)
+        if not wanted:
+            return False
+        for node in sent.nodes:
+            if node.user_id is not None and int(node.user_id) in wanted:
+                return True
+            named = (node.metadata or {}).get("named") or {}
+            if any(int(user) in wanted for user in named):
+                return True
+            summary = summary_of(node)
+            if summary is not None and wanted & set(summary.authors):
+                return True
+        return False
+
+    def narrow(self, selection: ContextSelection, bot_id: int) -> ContextSelection:
+        """``selection`` without the messages said before a forget by or naming the person
+        forgotten, and the bot's answers to those (they quote and paraphrase them, as
+        forget-user drops them from the store); the trigger stays: it is what is answered."""
+        if not self.at:
+            return selection
+        by_id = {m.id: m for m in selection.messages}
+        dropped: set[int] = set()
+        for message in selection.messages:  # oldest first: an answer after what it answers
+            replied = reference_id(message)
+            if self._theirs(message, by_id) or (
+                message.author.id == bot_id and replied is not None and replied in dropped
+            ):
+                dropped.add(message.id)
+        kept = [m for m in selection.messages if m.id not in dropped]
+        if len(kept) == len(selection.messages):
+            return selection
+        return replace(
+            selection,
+            messages=kept,
+            reasons={m.id: selection.reasons[m.id] for m in kept if m.id in selection.reasons},
+        )
+
+    def _theirs(self, message: Any, by_id: dict[int, Any]) -> bool:
+        when = snowflake_time(message.id)
+        people = {message.author.id}
+        people.update(user.id for user in getattr(message, "mentions", None) or [])
+        people.update(int(found) for found in _MENTION.findall(message.content or ""))
+        reference = getattr(message, "reference", None)
+        if reference is not None:
+            author = getattr(getattr(reference, "resolved", None), "author", None)
+            replied = by_id.get(reference.message_id) if author is None else None
+            author = author if replied is None else replied.author
+            if author is not None:
+                people.add(author.id)
+        return any(user in self.at and when < self.at[user] for user in people)

@@ -1,0 +1,108 @@
+"""forget-user while the bot runs, end to end (issue 53): the real client against the stand-in
+Discord and model, the CLI run against the same store (SQLite file or PostgreSQL) as an operator
+runs it from a shell. The running bot learns it from the store within seconds and drops what it
+remembers of the person: the follow-up sends, and its record stores, nothing of them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from bot.cli.main import main
+from bot.storage import Store
+from tests.bot.test_append_only_e2e import bot_runs
+from tests.fakes.harness import BEN, BOT_ID, CHANNEL, CHLOE, Harness, running_bot, settled
+
+NUMBER = "+1 555 0199 4242"
+"""Chloé's phone number: in her message and in the bot's answer (the stand-in model echoes)."""
+
+
+async def chloe_and_ben_talk_with_the_bot(bot: Harness) -> dict:
+    """Chloé asks with her number, Ben names her, the bot answers both; returns its answer to
+    Ben (the bot's answer to Chloé echoes her number)."""
+    said = f"<@{BOT_ID}> call me at {NUMBER} about the upgrade window"
+    first = await bot.answer_to(CHANNEL, CHLOE, said)
+    await settled(bot)
+    second = await bot.answer_to(
+        CHANNEL, BEN, f"<@{BOT_ID}> <@{CHLOE}> asked about the window: tonight works for me",
+        reply_to=int(first["id"]),
+    )  # fmt: skip
+    await settled(bot)
+    return second
+
+
+async def forget_while_running(bot: Harness, config: Path) -> None:
+    """``forget-user`` for Chloé (the CLI's own event loop, as from a shell), then the time the
+    running bot takes to learn it from the store."""
+    assert await asyncio.to_thread(main, ["forget-user", str(CHLOE), "--config", str(config)]) == 0
+    for _ in range(100):
+        if CHLOE in bot.client.answerer.forgotten.at:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the running bot did not learn of the forget within 10 s")
+
+
+async def follow_up_after_the_forget(store: Store, config: Path) -> tuple[str, str]:
+    """The whole story on ``store``; returns every request the model received after the forget
+    and the store's export, as text."""
+    async with running_bot(store=store) as bot:
+        answer = await chloe_and_ben_talk_with_the_bot(bot)
+        before = json.dumps([r.body for r in bot.model.chat_requests], ensure_ascii=False)
+        assert NUMBER in before and "Chloé" in before  # what there was to forget
+        await forget_while_running(bot, config)
+        asked = len(bot.model.chat_requests)
+        await bot.answer_to(
+            CHANNEL, BEN, f"<@{BOT_ID}> so what did we settle on?", reply_to=int(answer["id"])
+        )
+        await settled(bot)
+        later = bot.model.chat_requests[asked:]
+        assert later  # the follow-up was answered
+        sent = json.dumps([r.body for r in later], ensure_ascii=False)
+    exported = json.dumps(list(store.export()), ensure_ascii=False)
+    return sent, exported
+
+
+def assert_no_trace(*texts: str) -> None:
+    for text in texts:
+        assert NUMBER not in text and "555 0199" not in text
+        assert "Chloé" not in text and str(CHLOE) not in text
+
+
+async def test_forget_user_reaches_the_running_bot_on_sqlite(tmp_path):
+    path = tmp_path / "store.sqlite3"
+    config = tmp_path / "config.toml"
+    config.write_text(f"[storage]\npath = {json.dumps(str(path))}\n")
+    with Store.open(path) as store:
+        sent, exported = await follow_up_after_the_forget(store, config)
+    assert_no_trace(sent, exported)
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("store.sqlite3*"))
+    assert NUMBER.encode() not in raw and "Chloé".encode() not in raw
+    assert "so what did we settle on?" in exported  # the follow-up was recorded
+
+
+async def test_forget_user_reaches_the_running_bot_on_postgresql(tmp_path, postgres_url):
+    config = tmp_path / "config.toml"
+    config.write_text(f"[storage]\nurl = {json.dumps(postgres_url)}\n")
+    with Store.open_url(postgres_url) as store:
+        sent, exported = await follow_up_after_the_forget(store, config)
+    assert_no_trace(sent, exported)
+    assert "so what did we settle on?" in exported
+
+
+async def test_after_a_restart_the_channel_read_afresh_leaves_the_forgotten_out(tmp_path):
+    """Discord still holds her messages after forget-user: a bot started afterwards reads the
+    channel's history cold, and sends nothing of what she said before the forget."""
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with bot_runs(store) as run:  # one Discord, the bot started twice
+            async with run() as bot:
+                await chloe_and_ben_talk_with_the_bot(bot)
+            await store.forget_user(CHLOE)
+            async with run() as bot:  # the cache starts cold
+                said = f"<@{BOT_ID}> what is the plan for the window?"
+                await bot.answer_to(CHANNEL, BEN, said)
+                await settled(bot)
+                sent = json.dumps(bot.model.chat_requests[-1].body, ensure_ascii=False)
+        exported = json.dumps(list(store.export()), ensure_ascii=False)
+    assert "what is the plan for the window?" in sent
+    assert_no_trace(sent, exported)
