@@ -51,7 +51,7 @@ from conversation.memory import (
     sent_prompt,
 )
 from conversation.prompt import Materializer, PreparedPrompt, persona_for, prepare_prompt
-from conversation.selection import sealed
+from conversation.selection import MeaningStore, sealed
 from conversation.sources import (
     HISTORY_UNREADABLE,
     CacheRegistry,
@@ -82,11 +82,14 @@ class Answerer:
         tools: Toolbox | None = None,
         metrics: Metrics | None = None,
         memory: PromptMemory | None = None,
+        meanings: MeaningStore | None = None,
     ) -> None:
         self.config = config
         # What each answer sent, so a follow-up's request starts with it (conversation.memory).
         self.memory: PromptMemory = memory or BoundedMemory()
         self.caches = caches
+        # What the messages mean, for the score that reads it (None: the plain score).
+        self.meanings = meanings
         self.materializer = materializer
         self.model = model
         self.bot_name = bot_name
@@ -99,6 +102,7 @@ class Answerer:
             clients=ModelClients(model, config.models),
             budgeter=self.budgeter,
             links=DiscordLinkResolver(),
+            meanings=meanings,
         )
 
     def settings_for(self, channel: Any) -> Config:
@@ -109,7 +113,12 @@ class Answerer:
         """A reloaded config: every channel's parts are built again (``/model`` choices end)."""
         channels = self.channels
         self.channels = ChannelRuntimes(
-            config, clients=channels.clients, budgeter=self.budgeter, links=channels.links
+            config,
+            clients=channels.clients,
+            budgeter=self.budgeter,
+            links=channels.links,
+            meanings=self.meanings,
+            lengths=channels.lengths,
         )
         self.config = config
 
