@@ -87,7 +87,9 @@ class ScoredBuild(BuildSteps):
             self.reader.log[log_start:] = [e for e in self.reader.log[log_start:] if _paid(e)]
         self.lengths.record(self.reader.source.channel_id, scored.asked(recent, self.trigger))
         show_replies_among(reasons, candidates.by_id)
-        return self.selection((candidates.by_id[i] for i in reasons), reasons, problems)
+        selection = self.selection((candidates.by_id[i] for i in reasons), reasons, problems)
+        selection.threshold = scored.threshold
+        return selection
 
     async def _gather(
         self, recent: list[MessageLike], fetchable: int, problems: list[str]

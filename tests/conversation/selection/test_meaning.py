@@ -165,3 +165,30 @@ async def test_a_full_queue_drops_its_oldest_instead_of_growing():
     await store.settled()
     assert [store(Message(i, f"message {i}")) is not None for i in (3, 4, 5)] == [True] * 3
     assert sum(len(batch) for batch in embedder.batches) == 3
+
+
+async def test_the_selection_tells_the_threshold_of_the_score_that_chose():
+    """The prompt's layout reads the threshold of the score that decided (the one that reads
+    meaning has its own), so the two never disagree about who belongs to the conversation."""
+    from conversation.common.settings import ContextSettings
+    from conversation.replay.dce import parse_export
+    from conversation.replay.log_source import LogSource
+    from conversation.selection.builder import ContextBuilder
+    from conversation.sources.cache import ChannelCache
+    from conversation.sources.reader import ChannelReader
+    from tests.fakes.synthetic import busy_channel
+
+    source = LogSource(parse_export(busy_channel(seed=4, messages=200)))
+    trigger = source.messages[150]
+    vectors = {m.id: unit(1.0, float(m.id % 7), float(m.id % 5)) for m in source.messages}
+    reading = ContextBuilder(ContextSettings(), meanings=lambda m: vectors[m.id])
+    plain = ContextBuilder(ContextSettings())
+    assert reading.meaning_model is not None
+    assert reading.meaning_model.threshold != plain.model.threshold
+    for builder, model in ((reading, reading.meaning_model), (plain, plain.model)):
+        reader = ChannelReader(source, ChannelCache(source.channel_id))
+        selection = await builder.build(trigger, reader)
+        assert selection.threshold == model.threshold
+    custom = ContextBuilder(ContextSettings(relevance_threshold=0.5), meanings=lambda m: None)
+    reader = ChannelReader(source, ChannelCache(source.channel_id))
+    assert (await custom.build(trigger, reader)).threshold == 0.5
