@@ -31,9 +31,10 @@ from pathlib import Path
 
 from conversation.common import ContextSettings
 from conversation.replay import LogSource, ReplayCaches, load_gold, parse_export
-from conversation.selection import ContextBuilder, load_model
+from conversation.selection import ContextBuilder, load_meaning_model, load_model
 from conversation.sources import ChannelCache, ChannelReader, MessageLike
 from lab import baselines
+from lab.context_quality import LogMeanings
 from tests.fakes.synthetic import busy_channel
 
 MODES = {"cold": "cold", "warm": "warm", "warm, no events": "shared"}
@@ -104,17 +105,26 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"| {name} | {mode} | {text} | {ratio:.2f}x |")
 
 
-def log_variants(settings: ContextSettings) -> dict[str, ContextBuilder]:
+def log_variants(
+    settings: ContextSettings, meanings: Path | None = None
+) -> dict[str, ContextBuilder]:
     """The walks timed on real logs: as shipped, then without the answer ranking, then also
     without the second-look floor (every candidate looked at twice, as before it), then that on
-    one page (as before the cached window)."""
+    one page (as before the cached window). With ``meanings`` (``lab.meanings``' cache), the
+    score reading meaning first, against the plain one as shipped."""
     model = load_model()
     unranked = model.model_copy(update={"answer_best": 0})
     every = unranked.model_copy(update={"second_look_floor": 0.0})
     one_page = settings.model_copy(update={"cached_candidate_window": settings.candidate_window})
     wide, narrow = settings.cached_candidate_window, settings.candidate_window
     floor = f"second look over {model.second_look_floor:g}"
+    reading: dict[str, ContextBuilder] = {}
+    if meanings is not None:
+        reading["reading meaning (the meaning extra)"] = ContextBuilder(
+            settings, model, meanings=LogMeanings(meanings), meaning_model=load_meaning_model()
+        )
     return {
+        **reading,
         f"cached window ({wide}), {floor}, answer ranking": ContextBuilder(settings, model),
         f"cached window ({wide}), {floor}": ContextBuilder(settings, unranked),
         f"cached window ({wide}), every candidate looked at twice": ContextBuilder(settings, every),
@@ -128,13 +138,15 @@ async def time_logs(
     """How many triggers, and each builder's median warm build time (seconds) in each round
     (the first round also makes each builder's clues, so the best round is the figure)."""
     sources = [
-        (LogSource.from_file(p), sorted(load_gold(p.with_suffix(".gold.json")))) for p in paths
+        (p, LogSource.from_file(p), sorted(load_gold(p.with_suffix(".gold.json")))) for p in paths
     ]
     medians: dict[str, list[float]] = {name: [] for name in builders}
     for _ in range(rounds):
         for name, builder in builders.items():
             seconds = []
-            for source, trigger_ids in sources:
+            for path, source, trigger_ids in sources:
+                if isinstance(builder.clues.meanings, LogMeanings):
+                    builder.clues.meanings.read(path)
                 caches = ReplayCaches(source, warm=True)
                 for trigger_id in trigger_ids:
                     reader = ChannelReader(source, caches.for_trigger(trigger_id))
@@ -142,11 +154,13 @@ async def time_logs(
                     await builder.build(source.message(trigger_id), reader)
                     seconds.append(time.perf_counter() - started)
             medians[name].append(statistics.median(seconds))
-    return sum(len(ids) for _, ids in sources), medians
+    return sum(len(ids) for _, _, ids in sources), medians
 
 
-def print_log_times(paths: list[Path], settings: ContextSettings) -> None:
-    triggers, medians = asyncio.run(time_logs(paths, log_variants(settings)))
+def print_log_times(
+    paths: list[Path], settings: ContextSettings, meanings: Path | None = None
+) -> None:
+    triggers, medians = asyncio.run(time_logs(paths, log_variants(settings, meanings)))
     logs = f"{len(paths)} scored log{'s' if len(paths) != 1 else ''}"
     print(f"\nwarm builds on {logs}, {triggers} triggers (median per round; best against best):")
     for name, times in medians.items():
@@ -164,6 +178,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--logs", type=Path, help="also time warm builds on these scored logs")
     parser.add_argument("--log-count", type=int, default=6, help="how many of them (by name)")
+    parser.add_argument(
+        "--meanings",
+        type=Path,
+        metavar="CACHE",
+        help="with --logs: also time the score reading meaning (python -m lab.meanings' cache)",
+    )
     args = parser.parse_args()
     paths: list[Path] = []
     if args.logs is not None:
@@ -173,7 +193,7 @@ def main() -> None:
         paths = [p.with_name(p.name.removesuffix(".gold.json") + ".json") for p in paths]
     asyncio.run(main_async(args))
     if paths:
-        print_log_times(paths, ContextSettings())
+        print_log_times(paths, ContextSettings(), args.meanings)
 
 
 if __name__ == "__main__":

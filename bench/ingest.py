@@ -94,7 +94,7 @@ async def run(messages: int, channels: int, keep: str) -> None:
                     first_id = time_snowflake(discord.state.clock()) + (1 << 30)
                     gc.collect()
                     before = rss_mb()
-                    spent = 0.0
+                    spent, cpu_began = 0.0, time.process_time()
                     for start in range(0, messages, BATCH):
                         batch = frames(templates, start, min(BATCH, messages - start), first_id)
                         expected = budget.used + len(batch)
@@ -104,17 +104,33 @@ async def run(messages: int, channels: int, keep: str) -> None:
                         while budget.used < expected:
                             await asyncio.sleep(0)
                         spent += time.perf_counter() - began
+                    cpu = time.process_time() - cpu_began
                     del batch
                     gc.collect()
                     after = rss_mb()
                     cached = budget.used
+                    meanings = client.meanings
+                    if meanings is not None:  # the meaning extra: its worker, apart
+                        await meanings.settled()
+                        meaning_cpu = time.process_time() - cpu_began - cpu
+                        gc.collect()
+                        embedded = rss_mb()
     per_100k = (after - before) / cached * 100_000
     print(
         f"{messages} messages over {channels} channels, cache keeps {keep} messages: "
-        f"{messages / spent:,.0f} messages/s absorbed; "
-        f"{cached} cached, RSS +{after - before:.0f} MB = {per_100k:.0f} MB per 100k "
+        f"{messages / spent:,.0f} messages/s absorbed, {cpu / messages * 1e6:,.0f} CPU-us "
+        f"each; {cached} cached, RSS +{after - before:.0f} MB = {per_100k:.0f} MB per 100k "
         f"({(after - before) * 1024 * 1024 / cached:,.0f} bytes each)"
     )
+    if meanings is not None:
+        kept = len(meanings)
+        print(
+            f"meaning extra: {kept} embedded and kept (at most {meanings.kept}), "
+            f"{meanings.dropped} dropped from the full queue; embedding "
+            f"{meaning_cpu / max(1, kept) * 1000:.1f} CPU-ms a message in the worker; "
+            f"RSS +{embedded - after:.0f} MB "
+            f"({(embedded - after) * 1024 * 1024 / max(1, kept):,.0f} bytes a kept meaning)"
+        )
 
 
 def main() -> None:

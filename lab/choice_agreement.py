@@ -92,7 +92,9 @@ def main() -> None:
     parser.add_argument("logs", nargs="+", type=Path, help="DCE logs with a .gold.json beside")
     parser.add_argument("--json", action="store_true", help="the counts as one JSON object")
     args = parser.parse_args()
-    settings = ContextSettings()
+    # One cap: the trainer's simulation, which this compares with, does not model a channel's
+    # running cap (``conversation.selection.length``; docs/experiments.md).
+    settings = ContextSettings(max_total_long=ContextSettings().max_total)
     model = load_model()
     result = agreement(args.logs, settings, model)
     if args.json:

@@ -204,7 +204,9 @@ def main() -> None:
     args = parser.parse_args()
     if not any(args.data.glob("*.gold.json")):
         parser.exit(2, f"error: {args.data}: no scored logs here (*.json with a .gold.json)\n")
-    settings = ContextSettings()
+    # One cap: the trainer's simulation, which this compares with, does not model a channel's
+    # running cap (``conversation.selection.length``; docs/experiments.md).
+    settings = ContextSettings(max_total_long=ContextSettings().max_total)
     try:
         found = list(outcomes(args.data, settings, args.folds))
     except (FoldError, WeightsError) as error:

@@ -54,8 +54,31 @@ def gold_triggers(gold_path: Path) -> dict[int, tuple[set[int], set[int]]]:
     return {t: (set(g.context), set(g.parents)) for t, g in load_gold(gold_path).items()}
 
 
-def _selector(settings: ContextSettings) -> Selector:
-    builder = ContextBuilder(settings)
+class LogMeanings:
+    """The embeddings of the log being scored (``lab.meanings``' cache), for the builder's
+    meaning features: one table, swapped log by log (message ids repeat across logs)."""
+
+    def __init__(self, cache: Path | None) -> None:
+        self.cache = cache
+        self.table: dict = {}
+
+    def read(self, log_path: Path) -> None:
+        if self.cache is not None:
+            from lab.meanings import read_meanings
+
+            self.table = read_meanings(self.cache, log_path)
+
+    def __call__(self, message: MessageLike):
+        return self.table.get(message.id)
+
+    @property
+    def hook(self) -> LogMeanings | None:
+        """What the builder is given: nothing without a cache (the score reads no meaning)."""
+        return self if self.cache is not None else None
+
+
+def _selector(settings: ContextSettings, meanings: LogMeanings | None = None) -> Selector:
+    builder = ContextBuilder(settings, meanings=meanings.hook if meanings else None)
 
     async def select(trigger: MessageLike, reader: ChannelReader) -> list[MessageLike]:
         return (await builder.build(trigger, reader)).messages
@@ -63,13 +86,15 @@ def _selector(settings: ContextSettings) -> Selector:
     return select
 
 
-def selectors(settings: ContextSettings) -> dict[str, Selector]:
+def selectors(
+    settings: ContextSettings, meanings: LogMeanings | None = None
+) -> dict[str, Selector]:
     # The original design and the rules-only builder as they were before the learned score:
     # 10 recent messages always in.
     before = settings.model_copy(update={"min_linear": 10, "learned_relevance": False})
     ablation = settings.model_copy(update={"learned_relevance": False})
     return {
-        "threadwise builder": _selector(settings),
+        "threadwise builder": _selector(settings, meanings),
         "rules only, min_linear 10 (before the score)": _selector(before),
         "rules only, same min_linear (score off)": _selector(ablation),
         "last 30 messages": lambda t, r: baselines.last_n(t, r, 30),
@@ -113,13 +138,16 @@ async def score_all(
     by_domain: bool = False,
     all_replies: bool = False,
     warm: bool = False,
+    meanings: Path | None = None,
 ):
     """Scores per selector (per ``selector [domain]`` too with ``by_domain``)."""
     scores: dict[str, Score] = {}
-    chosen = {k: v for k, v in selectors(settings).items() if not only or k in only}
+    log_meanings = LogMeanings(meanings)
+    chosen = {k: v for k, v in selectors(settings, log_meanings).items() if not only or k in only}
     for log_path in sorted(data_dir.glob("*.json")):
         if log_path.name.endswith(".gold.json"):
             continue
+        log_meanings.read(log_path)
         source = with_all_replies(log_path) if all_replies else LogSource.from_file(log_path)
         triggers = gold_triggers(log_path.with_suffix(".gold.json"))
         for name, select in chosen.items():
@@ -155,15 +183,18 @@ async def score_logs(
     *,
     warm: bool = False,
     labelled_only: bool = False,
+    meanings: Path | None = None,
 ) -> dict[str, Score]:
     """The builder's score on each log (all of them, or those named), with ``model`` if given;
     ``labelled_only``: contexts and labels cut at the log's first annotated message
     (``gold.labelled_from``), a diagnostic of what the label gap before it costs."""
-    builder = ContextBuilder(settings, model)
+    log_meanings = LogMeanings(meanings)
+    builder = ContextBuilder(settings, model, meanings=log_meanings.hook)
     scores: dict[str, Score] = {}
     for log_path in sorted(data_dir.glob("*.json")):
         if log_path.name.endswith(".gold.json") or (names and log_path.stem not in names):
             continue
+        log_meanings.read(log_path)
         source = LogSource.from_file(log_path)
         score = scores[log_path.stem] = Score()
         started = time.perf_counter()
@@ -212,6 +243,7 @@ def score_folds(
     *,
     warm: bool = False,
     labelled_only: bool = False,
+    meanings: Path | None = None,
 ) -> list[dict[str, Score]]:
     """Each fold's held-out logs scored with that fold's weights (``lab.relevance_folds``)
     and the ``min_linear`` chosen with them."""
@@ -221,7 +253,13 @@ def score_folds(
         # The recent messages always in, as the fold chose them with its threshold.
         fold_settings = settings.model_copy(update={"min_linear": min_linear})
         scored = score_logs(
-            data_dir, fold_settings, held_out, model, warm=warm, labelled_only=labelled_only
+            data_dir,
+            fold_settings,
+            held_out,
+            model,
+            warm=warm,
+            labelled_only=labelled_only,
+            meanings=meanings,
         )
         results.append(asyncio.run(scored))
     return results
@@ -392,6 +430,13 @@ def main() -> None:
         "command and name the logs that lost more than --tolerance",
     )
     parser.add_argument("--tolerance", type=float, default=0.02, help="for --against")
+    parser.add_argument(
+        "--meanings",
+        type=Path,
+        metavar="CACHE",
+        help="the logs' embeddings (python -m lab.meanings): the builder reads what each "
+        "message means; without it, the meaning features are missing",
+    )
     args = parser.parse_args()
     if args.labelled_only and args.folds is None:
         parser.exit(2, "error: --labelled-only: only with --folds\n")
@@ -416,7 +461,12 @@ def main() -> None:
     if args.folds is not None:
         try:
             folds = score_folds(
-                args.data, args.folds, settings, warm=args.warm, labelled_only=args.labelled_only
+                args.data,
+                args.folds,
+                settings,
+                warm=args.warm,
+                labelled_only=args.labelled_only,
+                meanings=args.meanings,
             )
         except (FoldError, WeightsError) as error:
             parser.exit(2, f"error: {error}\n")
@@ -438,6 +488,7 @@ def main() -> None:
             by_domain=args.by_domain,
             all_replies=args.all_replies,
             warm=args.warm,
+            meanings=args.meanings,
         )
     )
     print_table(scores, settings, warm=args.warm)
@@ -445,7 +496,9 @@ def main() -> None:
         print()
         print("| log | triggers | precision | recall | F1 | parent recall | picked |")
         print("|---|---|---|---|---|---|---|")
-        per_log = asyncio.run(score_logs(args.data, settings, warm=args.warm))
+        per_log = asyncio.run(
+            score_logs(args.data, settings, warm=args.warm, meanings=args.meanings)
+        )
         print_per_log(per_log)
         if earlier:
             print()

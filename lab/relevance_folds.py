@@ -16,6 +16,7 @@ changes only the fit or the defaults costs the fits and the scoring alone.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -80,8 +81,30 @@ def cached_examples(
         examples = pickle.loads(path.read_bytes())
     else:
         examples = [(log.name, example_of(log, t, settings)) for log, t in fit_set]
-        path.write_bytes(pickle.dumps(examples, protocol=pickle.HIGHEST_PROTOCOL))
+        # Kept without the meanings (a vector per candidate would be gigabytes): they are
+        # the logs' own, put back below.
+        bare = [(name, _without_meanings(example)) for name, example in examples]
+        path.write_bytes(pickle.dumps(bare, protocol=pickle.HIGHEST_PROTOCOL))
+    by_name = {log.name: log for log in logs}
+    examples = [(name, _with_meanings(example, by_name[name])) for name, example in examples]
     return examples, threshold_set
+
+
+def _without_meanings(example: Example) -> Example:
+    return dataclasses.replace(
+        example,
+        trigger=dataclasses.replace(example.trigger, meaning=None),
+        walk=[dataclasses.replace(clue, meaning=None) for clue in example.walk],
+    )
+
+
+def _with_meanings(example: Example, log: Log) -> Example:
+    """The example's clues as the log holds them (with their meanings, when it has them)."""
+    return dataclasses.replace(
+        example,
+        trigger=log.clues[log.index[example.trigger.id]],
+        walk=[log.clues[log.index[clue.id]] for clue in example.walk],
+    )
 
 
 def main() -> None:
@@ -104,6 +127,12 @@ def main() -> None:
     parser.add_argument(
         "--fit-triggers", type=int, default=FIT_TRIGGERS, help="sampled over all logs"
     )
+    parser.add_argument(
+        "--meanings",
+        type=Path,
+        help="lab.meanings' cache: the logs' embeddings, for the meaning features (scored "
+        "with them too)",
+    )
     parser.add_argument("--fit-only", action="store_true", help="write the folds, do not score")
     args = parser.parse_args()
     unknown = [name for name in args.without if name not in THIRD_FEATURES]
@@ -115,7 +144,7 @@ def main() -> None:
     started = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     settings = ContextSettings()
-    logs = [load_log(path) for path in paths]
+    logs = [load_log(path, args.meanings) for path in paths]
     examples, threshold_set = cached_examples(
         logs, settings, args.seed, args.out, args.fit_triggers
     )
@@ -134,6 +163,7 @@ def main() -> None:
             looks=args.looks,
             prefer=args.prefer,
             min_linears=min_linear_grid(args.min_linear, settings),
+            meaning=args.meanings is not None,
         )
         model = model.model_copy(
             update={"trained_on": f"irc-train fold {k + 1}/{args.folds}, {len(fit)} triggers"}
@@ -152,7 +182,7 @@ def main() -> None:
         return
     from lab.context_quality import print_folds, score_folds
 
-    print_folds(score_folds(args.data, args.out / "folds.json", settings))
+    print_folds(score_folds(args.data, args.out / "folds.json", settings, meanings=args.meanings))
     print(f"{time.perf_counter() - started:.0f} s")
 
 

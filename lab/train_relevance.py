@@ -30,7 +30,7 @@ import random
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,8 @@ from conversation.common import ContextSettings
 from conversation.selection import (
     ANSWER_SCORE,
     FEATURES,
+    MEANING_SECOND_FEATURES,
+    MEANING_WEIGHTS_FILE,
     PARENT_NEIGHBOURS,
     SECOND_FEATURES,
     THIRD_FEATURES,
@@ -61,6 +63,7 @@ from lab.options import lab_options
 
 DEFAULT_TRAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc-train"
 OUTPUT = Path(__file__).resolve().parents[1] / "conversation" / "selection" / WEIGHTS_FILE
+MEANING_OUTPUT = OUTPUT.with_name(MEANING_WEIGHTS_FILE)
 DISCORD_EPOCH_MS = 1_420_070_400_000
 # A first-look score at least this makes a candidate part of the conversation for the second
 # look (fixed, not tuned: even odds).
@@ -138,9 +141,16 @@ def export_clues(data: dict) -> list[Clue]:
     return clues
 
 
-def load_log(path: Path) -> Log:
+def load_log(path: Path, meanings: Path | None = None) -> Log:
+    """A log and its gold triggers; with ``meanings`` (``lab.meanings``' cache), each clue
+    carries its message's embedding."""
     data = json.loads(path.read_text())
     clues = export_clues(data)
+    if meanings is not None:
+        from lab.meanings import read_meanings
+
+        table = read_meanings(meanings, path)
+        clues = [replace(clue, meaning=table.get(clue.id)) for clue in clues]
     return Log(
         name=path.stem,
         clues=clues,
@@ -479,12 +489,14 @@ def fit_model(
     prefer: str = "recent",
     min_linears: tuple[int, ...] = MIN_LINEAR_GRID,
     answers: bool = True,
+    meaning: bool = False,
 ) -> tuple[RelevanceModel, Choice]:
     """The looks fitted on ``examples`` (two, or three), the defaults chosen on ``threshold_set``.
     ``answers``: the answer ranking is fitted too, and its defaults chosen with the rest.
 
     The second look's features named in ``without`` are held at 0 for the fit, so its trees
-    never use them (an ablation, measured with ``lab.relevance_folds --without``).
+    never use them (an ablation, measured with ``lab.relevance_folds --without``). ``meaning``:
+    the second look reads the meaning features too (the examples' clues carry embeddings).
     """
     if fitter == "lightgbm":
         from lab import library_fit as fitting
@@ -499,15 +511,16 @@ def fit_model(
         print(f"{len(y)} candidates, {int(y.sum())} positive; fitting with {fitter}", flush=True)
     rows = np.array([row for example in examples for row in example.rows])
     first = stage(FEATURES, *fitting.fit_logistic(rows, y))
+    second_features = MEANING_SECOND_FEATURES if meaning else SECOND_FEATURES
     model = RelevanceModel(
         first=first,
-        second=TreeStage(features=SECOND_FEATURES, means=(), base=0.0, trees=()),
+        second=TreeStage(features=second_features, means=(), base=0.0, trees=()),
         anchor=ANCHOR,
         threshold=0.5,
         # A third look reads every candidate's second look: no floor then.
         second_look_floor=SECOND_LOOK_FLOOR if looks == 2 else 0.0,
     )
-    stages = ((2, SECOND_FEATURES), (3, THIRD_FEATURES))[: looks - 1]
+    stages = ((2, second_features), (3, THIRD_FEATURES))[: looks - 1]
     for look, features in stages:
         x = np.array(
             [
@@ -599,7 +612,13 @@ def main() -> None:
     )
     parser.add_argument("--threshold-triggers", type=int, default=THRESHOLD_TRIGGERS)
     parser.add_argument(
-        "--out", type=Path, default=OUTPUT, help="where the weights go (the package's file)"
+        "--meanings", type=Path, help="lab.meanings' cache: fit the meaning features too"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where the weights go (the package's file; with --meanings, the one that reads "
+        "meaning)",
     )
     args = parser.parse_args()
     started = time.perf_counter()
@@ -607,7 +626,7 @@ def main() -> None:
     paths = sorted(p for p in args.data.glob("*.json") if not p.name.endswith(".gold.json"))
     if not paths:
         parser.exit(2, f"error: {args.data}: no logs here (*.json with a .gold.json beside)\n")
-    logs = [load_log(path) for path in paths]
+    logs = [load_log(path, args.meanings) for path in paths]
     print(f"{len(logs)} logs, {sum(len(log.triggers) for log in logs)} triggers", flush=True)
     rng = random.Random(args.seed)
     held_out: list[Log] = []
@@ -629,7 +648,10 @@ def main() -> None:
         looks=args.looks,
         prefer=args.prefer,
         min_linears=min_linear_grid(args.min_linear, settings),
+        meaning=args.meanings is not None,
     )
+    if args.out is None:
+        args.out = OUTPUT if args.meanings is None else MEANING_OUTPUT
     model = model.model_copy(
         update={"trained_on": f"irc-train, {len(fit_set)} triggers, seed {args.seed}"}
     )

@@ -224,3 +224,18 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_url(postgres_server: PostgresServer) -> str:
     """A PostgreSQL URL of an empty schema of its own."""
     return postgres_server.fresh_url()
+
+
+@pytest.fixture(scope="session")
+def sentence_model() -> Any:
+    """The meaning extra's sentence model (``conversation.selection.meaning``): skipped where
+    the extra is not installed (the default install), failed there when
+    ``THREADWISE_REQUIRE_MEANING`` is set (``.ci/run`` installs the extra and sets it)."""
+    from conversation.selection import load_embedder
+
+    loaded = load_embedder()
+    if loaded is None:
+        if os.environ.get("THREADWISE_REQUIRE_MEANING"):
+            pytest.fail("the meaning extra is required here: pip install -e '.[meaning]'")
+        pytest.skip("the meaning extra is not installed (pip install -e '.[meaning]')")
+    return loaded

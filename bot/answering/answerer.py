@@ -54,7 +54,7 @@ from conversation.memory import (
     sent_prompt,
 )
 from conversation.prompt import Materializer, PreparedPrompt, persona_for, prepare_prompt
-from conversation.selection import ContextSelection, sealed
+from conversation.selection import ContextSelection, MeaningStore, sealed
 from conversation.sources import (
     HISTORY_UNREADABLE,
     CacheRegistry,
@@ -87,6 +87,7 @@ class Answerer:
         memory: PromptMemory | None = None,
         forgotten: ForgottenPeople | None = None,
         seals: ChannelSeals | None = None,
+        meanings: MeaningStore | None = None,
     ) -> None:
         self.config = config
         # What each answer sent, so a follow-up's request starts with it (conversation.memory).
@@ -96,6 +97,8 @@ class Answerer:
         # Each channel's latest /fresh seal as the store recorded it (a cold cache's too).
         self.seals = seals or ChannelSeals(None)
         self.caches = caches
+        # What the messages mean, for the score that reads it (None: the plain score).
+        self.meanings = meanings
         self.materializer = materializer
         self.model = model
         self.bot_name = bot_name
@@ -117,6 +120,7 @@ class Answerer:
             clients=ModelClients(model, config.models),
             budgeter=self.budgeter,
             links=DiscordLinkResolver(),
+            meanings=meanings,
         )
 
     def settings_for(self, channel: Any) -> Config:
@@ -127,7 +131,12 @@ class Answerer:
         """A reloaded config: every channel's parts are built again (``/model`` choices end)."""
         channels = self.channels
         self.channels = ChannelRuntimes(
-            config, clients=channels.clients, budgeter=self.budgeter, links=channels.links
+            config,
+            clients=channels.clients,
+            budgeter=self.budgeter,
+            links=channels.links,
+            meanings=self.meanings,
+            lengths=channels.lengths,
         )
         self.config = config
 

@@ -22,7 +22,7 @@ from bot.config.named_models import NamedModel, model_with
 from bot.discord.places import place_of
 from bot.model.client import ModelClient
 from conversation.memory import SummaryPolicy
-from conversation.selection import ContextBuilder
+from conversation.selection import ContextBuilder, ConversationLengths, MeaningStore
 
 if TYPE_CHECKING:
     from bot.config.schema import Config
@@ -82,11 +82,17 @@ class ChannelRuntimes:
         clients: ModelClients,
         budgeter: PromptBudgeter,
         links: Any,
+        meanings: MeaningStore | None = None,
+        lengths: ConversationLengths | None = None,
     ) -> None:
         self.settings = ChannelSettings(config)
         self.clients = clients
         self.budgeter = budgeter
         self.links = links
+        # What the messages mean (None: the plain score), and how long each channel's
+        # conversations run: both outlive a config reload, like the caches.
+        self.meanings = meanings
+        self.lengths = lengths or ConversationLengths()
         self.choices: dict[int, str] = {}  # placed channel id -> named model, from /model
         self._built: dict[tuple[int | None, str | None], ChannelRuntime] = {}
 
@@ -129,7 +135,9 @@ class ChannelRuntimes:
             config=config,
             model=self.clients.for_settings(config.model),
             budgeter=self.budgeter.for_settings(config.model),
-            builder=ContextBuilder(config.context, links=self.links),
+            builder=ContextBuilder(
+                config.context, links=self.links, meanings=self.meanings, lengths=self.lengths
+            ),
             source=source,
             summaries=self._summaries(config),
         )

@@ -52,10 +52,17 @@ def trigger_fact(config: Config) -> str:
 def privacy_facts(config: Config) -> list[str]:
     """What reaches the model and what stays on disk, with the keys that change it."""
     context = config.context
+    longest = context.longest_total
+    grown = (
+        f" ({longest} in a channel whose conversations run long"
+        f"{'' if context.max_total_long else ', where the score reads meaning'}: max_total_long)"
+        if longest > context.max_total
+        else ""
+    )
     reads = (
         f"reads: each answer sends the model up to {context.max_total} earlier messages of "
-        f"the channel, always the {context.min_linear} most recent ones, so people who never "
-        "addressed the bot are in it ([context] min_linear, max_total)"
+        f"the channel{grown}, always the {context.min_linear} most recent ones, so people who "
+        "never addressed the bot are in it ([context] min_linear, max_total)"
     )
     storage = config.storage
     days = storage.retention_days

@@ -46,7 +46,7 @@ from conversation.articles import ArticleService
 from conversation.common import clean_text
 from conversation.memory import BoundedMemory
 from conversation.prompt import MaterializeOptions, Materializer, bot_name_in
-from conversation.selection import Follower, is_seal
+from conversation.selection import Follower, is_seal, meaning_store
 from conversation.sources import CacheRegistry, Slimmer
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,9 @@ class ThreadwiseClient(nextcord.Client):
         # Counted only when [metrics] port is set; served from login() to close().
         self.metrics = Metrics() if config.metrics.port is not None else None
         self.metrics_server: MetricsServer | None = None
+        # What each message means, embedded off the event loop where the sentence model is
+        # installed (the meaning extra); None: the plain score.
+        self.meanings = meaning_store()
         self.answerer = Answerer(
             config,
             self.caches,
@@ -130,6 +133,7 @@ class ThreadwiseClient(nextcord.Client):
             ),
             forgotten=ForgottenPeople(store),
             seals=ChannelSeals(store),
+            meanings=self.meanings,
         )
         self._sessions = 0
         # DM channels by id: nextcord keeps no DM channel objects to look up edits in.
@@ -241,6 +245,8 @@ class ThreadwiseClient(nextcord.Client):
     async def on_message(self, message: nextcord.Message) -> None:
         cache = self.caches.for_channel(message.channel.id)
         cache.on_gateway_message(message)
+        if self.meanings is not None:
+            self.meanings.add(message)
         if message.guild is None:
             self._channels[message.channel.id] = message.channel
         if self.user is None:

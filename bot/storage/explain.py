@@ -172,6 +172,10 @@ def _body(e: Explanation, excerpt_chars: int | None) -> list[str]:
         for entry in e.work_log
         if entry.action == "history_restricted"
     )
+    # A channel whose conversations run long got a higher cap: how many, and the evidence.
+    body.extend(
+        f"Longer context: {entry.detail}" for entry in e.work_log if entry.action == "context_cap"
+    )
     # First: a linked message left out matters to the asker more than the list below.
     links = [entry.detail for entry in e.work_log if entry.action == "link_followed"]
     if links:

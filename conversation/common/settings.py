@@ -37,11 +37,33 @@ DEFAULT_SUMMARY_PROMPT = (
 )
 
 
+# The cap on a context, and how far it grows in a channel whose conversations run long when
+# ``max_total_long`` is unset (``ContextSettings.longest_total``): 120 lifted mediawiki's long
+# conversations most on irc-train (docs/experiments.md).
+DEFAULT_MAX_TOTAL = 50
+DEFAULT_MAX_TOTAL_LONG = 120
+
+
 class ContextSettings(StrictSection):
     """Thresholds of the tik/tok context builder."""
 
     min_linear: int = Field(1, ge=0, le=1000, description="Recent messages always included.")
-    max_total: int = Field(50, ge=1, le=1000, description="Hard cap on messages in a context.")
+    max_total: int = Field(
+        DEFAULT_MAX_TOTAL,
+        ge=1,
+        le=1000,
+        description="Cap on messages in a context (a channel whose conversations run long may "
+        "get more: max_total_long).",
+    )
+    max_total_long: int | None = Field(
+        None,
+        ge=1,
+        le=1000,
+        description="The cap in a channel whose conversations run long: past max_total, up to "
+        "this, as far as the channel's recent contexts asked for. Unset: up to 120 while "
+        "max_total is the default 50 and the score reads meaning (the meaning extra), no "
+        "growth otherwise; at most max_total: one cap everywhere.",
+    )
     time_threshold_minutes: float = Field(
         30,
         gt=0,
@@ -142,6 +164,17 @@ class ContextSettings(StrictSection):
         """How far back the walk may go when the cache holds everything: a smaller
         ``cached_candidate_window`` never cuts short what a history page may be read for."""
         return max(self.candidate_window, self.cached_candidate_window)
+
+    @property
+    def longest_total(self) -> int:
+        """How far the cap may grow in a channel whose conversations run long. Unset, it grows
+        only from the default ``max_total``: an operator who chose a cap (the studio's 2, a
+        support channel's 12) keeps it unless they also set ``max_total_long``."""
+        if self.max_total_long is not None:
+            return self.max_total_long
+        if self.max_total == DEFAULT_MAX_TOTAL:
+            return DEFAULT_MAX_TOTAL_LONG
+        return self.max_total
 
     @model_validator(mode="after")
     def _linear_fits(self) -> ContextSettings:

@@ -124,7 +124,9 @@ async def prepare_prompt(
         selection,
         materializer,
         persona,
-        threshold=conversation_threshold(builder),
+        threshold=selection.threshold
+        if selection.threshold is not None
+        else conversation_threshold(builder),
         now=now,
         budget=budget,
         counter=counter,

@@ -2,8 +2,9 @@
 
 The build: ``builder`` (its front door: the trigger's links first, then one of two modes, the
 history an asker may not read told), ``scored_build`` (the default: a walk back to a silence,
-the recent messages and the reply chain propose, the learned score chooses under
-``max_total``), ``scoring`` (its candidates and the reasons told from their scores), ``walk``
+the recent messages and the reply chain propose, the learned score chooses under the cap),
+``length`` (how long a channel's conversations run: the cap, ``max_total`` or more where they
+run long), ``scoring`` (its candidates and the reasons told from their scores), ``walk``
 (how far back it reads: a second history page only when the conversation reaches the first
 one's edge), ``rules_build`` (``learned_relevance = false``: the tik/tok walk, reply references
 followed one level a step, neighbours by who takes part), ``exploration`` (its state),
@@ -16,7 +17,9 @@ The learned score: ``relevance`` (``RelevanceModel``: which candidates enter and
 likely answers), ``clues`` (what the score reads of a message, kept once per text by a
 ``ClueCache``), ``features`` (what it weighs, and the words of an explanation), ``reach`` (how far
 a candidate reaches into the conversation by its links), ``stages`` (the fitted logistic and tree
-models, evaluated in pure Python), ``weights`` (``relevance_weights.json`` read and checked).
+models, evaluated in pure Python), ``weights`` (``relevance_weights.json`` read and checked, and
+``relevance_weights_meaning.json``, the score fitted with meaning), ``meaning`` (what a message
+means, as a sentence embedding, for that score: the optional ``meaning`` extra).
 
 Links between messages: ``addressing`` (names written at the start of a message read as
 addresses), ``message_links`` (a pasted Discord message link joins the context like a reply).
@@ -35,6 +38,8 @@ from conversation.selection.clues import Clue, words_of
 from conversation.selection.features import (
     ANSWER_SCORE,
     FEATURES,
+    MEANING_FEATURES,
+    MEANING_SECOND_FEATURES,
     SECOND_FEATURES,
     THIRD_FEATURES,
     feature_rows,
@@ -55,13 +60,22 @@ from conversation.selection.follow_model import (
     written,
 )
 from conversation.selection.follower import Follower, follow_enabled
+from conversation.selection.length import ConversationLengths
+from conversation.selection.meaning import MeaningStore, load_embedder, meaning_store, text_of
 from conversation.selection.message_links import LinkOutcome, MessageLink
 from conversation.selection.relevance import RelevanceModel, Scored, thread_scores
 from conversation.selection.result import ContextSelection, Reason
 from conversation.selection.scored_build import PARENT_NEIGHBOURS
 from conversation.selection.seal import SEAL_COMMAND, SEAL_TEXT, is_seal, sealed
 from conversation.selection.stages import LogisticStage, Tree, TreeStage
-from conversation.selection.weights import WEIGHTS_FILE, WeightsError, load_model, load_model_from
+from conversation.selection.weights import (
+    MEANING_WEIGHTS_FILE,
+    WEIGHTS_FILE,
+    WeightsError,
+    load_meaning_model,
+    load_model,
+    load_model_from,
+)
 
 __all__ = [
     "ANSWER_SCORE",
@@ -69,6 +83,9 @@ __all__ = [
     "FEATURES",
     "FOLLOW_FEATURES",
     "FOLLOW_WEIGHTS_FILE",
+    "MEANING_FEATURES",
+    "MEANING_SECOND_FEATURES",
+    "MEANING_WEIGHTS_FILE",
     "PARENT_NEIGHBOURS",
     "SEAL_COMMAND",
     "SEAL_TEXT",
@@ -79,10 +96,12 @@ __all__ = [
     "Clue",
     "ContextBuilder",
     "ContextSelection",
+    "ConversationLengths",
     "FollowModel",
     "Follower",
     "LinkOutcome",
     "LogisticStage",
+    "MeaningStore",
     "MessageLink",
     "Reason",
     "RelevanceModel",
@@ -97,13 +116,17 @@ __all__ = [
     "follow_enabled",
     "follow_row",
     "is_seal",
+    "load_embedder",
     "load_follow_model",
+    "load_meaning_model",
     "load_model",
     "load_model_from",
+    "meaning_store",
     "name_keys",
     "opening_of",
     "relevance_fingerprint",
     "sealed",
+    "text_of",
     "thread_scores",
     "with_addresses",
     "words_of",

@@ -17,14 +17,18 @@ and the work log of the build are counted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from conversation.common.settings import ContextSettings
 from conversation.selection.clues import ClueCache
+from conversation.selection.length import Cap, ConversationLengths
 from conversation.selection.message_links import LinkResolver, linked_messages
 from conversation.selection.relevance import RelevanceModel
 from conversation.selection.result import ContextSelection, Reason
 from conversation.selection.rules_build import RulesBuild
 from conversation.selection.scored_build import PARENT_NEIGHBOURS, ScoredBuild
-from conversation.selection.weights import load_model
+from conversation.selection.weights import load_meaning_model, load_model
 from conversation.sources.reader import ChannelReader, WorkEntry
 from conversation.sources.source import MessageLike
 
@@ -40,11 +44,26 @@ class ContextBuilder:
         model: RelevanceModel | None = None,
         *,
         links: LinkResolver | None = None,
+        meanings: Callable[[MessageLike], Any] | None = None,
+        meaning_model: RelevanceModel | None = None,
+        lengths: ConversationLengths | None = None,
     ) -> None:
         self.settings = settings
         self.model = model if model is not None or not settings.learned_relevance else load_model()
+        # The score that reads meaning, for a trigger whose meaning is known (the plain one
+        # otherwise: without the sentence model, or before the trigger is embedded). The
+        # shipped one goes with the shipped plain score only: a model given (a fold's weights)
+        # is the one that decides, and reads meaning when it was fitted with it.
+        if meaning_model is None and model is None and meanings is not None:
+            meaning_model = load_meaning_model() if settings.learned_relevance else None
+        self.meaning_model = meaning_model
         self.links = links
-        self.clues = ClueCache()
+        # What a message means (``conversation.selection.meaning``), read into its clue when
+        # known: None, or None for a message, leaves the score's meaning features missing.
+        self.clues = ClueCache(meanings=meanings)
+        # How long each channel's conversations run, from its builds: the cap on a context
+        # (given: shared with the builders of other channel tables and kept across a reload).
+        self.lengths = lengths if lengths is not None else ConversationLengths()
 
     def threshold_of(self, model: RelevanceModel) -> float:
         """The score a candidate needs: ``[context] relevance_threshold``, else the model's."""
@@ -63,12 +82,24 @@ class ContextBuilder:
         if (note := reader.restriction_note) is not None:
             reader.log.append(WorkEntry(action="history_restricted", detail=note))
         linked, left_out = await linked_messages(trigger, reader, self.links)
-        room = max(1, self.settings.max_total - len(linked))
+        cap = self._cap(reader)
+        if cap.why is not None:  # told in explain and the studio, with its evidence
+            reader.log.append(WorkEntry(action="context_cap", detail=cap.why))
+        room = max(1, cap.total - len(linked))
         mode: ScoredBuild | RulesBuild
         if self.model is not None:
             threshold = self.threshold_of(self.model)
             mode = ScoredBuild(
-                self.settings, trigger, reader, room, self.model, threshold, self.clues
+                self.settings,
+                trigger,
+                reader,
+                room,
+                self.model,
+                threshold,
+                self.clues,
+                meaning_model=self.meaning_model,
+                meaning_threshold=self.threshold_of(self.meaning_model or self.model),
+                lengths=self.lengths,
             )
         else:
             mode = RulesBuild(self.settings, trigger, reader, room)
@@ -80,6 +111,19 @@ class ContextBuilder:
         selection.rest_calls = reader.rest_calls - calls_before
         selection.work_log = reader.log[log_start:]
         return selection
+
+    def _cap(self, reader: ChannelReader) -> Cap:
+        """The cap of this build: ``max_total``, or more in a channel whose conversations run
+        long (scored builds only: the rules fill whatever cap they are given). Unless the
+        operator set ``max_total_long``, the cap grows only under the score that reads meaning:
+        the plain score's threshold, fitted for one cap, let too much of a busy help channel in
+        once it grew (irc-dev's Ubuntu logs lost 0.013 to 0.018 F1; docs/experiments.md)."""
+        if self.model is None:
+            return Cap(self.settings.max_total)
+        longest = self.settings.longest_total
+        if self.meaning_model is None and self.settings.max_total_long is None:
+            longest = self.settings.max_total
+        return self.lengths.cap(reader.source.channel_id, self.settings.max_total, longest)
 
 
 def _add_linked(selection: ContextSelection, linked: list[tuple[MessageLike, Reason]]) -> None:

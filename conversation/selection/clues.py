@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from conversation.selection.addressing import (
     name_keys,
@@ -58,6 +59,9 @@ class Clue:
     # ``conversation.selection.addressing`` compares them: a written address counts as a mention.
     opening: str | None = None
     author_keys: frozenset[str] = frozenset()
+    # What the message means, as a unit sentence embedding (``conversation.selection.meaning``),
+    # when one is known: a numpy row, compared by identity only.
+    meaning: Any = field(default=None, compare=False, repr=False)
 
 
 def words_of(content: str, names: Iterable[str] = ()) -> frozenset[str]:
@@ -96,22 +100,37 @@ def clue_of(message: MessageLike) -> Clue:
 
 class ClueCache:
     """Each message's clue, built once per text (an edit makes a new one), the least recently
-    used dropped past ``size``."""
+    used dropped past ``size``.
 
-    def __init__(self, size: int = CLUES_KEPT) -> None:
+    ``meanings`` (``conversation.selection.meaning``'s store, when the sentence model loads)
+    gives a clue its meaning; a clue kept before its message was embedded asks again the next
+    time it is used, so a build never waits for an embedding and a later one reads it."""
+
+    def __init__(
+        self, size: int = CLUES_KEPT, meanings: Callable[[MessageLike], Any] | None = None
+    ) -> None:
         self.size = size
+        self.meanings = meanings
         self._clues: OrderedDict[tuple[int, str], Clue] = OrderedDict()
 
     def clue(self, message: MessageLike) -> Clue:
         key = (message.id, message.content or "")
         found = self._clues.get(key)
         if found is None:
-            found = self._clues[key] = clue_of(message)
+            found = self._clues[key] = self._with_meaning(clue_of(message), message)
             if len(self._clues) > self.size:
                 self._clues.popitem(last=False)
         else:
+            if found.meaning is None and self.meanings is not None:
+                found = self._clues[key] = self._with_meaning(found, message)
             self._clues.move_to_end(key)
         return found
+
+    def _with_meaning(self, clue: Clue, message: MessageLike) -> Clue:
+        if self.meanings is None:
+            return clue
+        meaning = self.meanings(message)
+        return clue if meaning is None else replace(clue, meaning=meaning)
 
     def __len__(self) -> int:
         return len(self._clues)

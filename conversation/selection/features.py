@@ -69,9 +69,23 @@ RELATIVE_FEATURES: tuple[str, ...] = (
     "minutes to the conversation",
 )
 
+# How close in meaning a candidate is (``conversation.selection.meaning``: the cosine of two
+# sentence embeddings) to the trigger, to the asker's closest other message, and to the
+# conversation the first look found (the mean of its members, the candidate itself left out).
+MEANING_FEATURES: tuple[str, ...] = (
+    "meaning close to the trigger",
+    "meaning close to the asker",
+    "meaning close to the conversation",
+)
+# A similarity that cannot be known (no sentence model, or no embedding yet): below any cosine
+# two sentences of the model reach, so a tree tells it apart.
+NO_MEANING = -1.0
+
 # What the second look reads: the first look's features, the relative ones, and how far each
 # candidate reaches into the conversation by its links (``conversation.selection.reach``).
 SECOND_FEATURES: tuple[str, ...] = FEATURES + RELATIVE_FEATURES + REACH_FEATURES
+# ... and, in the model fitted with the sentence model's embeddings, how close it is in meaning.
+MEANING_SECOND_FEATURES: tuple[str, ...] = SECOND_FEATURES + MEANING_FEATURES
 # An optional third look reads the same again, the conversation now the one the second found.
 LATER = ", second look"
 THIRD_FEATURES: tuple[str, ...] = SECOND_FEATURES + tuple(
@@ -98,6 +112,9 @@ MEASURES: dict[str, tuple[str | None, str | None]] = {
     "words shared with the conversation": ("on the conversation's topic", "off topic"),
     "messages to the conversation": (None, "next to the conversation"),
     "minutes to the conversation": (None, "close in time"),
+    "meaning close to the trigger": ("close in meaning to the trigger", None),
+    "meaning close to the asker": ("close in meaning to the asker", None),
+    "meaning close to the conversation": ("close in meaning to the conversation", None),
     "first-look score": (None, None),  # a restatement of the other features: says nothing
     "first-look rank": (None, "among the likeliest"),
     "its author's other messages": ("its author's other messages belong", None),
@@ -353,3 +370,63 @@ def _nearest(values: list[int], x: int, among: bool) -> int | None:
         return below
     above = abs(values[j] - x)
     return above if below is None or above < below else below
+
+
+def meaning_rows(
+    trigger: Clue,
+    candidates: Sequence[Clue],
+    anchors: set[int],
+    only: Sequence[int] | None = None,
+) -> list[list[float]]:
+    """One row of ``MEANING_FEATURES`` per candidate (per index in ``only`` when given), each
+    ``NO_MEANING`` where the candidate or what it is compared with has no embedding.
+
+    numpy is imported only when an embedding is there: the sentence model brings it, and a bot
+    without the model never gets here with one."""
+    indices = range(len(candidates)) if only is None else only
+    known = [i for i in indices if candidates[i].meaning is not None]
+    rows = {i: [NO_MEANING] * len(MEANING_FEATURES) for i in indices}
+    if not known:
+        return list(rows.values())
+    import numpy as np
+
+    matrix = np.stack([candidates[i].meaning for i in known])
+    if trigger.meaning is not None:
+        for i, value in zip(known, (matrix @ trigger.meaning).tolist(), strict=True):
+            rows[i][0] = value
+    # The asker's closest other message (a message is not compared with itself).
+    asker = {
+        k: column
+        for column, k in enumerate(
+            k
+            for k, c in enumerate(candidates)
+            if c.author == trigger.author and c.meaning is not None
+        )
+    }
+    if asker:
+        theirs = np.stack([candidates[k].meaning for k in asker])
+        # einsum, not ``@``: a matrix product goes to BLAS, whose threads cost milliseconds
+        # on a busy small machine for a product of microseconds.
+        close = np.einsum("ij,kj->ik", matrix, theirs)
+        for row, i in enumerate(known):
+            if i in asker:
+                close[row, asker[i]] = -np.inf
+        best = close.max(axis=1)
+        for i, value in zip(known, best.tolist(), strict=True):
+            if value > -np.inf:
+                rows[i][1] = value
+    # The conversation: the trigger and the anchors, as the mean of their vectors; a member is
+    # compared with the others' mean.
+    members = [c.meaning for c in candidates if c.id in anchors and c.meaning is not None]
+    if trigger.meaning is not None:
+        members.append(trigger.meaning)
+    if members:
+        total = np.sum(members, axis=0)
+        inside = np.array([candidates[i].id in anchors for i in known])
+        rest = np.where(inside[:, None], total[None, :] - matrix, total[None, :])
+        norms = np.linalg.norm(rest, axis=1)
+        dots = (matrix * rest).sum(axis=1)
+        for i, dot, norm in zip(known, dots.tolist(), norms.tolist(), strict=True):
+            if norm > 1e-6:
+                rows[i][2] = dot / norm
+    return list(rows.values())

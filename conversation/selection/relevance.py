@@ -22,9 +22,11 @@ from conversation.selection.features import (
     CHAIN,
     FEATURES,
     LATER,
+    MEANING_SECOND_FEATURES,
     MEASURES,
     ONLY_WHEN_PRESENT,
     feature_rows,
+    meaning_rows,
     relative_rows,
     with_addresses,
     word_weights,
@@ -118,6 +120,12 @@ class RelevanceModel(BaseModel):
     answer_floor: float = Field(0.0, ge=0.0, le=1.0)
 
     @property
+    def reads_meaning(self) -> bool:
+        """Fitted with the sentence model's embeddings: its second look reads how close each
+        candidate is in meaning (``features.MEANING_FEATURES``)."""
+        return self.second.features == MEANING_SECOND_FEATURES
+
+    @property
     def deciding(self) -> TreeStage:
         """The last look: its scores decide, its trees explain."""
         return self.third if self.third is not None else self.second
@@ -143,11 +151,12 @@ class RelevanceModel(BaseModel):
             looks = 2 if self.third is None else 3
         trigger, candidates = with_addresses(trigger, candidates)
         base, first, idf = self.first_look(trigger, candidates, chain)
-        rows = _with_conversation(base, trigger, candidates, first, self.anchor, idf)
+        meaning = self.reads_meaning
+        rows = _with_conversation(base, trigger, candidates, first, self.anchor, idf, meaning)
         if looks < 3:
             return rows
         second = [self.second.probability(row) for row in rows]
-        return _with_conversation(rows, trigger, candidates, second, self.anchor, idf)
+        return _with_conversation(rows, trigger, candidates, second, self.anchor, idf, False)
 
     def score_all(self, trigger: Clue, candidates: Sequence[Clue], chain: set[int]) -> list[Scored]:
         probability = self.deciding.probability
@@ -175,7 +184,9 @@ class RelevanceModel(BaseModel):
             for i, (clue, p) in enumerate(zip(candidates, first, strict=True))
             if p >= floor or clue.id in joined or clue.id in chain or clue.id in keep
         ]
-        rows = _with_conversation(base, trigger, candidates, first, self.anchor, idf, looked)
+        rows = _with_conversation(
+            base, trigger, candidates, first, self.anchor, idf, self.reads_meaning, looked
+        )
         second = dict(zip(looked, rows, strict=True))
         probability = self.second.probability
         results: list[Scored] = []
@@ -289,15 +300,23 @@ def _with_conversation(
     scores: Sequence[float],
     anchor: float,
     idf: dict[str, float],
+    meaning: bool,
     only: Sequence[int] | None = None,
 ) -> list[tuple[float, ...]]:
     """``rows`` extended by how each candidate relates to the conversation ``scores`` found
     (of the candidates at the indices ``only``, when given; the conversation is found among
-    them all)."""
+    them all), and with ``meaning``, how close it is to it in meaning."""
     anchors = {c.id for c, p in zip(candidates, scores, strict=True) if p >= anchor}
     relative = relative_rows(trigger, candidates, anchors, idf, only)
     reach = reach_rows(trigger, candidates, scores, only)
     base = rows if only is None else [rows[i] for i in only]
+    if not meaning:
+        return [
+            (*row, *extra, *linked)
+            for row, extra, linked in zip(base, relative, reach, strict=True)
+        ]
+    close = meaning_rows(trigger, candidates, anchors, only)
     return [
-        (*row, *extra, *linked) for row, extra, linked in zip(base, relative, reach, strict=True)
+        (*row, *extra, *linked, *near)
+        for row, extra, linked, near in zip(base, relative, reach, close, strict=True)
     ]

@@ -57,6 +57,9 @@ class ContextSelection:
     rest_calls: int = 0
     work_log: list[WorkEntry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what could not be read, for the user
+    # The score a message needed to be in the conversation, as the build that chose decided
+    # (the score that reads meaning has its own); None: the builder's, or no score.
+    threshold: float | None = None
 
     @property
     def ids(self) -> list[int]:

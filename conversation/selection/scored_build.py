@@ -17,11 +17,12 @@ from their scores are in ``conversation.selection.scoring``, how far back the wa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from conversation.selection.addressing import written_addressee
 from conversation.selection.build_steps import BuildSteps
-from conversation.selection.clues import ClueCache
+from conversation.selection.clues import Clue, ClueCache
+from conversation.selection.length import ConversationLengths
 from conversation.selection.references import follow_reference, free_parent, reference_before
 from conversation.selection.relevance import RelevanceModel
 from conversation.selection.result import ContextSelection, Reason
@@ -32,6 +33,9 @@ from conversation.sources.source import MessageLike, created_ms, is_conversation
 
 # Neighbours read on each side of a replied-to message the walk did not reach.
 PARENT_NEIGHBOURS = 10
+# The share of candidates whose meaning may be unknown for the score that reads meaning to
+# decide (messages of no text have none).
+MISSING_MEANINGS = 0.1
 
 
 def _paid(entry: WorkEntry) -> bool:
@@ -46,6 +50,12 @@ class ScoredBuild(BuildSteps):
     model: RelevanceModel
     threshold: float  # the score a candidate needs (``ContextBuilder.threshold_of``)
     clues: ClueCache
+    # The score that reads meaning (``ContextBuilder.meaning_model``), None: the plain one only,
+    # and the score a candidate needs by it.
+    meaning_model: RelevanceModel | None = None
+    meaning_threshold: float = 0.0
+    # The channel's conversation lengths, told what this build's score asked for.
+    lengths: ConversationLengths = field(default_factory=ConversationLengths)
 
     async def run(self) -> ContextSelection:
         """Steps 1 to 4 gather the candidates, 5 scores them, 6 chooses; 6b reads one more
@@ -75,8 +85,11 @@ class ScoredBuild(BuildSteps):
             last_round = (reasons, candidates)
             fetchable = walk.step + 1
             self.reader.log[log_start:] = [e for e in self.reader.log[log_start:] if _paid(e)]
+        self.lengths.record(self.reader.source.channel_id, scored.asked(recent, self.trigger))
         show_replies_among(reasons, candidates.by_id)
-        return self.selection((candidates.by_id[i] for i in reasons), reasons, problems)
+        selection = self.selection((candidates.by_id[i] for i in reasons), reasons, problems)
+        selection.threshold = scored.threshold
+        return selection
 
     async def _gather(
         self, recent: list[MessageLike], fetchable: int, problems: list[str]
@@ -184,10 +197,11 @@ class ScoredBuild(BuildSteps):
         """Step 5: every candidate scored against the trigger and its reply thread (``keep``:
         those looked at twice whatever their first look, the recent ones, whose reasons are
         told)."""
-        model = self.model
         trigger_clue = self.clues.clue(self.trigger)
         clues = [self.clues.clue(m) for m in candidates.messages]
-        if self.threshold < model.second_look_floor:  # a threshold that low needs every score
+        model = scoring_model(self.model, self.meaning_model, trigger_clue, clues)
+        threshold = self.threshold if model is self.model else self.meaning_threshold
+        if threshold < model.second_look_floor:  # a threshold that low needs every score
             keep = {clue.id for clue in clues}
         results = model.score_threads(trigger_clue, clues, set(candidates.chain), keep)
         # As the score read it: a name the trigger writes as an address is a mention ("mention"
@@ -201,7 +215,7 @@ class ScoredBuild(BuildSteps):
             trigger_clue=trigger_clue,
             model=model,
             chain=candidates.chain,
-            threshold=self.threshold,
+            threshold=threshold,
             results={clue.id: result for clue, result in zip(clues, results, strict=True)},
             clues={clue.id: clue for clue in clues},
         )
@@ -240,3 +254,15 @@ class ScoredBuild(BuildSteps):
         for message_id in answered:
             reasons[message_id] = [scored.reason(message_id, answered=True)]
         return reasons
+
+
+def scoring_model(
+    plain: RelevanceModel, meaning: RelevanceModel | None, trigger: Clue, clues: list[Clue]
+) -> RelevanceModel:
+    """The score that reads meaning when the trigger's and nearly every candidate's are known
+    (it was fitted with them all); the plain one otherwise: without the sentence model, or
+    while a page read from Discord waits for its embeddings (nothing waits for them)."""
+    if meaning is None or trigger.meaning is None:
+        return plain
+    missing = sum(1 for clue in clues if clue.meaning is None)
+    return meaning if missing <= MISSING_MEANINGS * len(clues) else plain

@@ -66,6 +66,18 @@ class Scoring:
         best_first = sorted(((result.score, i) for i, result in self.results.items()), reverse=True)
         return ((message_id, score) for score, message_id in best_first)
 
+    def asked(self, recent: list[MessageLike], trigger: MessageLike) -> int:
+        """How many messages this score would let in without a cap: the recent ones, the
+        message replied to, and every other candidate over the threshold (what the channel's
+        conversation asks for: ``conversation.selection.length``)."""
+        fixed = {m.id for m in recent} | {reference_id(trigger)}
+        over = sum(
+            1
+            for i, result in self.results.items()
+            if i not in fixed and result.score >= self.threshold
+        )
+        return len(fixed & self.results.keys()) + over
+
     def reason(
         self, message_id: int, kind: ReasonKind | None = None, *, answered: bool = False
     ) -> Reason:

@@ -17,11 +17,20 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from conversation.selection.features import ANSWER_SCORE, FEATURES, SECOND_FEATURES, THIRD_FEATURES
+from conversation.selection.features import (
+    ANSWER_SCORE,
+    FEATURES,
+    MEANING_SECOND_FEATURES,
+    SECOND_FEATURES,
+    THIRD_FEATURES,
+)
 from conversation.selection.relevance import RelevanceModel
 from conversation.selection.stages import LogisticStage, Tree, TreeStage
 
 WEIGHTS_FILE = "relevance_weights.json"
+# The score fitted with the sentence model's embeddings (``conversation.selection.meaning``),
+# used where the model loads and the trigger's meaning is known.
+MEANING_WEIGHTS_FILE = "relevance_weights_meaning.json"
 
 
 class WeightsError(ValueError):
@@ -34,6 +43,13 @@ def load_model() -> RelevanceModel:
     return load_model_from(
         Path(str(resources.files("conversation.selection").joinpath(WEIGHTS_FILE)))
     )
+
+
+@functools.cache
+def load_meaning_model() -> RelevanceModel | None:
+    """The score that reads meaning, shipped beside the plain one; None when not shipped."""
+    path = Path(str(resources.files("conversation.selection").joinpath(MEANING_WEIGHTS_FILE)))
+    return load_model_from(path) if path.exists() else None
 
 
 WeightsT = TypeVar("WeightsT", bound=BaseModel)
@@ -68,7 +84,7 @@ def load_model_from(path: Path) -> RelevanceModel:
     third = model.third.features if model.third is not None else THIRD_FEATURES
     if (
         model.first.features != FEATURES
-        or model.second.features != SECOND_FEATURES
+        or model.second.features not in (SECOND_FEATURES, MEANING_SECOND_FEATURES)
         or third != THIRD_FEATURES
     ):
         raise WeightsError(f"{path}: fitted for other features; run python -m lab.train_relevance")

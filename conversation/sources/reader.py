@@ -30,6 +30,7 @@ class WorkEntry(BaseModel):
         "link_followed",
         "message_fetched",
         "history_restricted",
+        "context_cap",  # the cap grew where the channel's conversations run long
     ]
     detail: str
     messages: int = 0

@@ -52,7 +52,12 @@ def test_the_replayed_choice_is_the_builders_and_the_ceilings_bound_it(tmp_path)
     _labelled_channel(tmp_path, "alpha", 3)
     _labelled_channel(tmp_path, "beta", 4, one=True)  # longer than a history page
     ceiling = _run("lab.context_ceiling", str(tmp_path))
-    quality = _run("lab.context_quality", str(tmp_path), "--only", "threadwise builder", "--warm")
+    # One cap in both: the ceiling replays the trainer's choice, which a channel's running cap
+    # (conversation.selection.length) is not part of.
+    quality = _run(
+        "lab.context_quality",
+        *(str(tmp_path), "--only", "threadwise builder", "--warm", "--set", "max_total_long=50"),
+    )
     # The replay is the real builder's choice, warm (the walk reaches cached_candidate_window):
     # same precision, recall, F1 and parent recall.
     replayed = _row(ceiling, "the builder's")[1:5]

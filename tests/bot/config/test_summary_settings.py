@@ -39,3 +39,11 @@ def test_a_summary_model_the_channel_model_settings_cannot_be_sent_to_is_refused
         Config.model_validate(
             {"model": {"seed": 7}, "context": {"summary_model": "claude"}, "models": claude}
         )
+
+
+def test_the_privacy_facts_say_how_far_the_cap_may_grow():
+    (default,) = [f for f in privacy_facts(Config()) if f.startswith("reads: ")]
+    assert "up to 50 earlier messages of the channel (120 in a channel whose" in default
+    small = Config.model_validate({"context": {"max_total": 12}})
+    (kept,) = [f for f in privacy_facts(small) if f.startswith("reads: ")]
+    assert "up to 12 earlier messages of the channel, always" in kept

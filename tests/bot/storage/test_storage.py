@@ -504,6 +504,17 @@ async def test_explain_by_trigger_and_by_answer_id(store: Store) -> None:
         store.explain(12345)
 
 
+async def test_explain_tells_a_grown_cap_with_its_evidence(store: Store) -> None:
+    await store.record(make_record(7, [(6, 1, "context line"), (7, 2, "question")]))
+    plain = store.explain(7)
+    assert "Longer context" not in render_text(plain)
+    cap = "cap 87: 14% of this channel's last 100 contexts asked for more than 50 messages"
+    grown = plain.model_copy(
+        update={"work_log": [*plain.work_log, WorkLogEntry(action="context_cap", detail=cap)]}
+    )
+    assert f"Longer context: {cap}" in render_text(grown)
+
+
 async def test_render_text_fits_discord(store: Store) -> None:
     history = [(i, i % 5, "long words " * 30) for i in range(1, 31)]
     rec = make_record(30, history, answer_ids=(900,))

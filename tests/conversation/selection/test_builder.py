@@ -182,9 +182,10 @@ async def test_the_walk_passes_candidate_window_only_through_what_the_cache_hold
 async def test_a_cold_build_reads_a_second_page_only_when_the_conversation_reaches_the_first_edge():
     export = busy_channel(seed=5, messages=700, old_reply_rate=0, silence_rate=0)
     source = LogSource(parse_export(export))
-    # The first page holds 100 messages before the trigger: walked whole either way.
-    one_page = ContextBuilder(ContextSettings(cached_candidate_window=100))
-    adaptive = ContextBuilder(ContextSettings())
+    # The first page holds 100 messages before the trigger: walked whole either way. One cap
+    # for both (max_total_long = max_total): the pages are compared, not the caps.
+    one_page = ContextBuilder(ContextSettings(cached_candidate_window=100, max_total_long=50))
+    adaptive = ContextBuilder(ContextSettings(max_total_long=50))
     pages = {1: 0, 2: 0}
     channel_id = source.channel_id
     for index in range(250, 700, 11):
