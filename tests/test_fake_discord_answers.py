@@ -173,6 +173,28 @@ async def test_a_follow_up_to_a_public_deferral_is_public_then_ephemeral(
     assert second["flags"] == MESSAGE_FLAG_EPHEMERAL and second["content"] == "only for you"
 
 
+async def test_an_immediate_ephemeral_response_carries_its_file(fake_discord, connect_client):
+    await fake_discord.load_log(GENERAL_LOG)
+    client = make_nextcord_client()
+
+    @client.slash_command(name="draw", description="Draws", guild_ids=[GUILD])
+    async def draw(interaction: nextcord.Interaction) -> None:
+        image = nextcord.File(io.BytesIO(png(5, 1)), filename="line.png")
+        await interaction.response.send_message("drawn", file=image, ephemeral=True)
+
+    await connect_client(client)
+    await fake_discord.wait_for_request("POST", f"/applications/*/guilds/{GUILD}/commands")
+    record = await fake_discord.invoke_command(GENERAL, ALICE, "draw")
+
+    (answer,) = await fake_discord.wait_for_interaction_messages(record)
+    callback = fake_discord.requests_to("POST", "/interactions/*/callback")[-1]
+    assert callback.files == ("line.png",)  # multipart: payload_json and files[0]
+    assert answer["content"] == "drawn" and answer["flags"] == MESSAGE_FLAG_EPHEMERAL
+    attachment = answer["attachments"][0]
+    assert (attachment["width"], attachment["height"]) == (5, 1)
+    assert fake_discord.attachment_bytes(attachment) == png(5, 1)
+
+
 # ----------------------------------------------------------------------------- jump links
 
 
