@@ -7,8 +7,13 @@ from __future__ import annotations
 import nextcord
 import pytest
 
-from bot.demo.discord_permissions import ADD_REACTIONS, READ_MESSAGE_HISTORY, channel_permissions
-from bot.demo.discord_server import make_nextcord_client
+from bot.demo.discord_permissions import (
+    ADD_REACTIONS,
+    DEFAULT_BOT_PERMISSIONS,
+    READ_MESSAGE_HISTORY,
+    channel_permissions,
+)
+from bot.demo.discord_server import FakeDiscord, make_nextcord_client
 from tests.test_fake_discord import (
     ALICE,
     BOB,
@@ -18,6 +23,7 @@ from tests.test_fake_discord import (
     GENERAL_LOG,
     GUILD,
     EventRecorder,
+    log_ids,
 )
 
 EYES, WRENCH = "\N{EYES}", "\N{WRENCH}"
@@ -122,6 +128,19 @@ async def test_without_add_reactions_only_existing_reactions_can_be_joined(
     with pytest.raises(nextcord.Forbidden):
         await message.add_reaction(EYES)  # without Read Message History, not even that
     assert fake_discord.reactions_on(message.id) == {EYES: [ALICE]}
+
+
+async def test_a_bot_role_without_add_reactions_cannot_react():
+    async with FakeDiscord(bot_permissions=DEFAULT_BOT_PERMISSIONS & ~ADD_REACTIONS) as fake:
+        await fake.load_log(GENERAL_LOG)
+        ids = log_ids(GENERAL_LOG)
+        with fake.nextcord_pointed_here():
+            async with fake.running(make_nextcord_client()) as client:
+                message = await client.get_channel(GENERAL).fetch_message(ids[0])
+                assert not message.channel.permissions_for(message.guild.me).add_reactions
+                with pytest.raises(nextcord.Forbidden):
+                    await message.add_reaction(EYES)
+        assert not fake.server_errors
 
 
 async def test_reactions_in_a_dm(fake_discord, connect_client):

@@ -70,6 +70,10 @@ async def test_the_bot_starts_a_thread_from_a_message_as_on_discord(fake_discord
     listed = await cached.fetch_members()  # GET …/thread-members: the members privilege
     assert [member.id for member in listed] == [fake_discord.bot_id, ALICE]
 
+    later = await connect_client()  # a client connecting now learns it from GUILD_CREATE
+    known = later.get_guild(GUILD).get_thread(thread.id)
+    assert known.me is not None and known.message_count == 2
+
     with pytest.raises(nextcord.HTTPException) as again:
         await source.create_thread(name="twice")
     assert again.value.code == 160004
