@@ -42,6 +42,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
+from bot.config.catchup_settings import CatchupSettings
 from bot.config.channels import ChannelRule, check_models, effective_configs, top_level
 from bot.config.config_file import NotAConfigFile, read_config_bytes
 from bot.config.errors import describe_errors
@@ -318,6 +319,7 @@ class Config(StrictSection):
     logging: LoggingSettings = LoggingSettings()
     tools: ToolSettings = ToolSettings()
     metrics: MetricsSettings = MetricsSettings()
+    catchup: CatchupSettings = CatchupSettings()
     models: dict[str, NamedModel] = Field(default_factory=dict)
     channels: tuple[ChannelRule, ...] = ()
 
