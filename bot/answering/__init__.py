@@ -7,7 +7,8 @@ channel's settings made into working parts, model clients per endpoint included
 (``prompt_memory``), who writes the summary of what a cut leaves out (``summaries``), the token
 budget learned per model (``prompt_budget``), tools in an answer and their stored rounds
 (``tool_use``, ``tool_record``), the stored record of each answer (``recording``), the
-Prometheus counts of answers (``metrics``) and the texts the bot posts about itself
+Prometheus counts of answers (``metrics``), ``/catchup``'s summaries of the conversations
+an asker missed, with jump links (``catchup``) and the texts the bot posts about itself
 (``notices``).
 
 May import: ``bot.intake``, ``bot.discord``, ``bot.model``, ``bot.tools``, ``bot.storage``,

@@ -25,6 +25,7 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
     [logging]      LoggingSettings     bot/config/schema.py
     [tools]        ToolSettings        bot/config/tool_settings.py
     [metrics]      MetricsSettings     bot/config/schema.py
+    [catchup]      CatchupSettings     bot/config/catchup_settings.py
     [models.NAME]  NamedModel          bot/config/named_models.py
     [[channels]]   ChannelRule         bot/config/channels.py
 """
