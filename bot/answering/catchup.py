@@ -126,7 +126,7 @@ class Catchup:
         ]
         spoke = f"Since you last spoke here ({when})" if stretch.since_spoke else f"Since {when}"
         head = f"{spoke}: {len(chosen)} conversation(s) of {len(conversations)} found."
-        return _pages([head, *blocks])
+        return pages([head, *blocks])
 
     async def _may_read(self, ask: CatchupAsk) -> bool:
         guild = getattr(ask.channel, "guild", None)
@@ -285,7 +285,7 @@ def summary_request(settings: CatchupSettings, messages: Sequence[Any]) -> list[
     return [{"role": "system", "content": prompt}, *turns]
 
 
-def _pages(blocks: Sequence[str]) -> list[str]:
+def pages(blocks: Sequence[str]) -> list[str]:
     """The blocks joined into as few messages as fit Discord's length (a block too long for one
     is cut at a line)."""
     pages: list[str] = []

@@ -6,16 +6,16 @@ mixed. The builder already decides which earlier messages a trigger is about; he
 of the stretch is a trigger in turn, and it joins the conversation of the one earlier message
 that says most clearly it belongs with it:
 
-1. the message it replies to (a reply reference, or a pasted link is not read here: a reply
-   is what members use), when that one is in the stretch;
+1. the message it replies to, when that one is in the stretch (however far back: a reply
+   crosses a silence in a build too);
 2. else the best-scored of the ``window`` messages before it (``RelevanceModel.score_threads``,
    the score the scored build chooses with), when it reaches the builder's threshold;
 3. else, with the score off (``learned_relevance = false``), the latest message of someone it
    mentions or addresses by name;
 4. else it starts a conversation.
 
-A silence longer than ``time_threshold_minutes`` seals, as in a build: nothing after it joins a
-message before it. Each join keeps its reason, so the grouping explains itself (``Join``).
+A silence longer than ``time_threshold_minutes`` seals, as in a build: past it, only a reply
+joins a message before it. Each join keeps its reason, so the grouping explains itself (``Join``).
 """
 
 from __future__ import annotations
@@ -66,8 +66,11 @@ def group_conversations(
     for message in messages:
         clue = clues.clue(message)
         if seen and clue.at_ms - seen[-1].at_ms > silence_ms:
-            seen = []  # sealed: nothing after the silence joins what came before it
-        join = _join(clue, seen[-window:], builder)
+            seen = []  # sealed: only a reply joins what came before the silence
+        if clue.reference is not None and clue.reference in group_of:
+            join = Join(clue.id, clue.reference, "replies to it")
+        else:
+            join = _join(clue, seen[-window:], builder)
         if join.parent_id is None:
             group_of[clue.id] = len(groups)
             groups.append([join])
@@ -81,8 +84,6 @@ def group_conversations(
 def _join(clue: Clue, earlier: Sequence[Clue], builder: ContextBuilder) -> Join:
     if not earlier:
         return Join(clue.id, None, "starts a conversation")
-    if clue.reference is not None and any(e.id == clue.reference for e in earlier):
-        return Join(clue.id, clue.reference, "replies to it")
     model = builder.model
     threshold = builder.conversation_threshold
     if model is not None and threshold is not None:
