@@ -31,6 +31,7 @@ from bot.discord.visibility import can_view, member_in
 from bot.model.errors import ModelError
 from bot.storage import Store
 from bot.storage.models import ContextEntry, InteractionRecord, WorkLogEntry
+from conversation.prompt import SpeakerLabels, neutral_name, shown_name
 from conversation.selection import Conversation, group_conversations, is_seal, worth_summarising
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,7 @@ class Catchup:
         except ModelError as failed:
             error = str(failed)
         lines, invented = linked_lines(text, messages, settings.summary_lines)
-        names = sorted({m.author.display_name for m in messages})
+        names = sorted({neutral_name(shown_name(m.author)) for m in messages})
         first = messages[0]
         head = (
             f"**{place[0]}.** [{len(messages)} messages]({jump_link(first)}) from "
@@ -221,7 +222,7 @@ class Catchup:
                 ContextEntry(
                     message_id=message.id,
                     author_id=message.author.id,
-                    name=message.author.display_name,
+                    name=shown_name(message.author),
                     reasons=[f"catchup: {join.reason}{parent}"],
                 )
             )
@@ -278,10 +279,13 @@ class Catchup:
 def summary_request(settings: CatchupSettings, messages: Sequence[Any]) -> list[dict]:
     """The instructions, then each message as its own turn, numbered as the links are."""
     prompt = settings.prompt.replace("{lines}", str(settings.summary_lines))
+    # No name can spell another speaker's line.
+    labels = SpeakerLabels((m.author.id, shown_name(m.author)) for m in messages)
     turns = [
-        {"role": "user", "content": f"[{n}] {m.author.display_name}: {m.content}"}
+        {"role": "user", "content": f"[{n}] {labels.label(m.author.id, shown_name(m.author))}: "
+         f"{m.content}"}
         for n, m in enumerate(messages, 1)
-    ]
+    ]  # fmt: skip
     return [{"role": "system", "content": prompt}, *turns]
 
 
