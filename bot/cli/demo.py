@@ -1,10 +1,10 @@
 """``python -m bot demo``: see the bot work before giving it a token.
 
-The real client, builder, follow decision and store run against the stand-in Discord and model
-of ``bot.demo`` on 127.0.0.1; the scene is printed as a transcript (ending with a member's
-``/catchup``), then the explanation of the last answer as ``explain`` prints it. The answers are kept in a folder of their own (``--dir``,
-with a ``config.toml`` naming the store), so ``explain`` and ``studio --store`` open them
-afterwards and the operator's own store is never touched.
+The real client, builder, follow decision and store run against the stand-in Discord and model of
+``bot.demo`` on 127.0.0.1; the scene is printed as a transcript (ending with a member's
+``/catchup``), then the explanation of the last answer as ``explain`` prints it. The answers are
+kept in a folder of their own (``--dir``, with a ``config.toml`` naming the store), so ``explain``
+and ``studio --store`` open them afterwards and the operator's own store is never touched.
 
 From the operator's config the demo takes what shapes the answers ([context], [triggers],
 [replies], [mentions], [attachments], [cache]) and, with ``--model``, the top-level [model]

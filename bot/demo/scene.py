@@ -2,10 +2,11 @@
 the real ``ThreadwiseClient`` answers, records and follows as it would in production.
 
 The scene is written so that each behaviour worth seeing happens once: a mention answered, a
-follow-up without a mention answered (and explained as followed), a neighbouring conversation
-left alone, and at the end Ben's ``/catchup`` (the conversations since he spoke, with links). What the transcript says is what the bot did, read from the stand-in Discord and the
-store, never what the script hoped for: with another model or other ``[triggers]`` settings the
-same scene may go otherwise, and the transcript says so.
+follow-up without a mention answered (and explained as followed), a neighbouring conversation left
+alone, and at the end Ben's ``/catchup`` (the conversations since he spoke, with links). What the
+transcript says is what the bot did, read from the stand-in Discord and the store, never what the
+script hoped for: with another model or other ``[triggers]`` settings the same scene may go
+otherwise, and the transcript says so.
 """
 
 from __future__ import annotations
