@@ -102,3 +102,16 @@ async def test_an_asker_who_may_not_read_the_history_gets_nothing_of_it():
         shown = await catchup(bot, ELI)
     assert "cannot read this channel's history" in shown["content"]
     assert not LINK.search(shown["content"]) and not bot.model.chat_requests
+
+
+async def test_hours_reads_the_span_asked_for_even_after_the_asker_spoke():
+    async with running_bot() as bot:
+        bot.model.script(summarise)
+        truth = await three_conversations(bot)
+        await bot.discord.user_says(CHANNEL, ELI, "back, I read it all")
+        hour = [{"name": "hours", "type": 10, "value": 1}]
+        record = await bot.discord.invoke_command(CHANNEL, ELI, "catchup", hour)
+        (shown,) = await bot.discord.wait_for_interaction_messages(record, 1, timeout=20)
+    linked = {int(m) for _, _, m in LINK.findall(shown["content"])}
+    assert linked >= set().union(*truth.values())  # before Eli's last word too (and it)
+    assert shown["content"].startswith("Since <t:")
