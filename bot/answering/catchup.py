@@ -27,7 +27,7 @@ import nextcord
 from bot.answering.channels import ChannelRuntime
 from bot.config.catchup_settings import CatchupSettings
 from bot.discord.limits import DISCORD_MESSAGE_LIMIT
-from bot.discord.visibility import can_view, member_in
+from bot.discord.visibility import REQUEST_FAILED, can_view, member_in
 from bot.model.errors import ModelError
 from bot.storage import Store
 from bot.storage.models import ContextEntry, InteractionRecord, WorkLogEntry
@@ -39,6 +39,7 @@ CITATION = re.compile(r"\[(\d{1,4})\]")
 NOT_READABLE = "You cannot read this channel's history, so there is nothing here to catch up on."
 BOT_CANNOT_READ = "I cannot read this channel's history (Read Message History), so I cannot."
 TURNED_OFF = "Catching up is turned off here."
+NOT_READ_NOW = "I could not read this channel's history just now; try again in a moment."
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,9 @@ class Catchup:
             stretch = await self._stretch(ask, settings)
         except nextcord.Forbidden:
             return [BOT_CANNOT_READ]
+        except REQUEST_FAILED as error:
+            log.warning("catch-up in %s: history not read: %s", ask.channel.id, error)
+            return [NOT_READ_NOW]
         conversations = group_conversations(stretch.messages, runtime.builder)
         chosen = worth_summarising(conversations, settings.max_conversations)
         when = f"<t:{int(stretch.since.timestamp())}:R>"

@@ -7,6 +7,7 @@ conversations since the asker last spoke, summarised: ``bot.answering.catchup``)
 from __future__ import annotations
 
 import argparse
+import logging
 
 import nextcord
 
@@ -20,6 +21,8 @@ from bot.storage import Store, StoreError, not_in_store, render_text, without_li
 from conversation.selection import SEAL_TEXT, is_seal
 from conversation.sources import CacheRegistry
 
+CATCHUP_FAILED = "The catch-up failed; the bot's log says why."
+log = logging.getLogger(__name__)
 FRESH_REFUSED = "Only members who may manage messages here can start the context over."
 
 
@@ -119,7 +122,11 @@ def _register_catchup(client: nextcord.Client, catchup: Catchup) -> None:
         ephemeral = catchup.settings(channel).ephemeral
         # The summaries take a model call each: Discord wants an answer within 3 s.
         await interaction.response.defer(ephemeral=ephemeral)
-        pages = await catchup.answer(CatchupAsk(channel, asker, interaction.id, hours))
+        try:
+            pages = await catchup.answer(CatchupAsk(channel, asker, interaction.id, hours))
+        except Exception:  # the asker is told, not left with "thinking…" forever
+            log.exception("/catchup in channel %s failed", interaction.channel_id)
+            pages = [CATCHUP_FAILED]
         quiet = nextcord.AllowedMentions.none()
         await interaction.edit_original_message(content=pages[0], allowed_mentions=quiet)
         for page in pages[1:]:

@@ -115,3 +115,17 @@ async def test_hours_reads_the_span_asked_for_even_after_the_asker_spoke():
     linked = {int(m) for _, _, m in LINK.findall(shown["content"])}
     assert linked >= set().union(*truth.values())  # before Eli's last word too (and it)
     assert shown["content"].startswith("Since <t:")
+
+
+async def test_history_the_bot_cannot_read_is_said_in_one_line():
+    async with running_bot() as bot:
+        await three_conversations(bot)
+        bot.discord.forbid_history(CHANNEL)
+        refused = await catchup(bot, ELI)
+        bot.discord.clear_rules()
+        # nextcord retries a 5xx a few times: the rule outlasts them.
+        bot.discord.add_error(f"/channels/{CHANNEL}/messages*", 503, method="GET", count=None)
+        failed = await catchup(bot, ELI)
+    assert refused["content"].startswith("I cannot read this channel's history")
+    assert failed["content"].startswith("I could not read this channel's history just now")
+    assert not bot.model.chat_requests
