@@ -82,6 +82,8 @@ async def test_catchup_links_each_summary_only_to_its_own_conversation(tmp_path)
     assert any(r.startswith("catchup: score") for r in reasons)  # the printer's last one
     assert any(e.action == "catchup_links" for e in explanation.work_log)  # the invented one
     assert "staging deploy" in json.dumps(exported) and "staging deploy" not in without_ben
+    # The summaries that drew on Ben (deploy, lunch) go with him; the printer's stays.
+    assert json.dumps(without_ben).count("They started on it") == 1
     assert emptied == 3
 
 
