@@ -10,7 +10,8 @@ as the store recorded it (``seals``), who writes the summary of what a cut leave
 (``summaries``), the token budget learned per model (``prompt_budget``), tools in
 an answer and their stored rounds (``tool_use``, ``tool_record``), the stored record of each
 answer (``recording``), written after the channel's turn, in line and retried
-(``record_line``), the Prometheus counts of answers (``metrics``) and the texts the bot posts
+(``record_line``), the Prometheus counts of answers (``metrics``), ``/catchup``'s summaries of
+the conversations an asker missed, with jump links (``catchup``) and the texts the bot posts
 about itself (``notices``).
 
 May import: ``bot.intake``, ``bot.discord``, ``bot.model``, ``bot.tools``, ``bot.storage``,

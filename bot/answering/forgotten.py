@@ -88,14 +88,7 @@ class ForgottenPeople:
         forget-user drops them from the store); the trigger stays: it is what is answered."""
         if not self.at:
             return selection
-        by_id = {m.id: m for m in selection.messages}
-        dropped: set[int] = set()
-        for message in selection.messages:  # oldest first: an answer after what it answers
-            replied = reference_id(message)
-            if self._theirs(message, by_id) or (
-                message.author.id == bot_id and replied is not None and replied in dropped
-            ):
-                dropped.add(message.id)
+        dropped = self.said_before_forgets(selection.messages, bot_id)
         kept = [m for m in selection.messages if m.id not in dropped]
         if len(kept) == len(selection.messages):
             return selection
@@ -104,6 +97,22 @@ class ForgottenPeople:
             messages=kept,
             reasons={m.id: selection.reasons[m.id] for m in kept if m.id in selection.reasons},
         )
+
+    def said_before_forgets(self, messages: list[Any], bot_id: int) -> set[int]:
+        """The ids of ``messages`` (oldest first) said before a forget by or naming the person
+        forgotten, and of the bot's answers to those: what no build, summary or catch-up reads
+        again."""
+        by_id = {m.id: m for m in messages}
+        dropped: set[int] = set()
+        if not self.at:
+            return dropped
+        for message in messages:  # oldest first: an answer after what it answers
+            replied = reference_id(message)
+            if self._theirs(message, by_id) or (
+                message.author.id == bot_id and replied is not None and replied in dropped
+            ):
+                dropped.add(message.id)
+        return dropped
 
     def _theirs(self, message: Any, by_id: dict[int, Any]) -> bool:
         when = snowflake_time(message.id)

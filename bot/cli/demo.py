@@ -1,10 +1,10 @@
 """``python -m bot demo``: see the bot work before giving it a token.
 
-The real client, builder, follow decision and store run against the stand-in Discord and model
-of ``bot.demo`` on 127.0.0.1; the scene is printed as a transcript, then the explanation of the
-last answer as ``explain`` prints it. The answers are kept in a folder of their own (``--dir``,
-with a ``config.toml`` naming the store), so ``explain`` and ``studio --store`` open them
-afterwards and the operator's own store is never touched.
+The real client, builder, follow decision and store run against the stand-in Discord and model of
+``bot.demo`` on 127.0.0.1; the scene is printed as a transcript (ending with a member's
+``/catchup``), then the explanation of the last answer as ``explain`` prints it. The answers are
+kept in a folder of their own (``--dir``, with a ``config.toml`` naming the store), so ``explain``
+and ``studio --store`` open them afterwards and the operator's own store is never touched.
 
 From the operator's config the demo takes what shapes the answers ([context], [triggers],
 [replies], [mentions], [attachments], [cache]) and, with ``--model``, the top-level [model]
@@ -27,7 +27,9 @@ from bot.config.model_settings import ModelSettings
 from bot.config.schema import ArticleSettings, Config, DiscordSettings, StorageSettings
 from bot.demo.scene import (
     BOT_NAME,
+    CATCHUP_MEMBER,
     CHANNEL_NAME,
+    MEMBERS,
     AnswerWatch,
     Said,
     Scene,
@@ -155,7 +157,13 @@ async def play(config: Config, store_path: Path, *, use_model: bool, out: TextIO
                         lambda said: print_line(out, said),
                         answer_timeout=demo.model.timeout_seconds + 30,
                     )
-                    return await scene.play()
+                    said = await scene.play()
+                    if all(line.error is None for line in said):
+                        caught_up = await scene.catchup(
+                            CATCHUP_MEMBER, wait_seconds=demo.model.timeout_seconds + 30
+                        )
+                        print_catchup(out, caught_up)
+                    return said
 
 
 def print_header(out: TextIO, model_url: object | None) -> None:
@@ -182,6 +190,13 @@ def print_line(out: TextIO, said: Said) -> None:
         out.write(f"    {BOT_NAME} ({why}):\n      {body}\n")
     elif said.bot_had_spoken:
         out.write("    (left alone: not part of the bot's conversation)\n")
+    out.flush()
+
+
+def print_catchup(out: TextIO, text: str) -> None:
+    name = MEMBERS[CATCHUP_MEMBER][1]
+    body = "\n      ".join(text.splitlines())
+    out.write(f"  {name}: /catchup\n    {BOT_NAME} (only {name} sees it):\n      {body}\n")
     out.flush()
 
 

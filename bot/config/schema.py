@@ -25,6 +25,7 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
     [logging]      LoggingSettings     bot/config/schema.py
     [tools]        ToolSettings        bot/config/tool_settings.py
     [metrics]      MetricsSettings     bot/config/schema.py
+    [catchup]      CatchupSettings     bot/config/catchup_settings.py
     [models.NAME]  NamedModel          bot/config/named_models.py
     [[channels]]   ChannelRule         bot/config/channels.py
 """
@@ -42,6 +43,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
+from bot.config.catchup_settings import CatchupSettings
 from bot.config.channels import ChannelRule, check_models, effective_configs, top_level
 from bot.config.config_file import NotAConfigFile, read_config_bytes
 from bot.config.errors import describe_errors
@@ -325,6 +327,7 @@ class Config(StrictSection):
     logging: LoggingSettings = LoggingSettings()
     tools: ToolSettings = ToolSettings()
     metrics: MetricsSettings = MetricsSettings()
+    catchup: CatchupSettings = CatchupSettings()
     models: dict[str, NamedModel] = Field(default_factory=dict)
     channels: tuple[ChannelRule, ...] = ()
 

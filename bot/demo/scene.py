@@ -2,10 +2,11 @@
 the real ``ThreadwiseClient`` answers, records and follows as it would in production.
 
 The scene is written so that each behaviour worth seeing happens once: a mention answered, a
-follow-up without a mention answered (and explained as followed), a neighbouring conversation
-left alone. What the transcript says is what the bot did, read from the stand-in Discord and the
-store, never what the script hoped for: with another model or other ``[triggers]`` settings the
-same scene may go otherwise, and the transcript says so.
+follow-up without a mention answered (and explained as followed), a neighbouring conversation left
+alone, and at the end Ben's ``/catchup`` (the conversations since he spoke, with links). What the
+transcript says is what the bot did, read from the stand-in Discord and the store, never what the
+script hoped for: with another model or other ``[triggers]`` settings the same scene may go
+otherwise, and the transcript says so.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from bot.answering.recording import InteractionRecorder
 from bot.answering.result import AnswerResult
 from bot.config.schema import Config
 from bot.demo.discord_server import FakeDiscord
-from bot.demo.openai_server import Answer, FakeOpenAI
+from bot.demo.openai_server import Answer, FakeOpenAI, RecordedRequest
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient
 from bot.storage import Store
@@ -113,11 +114,34 @@ async def stand_in_discord() -> AsyncIterator[FakeDiscord]:
         yield discord
 
 
+CATCHUP_MEMBER = "ben"  # back after lunch: /catchup shows him what he missed
+
+
+def stand_in_summary(request: RecordedRequest) -> Answer | None:
+    """A ``/catchup`` summary from the numbered messages it is sent: the first and the last,
+    each citing its number (None for any other request: the stand-in echoes)."""
+    numbered = [m["content"] for m in request.messages if m["role"] == "user"]
+    if not numbered or not all(re.match(r"\[\d+\] ", text) for text in numbered):
+        return None
+    first, last = numbered[0], numbered[-1]
+    lines = [f"- {_gist(first)} [1]"]
+    if len(numbered) > 1:
+        lines.append(f"- then {_gist(last)} [{len(numbered)}]")
+    return Answer(text="\n".join(lines))
+
+
+def _gist(numbered: str) -> str:
+    text = numbered.split("] ", 1)[1]
+    return text if len(text) <= 70 else text[:69] + "\u2026"
+
+
 @contextlib.asynccontextmanager
 async def stand_in_model() -> AsyncIterator[FakeOpenAI]:
-    """A stand-in OpenAI-compatible server that gives the scene's answers, then echoes."""
+    """A stand-in OpenAI-compatible server that gives the scene's answers and summaries, then
+    echoes."""
     async with FakeOpenAI() as model:
         model.queue(*(Answer(text=text) for text in STAND_IN_ANSWERS))
+        model.script(stand_in_summary)
         yield model
 
 
@@ -196,6 +220,13 @@ class Scene:
         except TimeoutError:
             return False
         return True
+
+    async def catchup(self, member: str, wait_seconds: float) -> str:
+        """``member`` runs ``/catchup``: what the bot shows them (only them, by default)."""
+        user_id, _ = MEMBERS[member]
+        record = await self.discord.invoke_command(CHANNEL_ID, user_id, "catchup")
+        shown_to = await self.discord.wait_for_interaction_messages(record, 1, timeout=wait_seconds)
+        return "\n\n".join(shown(m["content"], self.names) for m in shown_to)
 
     def _typing(self) -> list[object]:
         return self.discord.requests_to("POST", f"/channels/{CHANNEL_ID}/typing")

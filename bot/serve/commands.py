@@ -1,15 +1,18 @@
 """The slash commands, registered on the client at start (``register_commands``): ``/context``
 (which messages an answer used, and why: ``explain_for``), ``/fresh`` (the conversation starts
-over here) and ``/model`` (its rules in ``bot.serve.model_command``).
+over here), ``/model`` (its rules in ``bot.serve.model_command``) and ``/catchup`` (the
+conversations since the asker last spoke, summarised: ``bot.answering.catchup``).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 
 import nextcord
 
 from bot.answering.answerer import Answerer
+from bot.answering.catchup import Catchup, CatchupAsk
 from bot.config.validators import snowflake
 from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 from bot.discord.visibility import may_view_channel
@@ -18,6 +21,8 @@ from bot.storage import Store, StoreError, not_in_store, render_text, without_li
 from conversation.selection import SEAL_TEXT, is_seal
 from conversation.sources import CacheRegistry
 
+CATCHUP_FAILED = "The catch-up failed; the bot's log says why."
+log = logging.getLogger(__name__)
 FRESH_REFUSED = "Only members who may manage messages here can start the context over."
 
 
@@ -29,6 +34,7 @@ def register_commands(
     _register_context(client, store, caches)
     _register_fresh(client)
     _register_model(client, answerer)
+    _register_catchup(client, Catchup(answerer, store, client))
 
 
 def _register_context(client: nextcord.Client, store: Store | None, caches: CacheRegistry) -> None:
@@ -92,6 +98,39 @@ def _register_model(client: nextcord.Client, answerer: Answerer) -> None:
             name=name,
         )
         await interaction.response.send_message(text, ephemeral=True)
+
+
+def _register_catchup(client: nextcord.Client, catchup: Catchup) -> None:
+    @client.slash_command(
+        name="catchup",
+        description="What did I miss? The conversations here since you last spoke, with links.",
+    )
+    async def catchup_command(
+        interaction: nextcord.Interaction,
+        hours: float | None = nextcord.SlashOption(
+            description="Over the last hours instead of since you last spoke (bounded)",
+            required=False,
+            default=None,
+            min_value=0.1,
+            max_value=168,
+        ),
+    ) -> None:
+        channel, asker = interaction.channel, interaction.user
+        if channel is None or asker is None or interaction.id is None:
+            await interaction.response.send_message("I cannot tell who is asking.", ephemeral=True)
+            return
+        ephemeral = catchup.settings(channel).ephemeral
+        # The summaries take a model call each: Discord wants an answer within 3 s.
+        await interaction.response.defer(ephemeral=ephemeral)
+        try:
+            pages = await catchup.answer(CatchupAsk(channel, asker, interaction.id, hours))
+        except Exception:  # the asker is told, not left with "thinking…" forever
+            log.exception("/catchup in channel %s failed", interaction.channel_id)
+            pages = [CATCHUP_FAILED]
+        quiet = nextcord.AllowedMentions.none()
+        await interaction.edit_original_message(content=pages[0], allowed_mentions=quiet)
+        for page in pages[1:]:
+            await interaction.followup.send(page, ephemeral=ephemeral, allowed_mentions=quiet)
 
 
 async def explain_for(

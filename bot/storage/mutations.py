@@ -415,6 +415,14 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
             "work_log_count = 0, article_count = 0, removed = 1 WHERE seq = ?",
             (seq,),
         )
+    # A /catchup summary retells everyone it drew on (bot.answering.catchup): it goes with any
+    # of them, as a cut's summary does.
+    conn.execute(
+        "UPDATE interactions SET answer = ? WHERE answer IS NOT NULL AND seq IN "
+        "(SELECT seq FROM context WHERE author_id = ?) AND seq IN "
+        "(SELECT seq FROM work_log WHERE action = 'catchup')",
+        (REMOVED, user_id),
+    )
     # Their messages, and the bot's answers to them (which quote and paraphrase them) wherever
     # those answers reappear as context of later interactions.
     conn.execute(conn.dialect.ddl(FORGOTTEN))

@@ -26,6 +26,8 @@ addresses), ``message_links`` (a pasted Discord message link joins the context l
 Following: ``follow_model`` (the fitted decision: whether a message that calls no one continues
 the bot's conversation, from ``follow_weights.json``), ``follower`` (the ``Follower``: that
 decision in a live channel, fed from its cache, under the follow settings).
+Catching up: ``grouping`` (the conversations of a stretch of channel, each message joined to
+the one it continues by a reply or the score, for ``/catchup``).
 Starting over: ``seal`` (the bot's ``/fresh`` message: nothing before it is read).
 
 May import ``conversation.common`` and ``conversation.sources``. A change goes here when the
@@ -60,6 +62,12 @@ from conversation.selection.follow_model import (
     written,
 )
 from conversation.selection.follower import Follower, follow_enabled
+from conversation.selection.grouping import (
+    Conversation,
+    Join,
+    group_conversations,
+    worth_summarising,
+)
 from conversation.selection.length import ConversationLengths
 from conversation.selection.meaning import MeaningStore, load_embedder, meaning_store, text_of
 from conversation.selection.message_links import LinkOutcome, MessageLink
@@ -96,9 +104,11 @@ __all__ = [
     "Clue",
     "ContextBuilder",
     "ContextSelection",
+    "Conversation",
     "ConversationLengths",
     "FollowModel",
     "Follower",
+    "Join",
     "LinkOutcome",
     "LogisticStage",
     "MeaningStore",
@@ -115,6 +125,7 @@ __all__ = [
     "feature_rows",
     "follow_enabled",
     "follow_row",
+    "group_conversations",
     "is_seal",
     "load_embedder",
     "load_follow_model",
@@ -130,5 +141,6 @@ __all__ = [
     "thread_scores",
     "with_addresses",
     "words_of",
+    "worth_summarising",
     "written",
 ]

@@ -56,6 +56,9 @@ def lines_in_order(text: str, *wanted: str) -> None:
         at = found + len(piece)
 
 
+ANA, BEN = "1400000000000000101", "1400000000000000102"
+
+
 @pytest.mark.slow
 def test_the_demo_plays_the_scene_and_leaves_a_store_explain_and_the_studio_open(tmp_path):
     done = demo(tmp_path, "--dir", "fresh demo")
@@ -74,6 +77,10 @@ def test_the_demo_plays_the_scene_and_leaves_a_store_explain_and_the_studio_open
         "Yes: give the job a retention rule",
         "Eli: Great, I'll book a table for four then.",
         "(left alone: not part of the bot's conversation)",
+        "Ben: /catchup",
+        "threadwise (only Ben sees it):",
+        "2 conversation(s) of 2 found",
+        "- eli: Who is up for pizza at noon? [1](https://discord.com/channels/",
         "Why the last answer was what it was",
         "followed: no mention",
         "Context (",
@@ -108,10 +115,13 @@ def test_the_demo_plays_the_scene_and_leaves_a_store_explain_and_the_studio_open
                 return await response.json()
 
     listed = asyncio.run(studio_lists())
-    assert len(listed) == 2  # newest first: the follow-up's answer, then the mention's
+    # Ben's catch-up: one record per conversation summarised, its trigger the interaction.
+    asked_by = [str(interaction["trigger_author_id"]) for interaction in listed]
+    assert asked_by == [BEN, BEN, ANA, ANA]
+    answers = listed[2:]  # newest first: the follow-up's answer, then the mention's
     follow_up = re.search(r"Answer to message (\d+) ", out)
     assert follow_up is not None
-    assert str(listed[0]["trigger_message_id"]) == follow_up[1]
+    assert str(answers[0]["trigger_message_id"]) == follow_up[1]
     assert not (tmp_path / "data").exists()  # the default store of a config-less run: untouched
 
 
@@ -141,7 +151,8 @@ async def test_with_model_the_configured_endpoint_answers(tmp_path):
     assert returncode == 0, err
     assert f"your [model] at {model.url}" in out
     lines_in_order(out, "(answering the mention):", "Answered by your own model.", "Again yours.")
-    assert [request.body["model"] for request in model.chat_requests] == ["local-llm"] * 2
+    asked = [request.body["model"] for request in model.chat_requests]
+    assert set(asked) == {"local-llm"} and len(asked) > 2  # the catch-up's summaries too
 
 
 async def test_with_model_down_the_demo_says_so_in_one_line_and_exits_1(tmp_path):
