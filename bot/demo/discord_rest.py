@@ -22,28 +22,30 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
-from bot.demo.discord_gateway import INTENT_MESSAGE_CONTENT, Gateway
+from bot.demo.discord_files import Attachments, Upload, read_multipart
+from bot.demo.discord_gateway import INTENT_GUILD_MEMBERS, INTENT_MESSAGE_CONTENT, Gateway
+from bot.demo.discord_permissions import ATTACH_FILES, MANAGE_MESSAGES, MENTION_EVERYONE
+from bot.demo.discord_reactions import Reactions
 from bot.demo.discord_state import (
     EVERYONE_MENTION,
-    MENTION_EVERYONE,
     MESSAGE_FLAG_EPHEMERAL,
     MESSAGE_FLAG_LOADING,
+    MESSAGE_FLAG_SUPPRESS_EMBEDS,
     ROLE_MENTION,
     ApiError,
     DiscordState,
-    InteractionRecord,
     Payload,
     Signal,
     hide_content,
     invalid_form,
-    unknown_message,
+    missing_permissions,
     without_members,
 )
+from bot.demo.discord_threads import Threads, wrong_channel_type
 from conversation.replay import DceUser, user_payload
 
 API_PREFIX = "/api/v10"
 MAX_CONTENT = 2000
-MANAGE_MESSAGES = 1 << 13
 RATE_LIMIT_HEADERS = {"X-RateLimit-Limit": "10000", "X-RateLimit-Remaining": "9999"}
 # Typed request-storage keys exist from aiohttp 3.12 on; plain strings work (with a warning) before.
 _RequestKey: Any = getattr(web, "RequestKey", None)
@@ -121,12 +123,19 @@ def no_content() -> web.Response:
 
 
 class RestApi:
-    """Route handlers over a :class:`DiscordState`; bot messages are echoed to the gateway."""
+    """Route handlers over a :class:`DiscordState`; bot messages are echoed to the gateway.
+
+    Application commands and interactions have their own routes (``discord_interactions``);
+    threads, reactions and attached files their own bookkeeping, used here.
+    """
 
     def __init__(self, state: DiscordState, gateway: Gateway, *, token: str) -> None:
         self.state = state
         self.gateway = gateway
         self.token = token
+        self.threads = Threads(state, gateway)
+        self.reactions = Reactions(state, gateway)
+        self.attachments = Attachments(state.mint.mint)
         self.requests: list[RecordedRequest] = []
         self.rules: list[RouteRule] = []
         self.server_errors: list[str] = []
@@ -147,26 +156,25 @@ class RestApi:
         get("/guilds/{guild_id}/channels", self.get_guild_channels)
         get("/guilds/{guild_id}/members/{user_id}", self.get_member)
         get("/channels/{channel_id}", self.get_channel)
+        get("/channels/{channel_id}/thread-members", self.list_thread_members)
+        # Discord documents PUT and takes POST too, which nextcord (2.6 and 3.x) sends.
+        put("/channels/{channel_id}/thread-members/@me", self.join_thread)
+        post("/channels/{channel_id}/thread-members/@me", self.join_thread)
         get("/channels/{channel_id}/thread-members/{user_id}", self.get_thread_member)
         get("/channels/{channel_id}/messages", self.get_messages)
         post("/channels/{channel_id}/messages", self.post_message)
-        get("/channels/{channel_id}/messages/{message_id}", self.get_message)
-        patch("/channels/{channel_id}/messages/{message_id}", self.edit_message)
-        delete("/channels/{channel_id}/messages/{message_id}", self.delete_message)
+        message = "/channels/{channel_id}/messages/{message_id}"
+        get(message, self.get_message)
+        patch(message, self.edit_message)
+        delete(message, self.delete_message)
+        post(message + "/threads", self.start_thread)
+        reaction = message + "/reactions/{emoji}"
+        put(reaction + "/@me", self.add_reaction)
+        delete(reaction + "/{user_id}", self.remove_reaction)
+        get(reaction, self.reaction_users)
+        delete(reaction, self.clear_reactions)
+        delete(message + "/reactions", self.clear_reactions)
         post("/channels/{channel_id}/typing", self.typing)
-        for prefix in ("/applications/{app_id}", "/applications/{app_id}/guilds/{guild_id}"):
-            get(prefix + "/commands/permissions", self.command_permissions)
-            get(prefix + "/commands", self.list_commands)
-            put(prefix + "/commands", self.overwrite_commands)
-            post(prefix + "/commands", self.create_command)
-            get(prefix + "/commands/{command_id}", self.get_command)
-            patch(prefix + "/commands/{command_id}", self.edit_command)
-            delete(prefix + "/commands/{command_id}", self.delete_command)
-        post("/interactions/{interaction_id}/{token}/callback", self.interaction_callback)
-        post("/webhooks/{app_id}/{token}", self.followup)
-        get("/webhooks/{app_id}/{token}/messages/{message_id}", self.get_webhook_message)
-        patch("/webhooks/{app_id}/{token}/messages/{message_id}", self.edit_webhook_message)
-        delete("/webhooks/{app_id}/{token}/messages/{message_id}", self.delete_webhook_message)
         return app
 
     @web.middleware
@@ -177,7 +185,7 @@ class RestApi:
         started = datetime.now(UTC)
         delay = 0.0
         handled = True
-        files: tuple[str, ...] = ()
+        files: tuple[Upload, ...] = ()
         body: Any = None
         try:
             body, files = await self._read_body(request)
@@ -209,7 +217,7 @@ class RestApi:
                 path=path,
                 query=dict(request.query),
                 body=body,
-                files=files,
+                files=tuple(upload.filename for upload in files),
                 status=response.status,
                 time=started,
                 delay=delay,
@@ -219,18 +227,9 @@ class RestApi:
         self.changed.notify()
         return response
 
-    async def _read_body(self, request: web.Request) -> tuple[Any, tuple[str, ...]]:
+    async def _read_body(self, request: web.Request) -> tuple[Any, tuple[Upload, ...]]:
         if request.content_type.startswith("multipart/"):
-            body: Any = None
-            files: list[str] = []
-            reader = await request.multipart()
-            async for part in reader:
-                if part.name == "payload_json":
-                    body = json.loads(await part.text())
-                else:
-                    await part.read()
-                    files.append(getattr(part, "filename", None) or part.name or "file")
-            return body, tuple(files)
+            return await read_multipart(request)
         raw = await request.read()
         if not raw:
             return None, ()
@@ -341,11 +340,99 @@ class RestApi:
         return json_response(member)
 
     async def get_channel(self, request: web.Request) -> web.Response:
-        return json_response(self.state.channel(request.match_info["channel_id"]))
+        channel = self.state.channel(request.match_info["channel_id"])
+        return json_response(self.state.as_bot_sees(channel))
+
+    # ------------------------------------------------------------------ threads
+
+    async def start_thread(self, request: web.Request) -> web.Response:
+        channel_id = self.state.channel(request.match_info["channel_id"])["id"]
+        thread = await self.threads.start_from_message(
+            channel_id,
+            request.match_info["message_id"],
+            request[BODY] or {},
+            by=self.state.bot,
+            permissions=self.state.bot_permissions_in(channel_id),
+        )
+        return json_response(thread, status=201)
+
+    async def join_thread(self, request: web.Request) -> web.Response:
+        thread = self.state.channel(request.match_info["channel_id"])
+        if "thread_metadata" not in thread:
+            raise wrong_channel_type()
+        if thread["thread_metadata"].get("archived"):
+            raise ApiError(400, 50083, "Thread is archived")
+        await self.threads.joined(thread["id"], self.state.bot)
+        return no_content()
 
     async def get_thread_member(self, request: web.Request) -> web.Response:
         info = request.match_info
         return json_response(self.state.thread_member(info["channel_id"], info["user_id"]))
+
+    async def list_thread_members(self, request: web.Request) -> web.Response:
+        thread = self.state.channel(request.match_info["channel_id"])
+        if "thread_metadata" not in thread:
+            raise wrong_channel_type()
+        if not self.gateway.allowed_privileged_intents & INTENT_GUILD_MEMBERS:
+            raise ApiError(403, 50001, "Missing Access")  # needs the members privilege
+        members = self.state.thread_members.get(thread["id"], {})
+        return json_response([self.state.thread_member(thread["id"], user) for user in members])
+
+    # ------------------------------------------------------------------ reactions
+
+    async def add_reaction(self, request: web.Request) -> web.Response:
+        info = request.match_info
+        channel_id = self.state.channel(info["channel_id"])["id"]
+        await self.reactions.add(
+            channel_id,
+            info["message_id"],
+            self.state.bot,
+            info["emoji"],
+            permissions=self.state.bot_permissions_in(channel_id),
+        )
+        return no_content()
+
+    async def remove_reaction(self, request: web.Request) -> web.Response:
+        info = request.match_info
+        channel_id = self.state.channel(info["channel_id"])["id"]
+        user_id = self.state.bot.id if info["user_id"] == "@me" else info["user_id"]
+        user = self.state.users.get(user_id)
+        if user is None:
+            raise ApiError(404, 10013, "Unknown User")
+        await self.reactions.remove(
+            channel_id,
+            info["message_id"],
+            user,
+            info["emoji"],
+            permissions=self.state.bot_permissions_in(channel_id),
+        )
+        return no_content()
+
+    async def reaction_users(self, request: web.Request) -> web.Response:
+        info = request.match_info
+        limit = _int_param(request.query, "limit", 25)
+        if not 1 <= limit <= 100:
+            raise invalid_form("limit", "NUMBER_TYPE_MAX", "Must be between 1 and 100.")
+        users = self.reactions.users(
+            info["channel_id"],
+            info["message_id"],
+            info["emoji"],
+            limit=limit,
+            after=_snowflake_param(request.query, "after"),
+        )
+        return json_response(users)
+
+    async def clear_reactions(self, request: web.Request) -> web.Response:
+        """All of a message's reactions, or (with ``{emoji}`` in the route) one emoji's."""
+        info = request.match_info
+        channel_id = self.state.channel(info["channel_id"])["id"]
+        await self.reactions.clear(
+            channel_id,
+            info["message_id"],
+            info.get("emoji"),
+            permissions=self.state.bot_permissions_in(channel_id),
+        )
+        return no_content()
 
     # ------------------------------------------------------------------ messages
 
@@ -381,7 +468,13 @@ class RestApi:
 
     async def post_message(self, request: web.Request) -> web.Response:
         channel_id = self.state.channel(request.match_info["channel_id"])["id"]
-        message = self.bot_message(channel_id, request[BODY] or {}, request[FILES])
+        permissions = self.state.bot_permissions_in(channel_id)
+        uploads: tuple[Upload, ...] = request[FILES]
+        if uploads and not permissions & ATTACH_FILES:
+            raise missing_permissions()
+        self.threads.check_post(channel_id, permissions=permissions)
+        message = self.bot_message(channel_id, request[BODY] or {}, uploads)
+        await self.threads.posted(channel_id, self.state.bot)
         await self.gateway.dispatch_message("MESSAGE_CREATE", message)
         return json_response(message)
 
@@ -389,12 +482,13 @@ class RestApi:
         self,
         channel_id: str,
         body: Payload,
-        files: tuple[str, ...] = (),
+        uploads: tuple[Upload, ...] = (),
         *,
         extra: Payload | None = None,
         stored: bool = True,
     ) -> Payload:
-        """Validate a message body the bot sent and store the message Discord would create."""
+        """Validate a message body the bot sent and store the message Discord would create
+        (``stored=False``: an ephemeral one, kept out of the channel)."""
         content = body.get("content") or ""
         if not isinstance(content, str):
             content = str(content)
@@ -403,21 +497,18 @@ class RestApi:
                 "content", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length."
             )
         loading = (extra or {}).get("flags", 0) & MESSAGE_FLAG_LOADING
-        empty = not (content or body.get("embeds") or files or body.get("components"))
+        empty = not (content or body.get("embeds") or uploads or body.get("components"))
         if empty and not loading:
             raise ApiError(400, 50006, "Cannot send an empty message")
         reply_to = self._reply_target(body.get("message_reference"))
         mentions, roles, everyone = self._mentions(channel_id, content, body, reply_to)
-        attachments = [
-            {
-                "id": str(self.state.mint.mint()),
-                "filename": name,
-                "size": 0,
-                "url": f"https://cdn.discordapp.com/attachments/{channel_id}/{name}",
-                "proxy_url": f"https://media.discordapp.net/attachments/{channel_id}/{name}",
-            }
-            for name in files
-        ]
+        flags = int(body.get("flags") or 0) | int((extra or {}).get("flags", 0))
+        attachments = self.attachments.for_message(
+            channel_id,
+            uploads,
+            body.get("attachments"),
+            ephemeral=bool(flags & MESSAGE_FLAG_EPHEMERAL),
+        )
         message_extra: Payload = {
             "embeds": body.get("embeds") or [],
             "components": body.get("components") or [],
@@ -490,7 +581,7 @@ class RestApi:
             guild is not None
             and "everyone" in parse
             and EVERYONE_MENTION.search(content) is not None
-            and bool(self.state.bot_permissions & MENTION_EVERYONE)
+            and bool(self.state.bot_permissions_in(channel_id) & MENTION_EVERYONE)
         )
         return mentioned, mention_roles, everyone
 
@@ -500,11 +591,20 @@ class RestApi:
         raw = self.state.raw_message(channel_id, message_id)
         if raw["author"]["id"] != self.state.bot.id:
             raise ApiError(403, 50005, "Cannot edit a message authored by another user")
-        message = self._apply_edit(channel_id, message_id, request[BODY] or {})
+        uploads: tuple[Upload, ...] = request[FILES]
+        if uploads and not self.state.bot_permissions_in(channel_id) & ATTACH_FILES:
+            raise missing_permissions()
+        changes = self.edit_changes(raw, request[BODY] or {}, uploads)
+        message = self.state.edit_message(channel_id, message_id, changes)
         await self.gateway.dispatch_message("MESSAGE_UPDATE", message)
         return json_response(message)
 
-    def _apply_edit(self, channel_id: str, message_id: str, body: Payload) -> Payload:
+    def edit_changes(
+        self, raw: Payload, body: Payload, uploads: tuple[Upload, ...] = ()
+    ) -> Payload:
+        """What an edit of the bot's message changes, validated as Discord does. Files are
+        added to the attachments kept (all of them unless the body lists which)."""
+        channel_id = raw["channel_id"]
         changes: Payload = {}
         if "content" in body:
             content = body["content"] or ""
@@ -519,13 +619,26 @@ class RestApi:
                 "mention_roles": roles,
                 "mention_everyone": everyone,
             }
-        for key in ("embeds", "components", "attachments"):
+        for key in ("embeds", "components"):
             if key in body:
                 changes[key] = body[key] or []
-        raw = self.state.raw_message(channel_id, message_id)
-        flags = int(body.get("flags", raw.get("flags", 0)) or 0)
-        changes["flags"] = flags & ~MESSAGE_FLAG_LOADING
-        return self.state.edit_message(channel_id, message_id, changes)
+        if uploads or "attachments" in body:
+            changes["attachments"] = self.attachments.for_message(
+                channel_id,
+                uploads,
+                body.get("attachments"),
+                kept=raw.get("attachments") or [],
+                ephemeral=bool(raw.get("flags", 0) & MESSAGE_FLAG_EPHEMERAL),
+            )
+        # Of the flags, an edit changes only whether embeds are suppressed; the loading state
+        # of a deferral ends.
+        flags = int(raw.get("flags") or 0) & ~(MESSAGE_FLAG_LOADING | MESSAGE_FLAG_SUPPRESS_EMBEDS)
+        if "flags" in body:
+            flags |= int(body["flags"] or 0) & MESSAGE_FLAG_SUPPRESS_EMBEDS
+        else:
+            flags |= int(raw.get("flags") or 0) & MESSAGE_FLAG_SUPPRESS_EMBEDS
+        changes["flags"] = flags
+        return changes
 
     async def delete_message(self, request: web.Request) -> web.Response:
         channel_id = request.match_info["channel_id"]
@@ -534,165 +647,14 @@ class RestApi:
         if raw["author"]["id"] != self.state.bot.id:
             if self.state.is_private(channel_id):
                 raise ApiError(403, 50003, "Cannot execute action on a DM channel")
-            if not self.state.bot_permissions & MANAGE_MESSAGES:
-                raise ApiError(403, 50013, "Missing Permissions")
+            if not self.state.bot_permissions_in(channel_id) & MANAGE_MESSAGES:
+                raise missing_permissions()
         event = self.state.delete_message(channel_id, message_id)
         await self.gateway.dispatch_message("MESSAGE_DELETE", event)
         return no_content()
 
     async def typing(self, request: web.Request) -> web.Response:
         self.state.channel(request.match_info["channel_id"])
-        return no_content()
-
-    # ------------------------------------------------------------------ application commands
-
-    def _command_scope(self, request: web.Request) -> str | None:
-        if request.match_info["app_id"] != self.state.application_id:
-            raise ApiError(403, 50001, "Missing Access")
-        return request.match_info.get("guild_id")
-
-    def _command(self, request: web.Request) -> Payload:
-        commands = self.state.commands(self._command_scope(request))
-        command = commands.get(request.match_info["command_id"])
-        if command is None:
-            raise ApiError(404, 10063, "Unknown application command")
-        return command
-
-    async def list_commands(self, request: web.Request) -> web.Response:
-        return json_response(list(self.state.commands(self._command_scope(request)).values()))
-
-    async def overwrite_commands(self, request: web.Request) -> web.Response:
-        scope = self._command_scope(request)
-        return json_response(self.state.overwrite_commands(scope, request[BODY] or []))
-
-    async def create_command(self, request: web.Request) -> web.Response:
-        command, created = self.state.upsert_command(
-            self._command_scope(request), request[BODY] or {}
-        )
-        return json_response(command, status=201 if created else 200)
-
-    async def get_command(self, request: web.Request) -> web.Response:
-        return json_response(self._command(request))
-
-    async def edit_command(self, request: web.Request) -> web.Response:
-        command = self._command(request)
-        command.update({k: v for k, v in (request[BODY] or {}).items() if k != "id"})
-        return json_response(command)
-
-    async def delete_command(self, request: web.Request) -> web.Response:
-        command = self._command(request)
-        del self.state.commands(self._command_scope(request))[command["id"]]
-        return no_content()
-
-    async def command_permissions(self, request: web.Request) -> web.Response:
-        self._command_scope(request)
-        return json_response([])
-
-    # ------------------------------------------------------------------ interactions
-
-    def _interaction(self, interaction_id: str | None, token: str) -> InteractionRecord:
-        for record in self.state.interactions.values():
-            if record.token == token and interaction_id in (None, record.id):
-                return record
-        if interaction_id is None:
-            raise ApiError(404, 10015, "Unknown Webhook")
-        raise ApiError(404, 10062, "Unknown interaction")
-
-    def _interaction_message(self, record: InteractionRecord, body: Payload, *, extra: Payload):
-        channel_id = record.payload["channel_id"]
-        flags = int(body.get("flags") or 0) | int(extra.get("flags", 0))
-        app = self.state.application_id
-        meta = {"webhook_id": app, "application_id": app, "flags": flags} | {
-            k: v for k, v in extra.items() if k != "flags"
-        }
-        if flags & MESSAGE_FLAG_EPHEMERAL:
-            # Ephemeral messages never reach the channel: kept on the interaction only.
-            message = self.bot_message(channel_id, body, extra=meta, stored=False)
-            record.ephemeral_messages.append(message)
-            return message, False
-        return self.bot_message(channel_id, body, extra=meta), True
-
-    async def interaction_callback(self, request: web.Request) -> web.Response:
-        record = self._interaction(
-            request.match_info["interaction_id"], request.match_info["token"]
-        )
-        if record.callbacks:
-            raise ApiError(400, 40060, "Interaction has already been acknowledged.")
-        body = request[BODY] or {}
-        record.callbacks.append(body)
-        callback_type = body.get("type")
-        data = body.get("data") or {}
-        if callback_type in (4, 5):
-            command = record.payload.get("data", {})
-            extra: Payload = {
-                "type": 20,
-                "interaction": {
-                    "id": record.id,
-                    "type": record.payload["type"],
-                    "name": command.get("name", ""),
-                    "user": record.payload.get("member", {}).get("user")
-                    or record.payload.get("user"),
-                },
-            }
-            if callback_type == 5:
-                extra["flags"] = MESSAGE_FLAG_LOADING
-                data = {"content": "", "flags": data.get("flags", 0)}
-            message, public = self._interaction_message(record, data, extra=extra)
-            record.original_message_id = message["id"]
-            if public:
-                await self.gateway.dispatch_message("MESSAGE_CREATE", message)
-        return no_content()
-
-    async def followup(self, request: web.Request) -> web.Response:
-        record = self._interaction(None, request.match_info["token"])
-        message, public = self._interaction_message(record, request[BODY] or {}, extra={})
-        record.followup_message_ids.append(message["id"])
-        if public:
-            await self.gateway.dispatch_message("MESSAGE_CREATE", message)
-        if request.query.get("wait", "false").lower() in {"1", "true"}:
-            return json_response(message)
-        return no_content()
-
-    def _webhook_message(self, request: web.Request) -> tuple[InteractionRecord, str, str]:
-        record = self._interaction(None, request.match_info["token"])
-        message_id = request.match_info["message_id"]
-        if message_id == "@original":
-            message_id = record.original_message_id or ""
-        for message in record.ephemeral_messages:
-            if message["id"] == message_id:
-                return record, "", message_id
-        if not message_id or int(message_id) not in self.state.message_channel:
-            raise unknown_message()
-        return record, self.state.message_channel[int(message_id)], message_id
-
-    async def get_webhook_message(self, request: web.Request) -> web.Response:
-        record, channel_id, message_id = self._webhook_message(request)
-        if not channel_id:
-            return json_response(
-                next(m for m in record.ephemeral_messages if m["id"] == message_id)
-            )
-        return json_response(self.state.render(self.state.raw_message(channel_id, message_id)))
-
-    async def edit_webhook_message(self, request: web.Request) -> web.Response:
-        record, channel_id, message_id = self._webhook_message(request)
-        body = request[BODY] or {}
-        if not channel_id:
-            message = next(m for m in record.ephemeral_messages if m["id"] == message_id)
-            message.update({k: v for k, v in body.items() if k in ("content", "embeds")})
-            return json_response(message)
-        message = self._apply_edit(channel_id, message_id, body)
-        await self.gateway.dispatch_message("MESSAGE_UPDATE", message)
-        return json_response(message)
-
-    async def delete_webhook_message(self, request: web.Request) -> web.Response:
-        record, channel_id, message_id = self._webhook_message(request)
-        if not channel_id:
-            record.ephemeral_messages = [
-                m for m in record.ephemeral_messages if m["id"] != message_id
-            ]
-            return no_content()
-        event = self.state.delete_message(channel_id, message_id)
-        await self.gateway.dispatch_message("MESSAGE_DELETE", event)
         return no_content()
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.demo.discord_files import ATTACHMENTS_PATH
 from bot.demo.discord_gateway import (
     GATEWAY_PATH,
     INTENT_GUILDS,
@@ -32,10 +33,13 @@ from bot.demo.discord_gateway import (
     RESUME_PATH,
     Gateway,
 )
+from bot.demo.discord_interactions import InteractionApi
+from bot.demo.discord_permissions import DEFAULT_BOT_PERMISSIONS
+from bot.demo.discord_reactions import ReactionChange
 from bot.demo.discord_rest import API_PREFIX, RecordedRequest, RestApi, RouteRule
 from bot.demo.discord_state import (
-    DEFAULT_BOT_PERMISSIONS,
     EVERYONE_MENTION,
+    MESSAGE_FLAG_LOADING,
     ROLE_MENTION,
     Clock,
     DiscordState,
@@ -97,6 +101,7 @@ class FakeDiscord:
             heartbeat_interval_ms=heartbeat_interval_ms,
         )
         self.rest = RestApi(self.state, self.gateway, token=token)
+        self.interactions = InteractionApi(self.rest)
         self._runner: web.AppRunner | None = None
         self._port = 0
 
@@ -108,7 +113,10 @@ class FakeDiscord:
         app = web.Application()
         app.router.add_get(GATEWAY_PATH, self.gateway.handle)
         app.router.add_get(RESUME_PATH, self.gateway.handle)
-        app.add_subapp(API_PREFIX, self.rest.app())
+        app.router.add_get(ATTACHMENTS_PATH, self.rest.attachments.serve)
+        api = self.rest.app()
+        self.interactions.add_routes(api.router)
+        app.add_subapp(API_PREFIX, api)
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -116,6 +124,7 @@ class FakeDiscord:
         self._runner = runner
         self._port = runner.addresses[0][1]
         self.gateway.base_url = f"ws://127.0.0.1:{self._port}"
+        self.rest.attachments.base_url = self.base_url
 
     async def stop(self) -> None:
         if self._runner is None:
@@ -298,6 +307,7 @@ class FakeDiscord:
         ``extra``: more payload fields (``embeds``, a ``webhook_id``).
         """
         user = self.state.user(author)
+        self.rest.threads.check_post(str(channel_id))
         message = self.state.create_message(
             channel_id,
             user,
@@ -308,6 +318,7 @@ class FakeDiscord:
             mention_everyone=self._everyone(channel_id, content),
             extra=extra,
         )
+        await self.rest.threads.posted(message["channel_id"], user)
         await self.gateway.dispatch_message("MESSAGE_CREATE", message)
         return message
 
@@ -360,6 +371,72 @@ class FakeDiscord:
         event = self.state.delete_message(channel_id, message_id)
         await self.gateway.dispatch_message("MESSAGE_DELETE", event)
 
+    async def user_starts_thread(
+        self,
+        channel_id: int | str,
+        message_id: int | str,
+        user: int | str | DceUser,
+        name: str,
+        *,
+        auto_archive_duration: int = 1440,
+    ) -> Payload:
+        """A user starts a public thread from a message, with the events Discord sends
+        (``discord_threads``); returns the thread."""
+        body = {"name": name, "auto_archive_duration": auto_archive_duration}
+        return await self.rest.threads.start_from_message(
+            str(channel_id), str(message_id), body, by=self.state.user(user)
+        )
+
+    async def user_reacts(
+        self,
+        channel_id: int | str,
+        message_id: int | str,
+        user: int | str | DceUser,
+        emoji: str,
+    ) -> bool:
+        """A user reacts to a message (MESSAGE_REACTION_ADD); False if they had already."""
+        return await self.rest.reactions.add(channel_id, message_id, self.state.user(user), emoji)
+
+    async def user_unreacts(
+        self,
+        channel_id: int | str,
+        message_id: int | str,
+        user: int | str | DceUser,
+        emoji: str,
+    ) -> bool:
+        """A user takes their reaction back (MESSAGE_REACTION_REMOVE); False if there was none."""
+        return await self.rest.reactions.remove(
+            channel_id, message_id, self.state.user(user), emoji
+        )
+
+    # ------------------------------------------------------------------ permissions
+
+    def bot_permissions_in(self, channel_id: int | str) -> int:
+        """What the bot may do in a channel (``discord_permissions``), as Discord computes it."""
+        return self.state.bot_permissions_in(channel_id)
+
+    async def set_bot_overwrite(
+        self, channel_id: int | str, *, allow: int = 0, deny: int = 0
+    ) -> Payload:
+        """Give or take permissions from the bot in one guild channel (and its threads) with a
+        member overwrite, as a server admin would; ``allow=deny=0`` removes it. Dispatched as
+        CHANNEL_UPDATE, so the client's cache knows, as on Discord."""
+        channel = self.state.channel(channel_id)
+        if channel.get("guild_id") is None or "thread_metadata" in channel:
+            raise ValueError(f"channel {channel_id} takes no overwrites: not a guild channel")
+        overwrites = [
+            o
+            for o in channel.get("permission_overwrites") or []
+            if (str(o["id"]), int(o.get("type", 0))) != (self.state.bot.id, 1)
+        ]
+        if allow or deny:
+            overwrites.append(
+                {"id": self.state.bot.id, "type": 1, "allow": str(allow), "deny": str(deny)}
+            )
+        channel["permission_overwrites"] = overwrites
+        await self.gateway.dispatch("CHANNEL_UPDATE", channel, intent=INTENT_GUILDS)
+        return channel
+
     # ------------------------------------------------------------------ reading the world
 
     def messages(self, channel_id: int | str) -> list[Payload]:
@@ -384,6 +461,49 @@ class FakeDiscord:
                 if payload["author"]["id"] == self.state.bot.id:
                     found.append(self.state.render(payload))
         return sorted(found, key=lambda payload: int(payload["id"]))
+
+    def thread_members(self, thread_id: int | str) -> list[int]:
+        """Who joined a thread, in the order they joined."""
+        return [int(user_id) for user_id in self.state.thread_members.get(str(thread_id), {})]
+
+    def reactions_on(self, message_id: int | str) -> dict[str, list[int]]:
+        """Who reacted with what on a message now."""
+        on = self.rest.reactions.on(message_id)
+        return {emoji: [int(user_id) for user_id in users] for emoji, users in on.items()}
+
+    def reaction_changes(
+        self, message_id: int | str | None = None, *, user: int | str | DceUser | None = None
+    ) -> list[ReactionChange]:
+        """Every reaction added or taken away (on one message, by one user), oldest first."""
+        user_id = None if user is None else int(self.state.user(user).id)
+        return [
+            change
+            for change in self.rest.reactions.changes
+            if (message_id is None or change.message_id == int(message_id))
+            and (user_id is None or change.user_id == user_id)
+        ]
+
+    async def wait_for_reaction_changes(
+        self,
+        message_id: int | str,
+        count: int = 1,
+        *,
+        user: int | str | DceUser | None = None,
+        timeout: float = 5.0,  # noqa: ASYNC109 - named in the TimeoutError
+    ) -> list[ReactionChange]:
+        """The message's reaction changes (by ``user``), once there are ``count`` of them."""
+        found = await self.rest.reactions.changed.wait_for(
+            lambda: (
+                len(changes := self.reaction_changes(message_id, user=user)) >= count and changes
+            ),
+            timeout,
+            f"{count} reaction change(s) on message {message_id}",
+        )
+        return list(found)
+
+    def attachment_bytes(self, attachment: Payload | str) -> bytes:
+        """What was uploaded as an attachment (its payload, or its id)."""
+        return self.rest.attachments.data(attachment)
 
     async def wait_for_bot_message(
         self,
@@ -513,7 +633,7 @@ class FakeDiscord:
             "data": data,
             "channel_id": channel["id"],
             "channel": channel,
-            "app_permissions": str(self.state.bot_permissions),
+            "app_permissions": str(self.state.bot_permissions_in(channel["id"])),
             "locale": "en-US",
             "entitlements": [],
         }
@@ -547,6 +667,32 @@ class FakeDiscord:
             lambda: record.callbacks, timeout, f"a response to interaction {record.id}"
         )
         return callbacks[0]
+
+    def interaction_messages(self, record: InteractionRecord) -> list[Payload]:
+        """The messages answering an interaction as its user sees them now, ephemeral ones too:
+        the original response, then the follow-ups (a deferral still loading included, with
+        the Loading flag; deleted ones left out)."""
+        ids = [record.original_message_id, *record.followup_message_ids]
+        found = (self.interactions.find(record, message_id) for message_id in dict.fromkeys(ids))
+        return [message for message in found if message is not None]
+
+    async def wait_for_interaction_messages(
+        self,
+        record: InteractionRecord,
+        count: int = 1,
+        *,
+        timeout: float = 5.0,  # noqa: ASYNC109 - named in the TimeoutError
+    ) -> list[Payload]:
+        """:meth:`interaction_messages` once ``count`` of them are answers (not loading)."""
+
+        def answered() -> list[Payload]:
+            messages = self.interaction_messages(record)
+            done = [m for m in messages if not m["flags"] & MESSAGE_FLAG_LOADING]
+            return messages if len(done) >= count else []
+
+        return await self.rest.changed.wait_for(
+            answered, timeout, f"{count} answer(s) to interaction {record.id}"
+        )
 
 
 def make_nextcord_client(

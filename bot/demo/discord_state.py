@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.demo.discord_permissions import (
+    DEFAULT_BOT_PERMISSIONS,
+    DM_PERMISSIONS,
+    channel_permissions,
+)
 from conversation.replay import (
     PRIVATE_CHANNEL_TYPES,
     ChannelExport,
@@ -33,19 +38,10 @@ USER_MENTION = re.compile(r"<@!?(\d+)>")
 ROLE_MENTION = re.compile(r"<@&(\d+)>")
 EVERYONE_MENTION = re.compile(r"@(everyone|here)\b")
 
-# Permission bits (https://discord.com/developers/docs/topics/permissions).
-MENTION_EVERYONE = 1 << 17
-DEFAULT_BOT_PERMISSIONS = (
-    (1 << 6)  # ADD_REACTIONS
-    | (1 << 10)  # VIEW_CHANNEL
-    | (1 << 11)  # SEND_MESSAGES
-    | (1 << 14)  # EMBED_LINKS
-    | (1 << 15)  # ATTACH_FILES
-    | (1 << 16)  # READ_MESSAGE_HISTORY
-    | (1 << 31)  # USE_APPLICATION_COMMANDS
-    | (1 << 35)  # CREATE_PUBLIC_THREADS
-    | (1 << 38)  # SEND_MESSAGES_IN_THREADS
-)
+MESSAGE_TYPE_REPLY = 19
+MESSAGE_TYPE_THREAD_STARTER = 21
+MESSAGE_FLAG_SUPPRESS_EMBEDS = 1 << 2
+MESSAGE_FLAG_HAS_THREAD = 1 << 5
 MESSAGE_FLAG_EPHEMERAL = 1 << 6
 MESSAGE_FLAG_LOADING = 1 << 7
 
@@ -61,6 +57,10 @@ class ApiError(Exception):
         self.body: Payload = {"message": message, "code": code}
         if errors is not None:
             self.body["errors"] = errors
+
+
+def missing_permissions() -> ApiError:
+    return ApiError(403, 50013, "Missing Permissions")
 
 
 def unknown_message() -> ApiError:
@@ -213,7 +213,11 @@ class DiscordState:
         self.guild_commands: dict[str, dict[str, Payload]] = {}
         self.interactions: dict[str, InteractionRecord] = {}
         self.exports: list[ChannelExport] = []
-        self.thread_members: dict[str, set[str]] = {}  # thread id -> ids of users who joined
+        # thread id -> user id -> when they joined (ISO 8601), in the order they joined
+        self.thread_members: dict[str, dict[str, str]] = {}
+
+    def now_iso(self) -> str:
+        return self.clock().astimezone(UTC).isoformat()
 
     # ------------------------------------------------------------------ users, guilds, channels
 
@@ -330,7 +334,7 @@ class DiscordState:
             "channels": [self.channels[cid] for cid in guild.channel_ids],
             # As Discord does: only active threads; an archived one must be fetched.
             "threads": [
-                self.channels[tid]
+                self.as_bot_sees(self.channels[tid])
                 for tid in guild.thread_ids
                 if not self.channels[tid].get("thread_metadata", {}).get("archived")
             ],
@@ -347,32 +351,45 @@ class DiscordState:
         private: bool,
         archived: bool,
         members: list[str],
+        owner_id: str | None = None,
+        auto_archive_duration: int = 1440,
+        rate_limit_per_user: int = 0,
     ) -> Payload:
-        """A thread under a guild channel, with the users who joined it."""
-        guild_id = self.guild_of(parent_id)
+        """A thread under a guild channel, with the users who joined it (its starter first,
+        unless ``owner_id`` names them)."""
+        parent = self.channel(parent_id)
+        guild_id = parent.get("guild_id")
         if guild_id is None:
             raise ValueError(f"channel {parent_id} is not in a guild")
+        now = self.now_iso()
+        thread_type = 12 if private else 10 if parent["type"] == 5 else 11
         thread = {
             "id": thread_id,
-            "type": 12 if private else 11,
+            "type": thread_type,
             "name": name,
             "guild_id": guild_id,
             "parent_id": parent_id,
-            "owner_id": members[0] if members else self.bot.id,
+            "owner_id": owner_id or (members[0] if members else self.bot.id),
+            "last_message_id": None,
+            "rate_limit_per_user": rate_limit_per_user,
+            "flags": 0,
             "message_count": 0,
+            "total_message_sent": 0,
             "member_count": len(members),
             "thread_metadata": {
                 "archived": archived,
-                "auto_archive_duration": 1440,
-                "archive_timestamp": self.clock().isoformat(),
+                "auto_archive_duration": auto_archive_duration,
+                "archive_timestamp": now,
                 "locked": False,
+                "create_timestamp": now,
                 **({"invitable": False} if private else {}),
             },
         }
         self.channels[thread_id] = thread
         self.guilds[guild_id].thread_ids.append(thread_id)
         self.messages.setdefault(thread_id, ChannelMessages())
-        self.thread_members[thread_id] = set(members)
+        joined = datetime(2020, 1, 1, tzinfo=UTC).isoformat()
+        self.thread_members[thread_id] = dict.fromkeys(members, joined)
         return thread
 
     def add_text_channel(
@@ -405,10 +422,50 @@ class DiscordState:
         channel = self.channel(thread_id)
         if "thread_metadata" not in channel:
             raise ApiError(400, 50024, "Cannot execute action on this channel type")
-        if user_id not in self.thread_members.get(thread_id, set()):
+        joined = self.thread_members.get(thread_id, {}).get(user_id)
+        if joined is None:
             raise ApiError(404, 10007, "Unknown Member")
-        joined = datetime(2020, 1, 1, tzinfo=UTC).isoformat()
         return {"id": thread_id, "user_id": user_id, "join_timestamp": joined, "flags": 0}
+
+    def join_thread(self, thread_id: str, user: DceUser) -> Payload | None:
+        """Add a user to a thread's members; the THREAD_MEMBERS_UPDATE payload, or None when
+        they had joined already."""
+        members = self.thread_members.setdefault(thread_id, {})
+        if user.id in members:
+            return None
+        members[user.id] = self.now_iso()
+        thread = self.channel(thread_id)
+        thread["member_count"] = min(len(members), 50)  # Discord stops counting at 50
+        guild_id = thread["guild_id"]
+        added = self.thread_member(thread_id, user.id) | {
+            "member": self.ensure_member(guild_id, user),
+            "presence": None,
+        }
+        return {
+            "id": thread_id,
+            "guild_id": guild_id,
+            "member_count": thread["member_count"],
+            "added_members": [added],
+        }
+
+    def as_bot_sees(self, channel: Payload) -> Payload:
+        """A channel as served to the bot: a thread it joined carries its thread member."""
+        if self.bot.id not in self.thread_members.get(channel["id"], {}):
+            return channel
+        return channel | {"member": self.thread_member(channel["id"], self.bot.id)}
+
+    def bot_permissions_in(self, channel_id: int | str) -> int:
+        """What the bot may do in a channel: its roles and the channel's overwrites (a thread
+        takes its parent's)."""
+        channel = self.channel(channel_id)
+        if channel["type"] in PRIVATE_CHANNEL_TYPES:
+            return DM_PERMISSIONS
+        if "thread_metadata" in channel:
+            channel = self.channel(channel["parent_id"])
+        guild = self.guilds[channel["guild_id"]]
+        member = guild.members[self.bot.id]
+        overwrites = channel.get("permission_overwrites") or []
+        return channel_permissions(guild.id, guild.roles, member, overwrites)
 
     def ensure_member(self, guild_id: str, user: DceUser) -> Payload:
         guild = self.guilds[guild_id]
@@ -452,7 +509,10 @@ class DiscordState:
         reference = payload.get("message_reference")
         if nested:
             rendered.pop("referenced_message", None)
-        elif reference and (payload.get("type") == 19 or "referenced_message" in payload):
+        elif reference and (
+            payload.get("type") in (MESSAGE_TYPE_REPLY, MESSAGE_TYPE_THREAD_STARTER)
+            or "referenced_message" in payload
+        ):
             referenced_id = int(reference["message_id"])
             where = self.message_channel.get(referenced_id)
             if where is not None:
@@ -522,7 +582,9 @@ class DiscordState:
             "components": [],
             "pinned": False,
             "flags": 0,
-            "type": message_type if message_type is not None else (19 if reference else 0),
+            "type": message_type
+            if message_type is not None
+            else (MESSAGE_TYPE_REPLY if reference else 0),
         }
         guild_id = channel.get("guild_id")
         if guild_id is not None:
@@ -540,6 +602,10 @@ class DiscordState:
         self.message_channel[message_id] = channel_id
         if "last_message_id" in channel:
             channel["last_message_id"] = str(message_id)
+        if "thread_metadata" in channel and payload["type"] != MESSAGE_TYPE_THREAD_STARTER:
+            # As Discord counts: the starter message is not one of the thread's messages.
+            channel["message_count"] = channel.get("message_count", 0) + 1
+            channel["total_message_sent"] = channel.get("total_message_sent", 0) + 1
         return self.render(payload)
 
     def mention(self, channel_id: str, user: DceUser) -> Payload:
@@ -564,7 +630,7 @@ class DiscordState:
     ) -> Payload:
         payload = self.raw_message(channel_id, message_id)
         payload.update(changes)
-        payload["edited_timestamp"] = self.clock().astimezone(UTC).isoformat()
+        payload["edited_timestamp"] = self.now_iso()
         return self.render(payload)
 
     def delete_message(self, channel_id: int | str, message_id: int | str) -> Payload:
@@ -575,6 +641,8 @@ class DiscordState:
             raise unknown_message()
         self.message_channel.pop(int(message_id), None)
         self.deleted.add(int(message_id))
+        if "thread_metadata" in channel and payload["type"] != MESSAGE_TYPE_THREAD_STARTER:
+            channel["message_count"] = max(0, channel.get("message_count", 0) - 1)
         event: Payload = {"id": str(message_id), "channel_id": channel["id"]}
         if channel.get("guild_id"):
             event["guild_id"] = channel["guild_id"]

@@ -19,8 +19,8 @@ from bot.answering.recording import InteractionRecorder
 from bot.answering.tool_use import tools_tokens
 from bot.config.schema import Config
 from bot.config.tool_settings import McpServerSettings, ToolSettings
+from bot.demo.discord_permissions import DEFAULT_BOT_PERMISSIONS, MENTION_EVERYONE
 from bot.demo.discord_server import FakeDiscord
-from bot.demo.discord_state import DEFAULT_BOT_PERMISSIONS, MENTION_EVERYONE
 from bot.demo.openai_server import Answer, CallTools, Fail
 from bot.model.client import ModelClient
 from bot.serve.client import ThreadwiseClient

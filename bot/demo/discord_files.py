@@ -1,0 +1,216 @@
+"""Files the bot attaches to its messages: read from the multipart body, kept with their bytes,
+served back at a local URL, described in the message's ``attachments`` as Discord describes them.
+
+nextcord sends files as Discord documents it (``multipart/form-data``: a ``payload_json`` part
+and one ``files[n]`` part per file, each matched to ``{"id": n, …}`` in the payload's
+``attachments``) and always labels them ``application/octet-stream``; Discord finds the real
+type itself, and so does the stand-in (from the bytes for PNG, JPEG, GIF and WebP, whose width
+and height it also gives, else from the name), so a test can tell an image arrived as one.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import BodyPartReader, web
+
+from bot.demo.discord_state import ApiError, Payload, invalid_form
+
+ATTACHMENTS_PATH = "/attachments/{channel_id}/{attachment_id}/{filename}"
+MAX_FILES = 10
+MAX_FILE_BYTES = 10 * 1024 * 1024  # a bot's upload limit in a server without boosts
+UNSAFE_IN_FILENAME = re.compile(r"[^\w.\-]")
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One ``files[n]`` part of a request, as the client sent it."""
+
+    index: int
+    filename: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    channel_id: str
+    attachment_id: str
+    filename: str
+    content_type: str | None
+    data: bytes
+
+
+async def read_multipart(request: web.Request) -> tuple[Any, tuple[Upload, ...]]:
+    """The JSON of ``payload_json`` and the files of a multipart request."""
+    body: Any = None
+    uploads: list[Upload] = []
+    reader = await request.multipart()
+    async for part in reader:
+        if not isinstance(part, BodyPartReader):  # a nested multipart: not Discord's form
+            raise ApiError(400, 50035, "Invalid Form Body")
+        if part.name == "payload_json":
+            body = json.loads(await part.text())
+            continue
+        match = re.fullmatch(r"files\[(\d+)\]", part.name or "")
+        data = bytes(await part.read())
+        if match is None:
+            continue  # Discord ignores parts it has no use for
+        if len(data) > MAX_FILE_BYTES:
+            raise ApiError(413, 40005, "Request entity too large")
+        uploads.append(Upload(int(match[1]), part.filename or part.name or "file", data))
+    if len(uploads) > MAX_FILES:
+        raise invalid_form(
+            "files", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_FILES} or fewer in length."
+        )
+    return body, tuple(uploads)
+
+
+class Attachments:
+    """Every file attached to a message, served at ``base_url`` + :data:`ATTACHMENTS_PATH`."""
+
+    def __init__(self, mint: Callable[[], int]) -> None:
+        self._mint = mint
+        self.base_url = ""  # set by the server once it knows its port
+        self.files: dict[str, StoredFile] = {}
+
+    def for_message(
+        self,
+        channel_id: str,
+        uploads: Sequence[Upload],
+        described: list[Payload] | None,
+        *,
+        kept: Sequence[Payload] = (),
+        ephemeral: bool = False,
+    ) -> list[Payload]:
+        """The ``attachments`` of a message posted (or edited) with these files.
+
+        ``described``: the payload's ``attachments`` (new files' ``filename`` and
+        ``description`` by their ``files[n]`` index; on an edit, the ids of the old ones to
+        keep). ``kept``: an edited message's current attachments, all kept when ``described``
+        is None, as Discord keeps them.
+        """
+        entries = {str(entry.get("id")): entry for entry in described or []}
+        result = [a for a in kept if described is None or str(a["id"]) in entries]
+        for upload in uploads:
+            entry = entries.get(str(upload.index), {})
+            name = entry.get("filename") or upload.filename
+            result.append(
+                self._store(channel_id, upload.data, name, entry.get("description"), ephemeral)
+            )
+        return result
+
+    def data(self, attachment: Payload | str) -> bytes:
+        """The bytes of an attachment (its payload, or its id)."""
+        attachment_id = attachment if isinstance(attachment, str) else str(attachment["id"])
+        return self.files[attachment_id].data
+
+    async def serve(self, request: web.Request) -> web.StreamResponse:
+        info = request.match_info
+        stored = self.files.get(info["attachment_id"])
+        if stored is None or (stored.channel_id, stored.filename) != (
+            info["channel_id"],
+            info["filename"],
+        ):
+            return web.Response(status=404, text="This content is no longer available.")
+        return web.Response(
+            body=stored.data, content_type=(stored.content_type or "application/octet-stream")
+        )
+
+    def _store(
+        self,
+        channel_id: str,
+        data: bytes,
+        filename: str,
+        description: str | None,
+        ephemeral: bool,
+    ) -> Payload:
+        attachment_id = str(self._mint())
+        # Discord keeps letters, digits, dots and dashes, and makes the rest underscores.
+        filename = UNSAFE_IN_FILENAME.sub("_", filename) or "unknown"
+        size = image_size(data)
+        content_type = sniff_content_type(data) or _guessed_type(filename)
+        self.files[attachment_id] = StoredFile(
+            channel_id, attachment_id, filename, content_type, data
+        )
+        url = f"{self.base_url}/attachments/{channel_id}/{attachment_id}/{filename}"
+        attachment: Payload = {
+            "id": attachment_id,
+            "filename": filename,
+            "size": len(data),
+            "url": url,
+            "proxy_url": url,
+        }
+        if content_type is not None:
+            attachment["content_type"] = content_type
+        if description:
+            attachment["description"] = description
+        if size is not None:
+            attachment["width"], attachment["height"] = size
+        if ephemeral:
+            attachment["ephemeral"] = True
+        return attachment
+
+
+def sniff_content_type(data: bytes) -> str | None:
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) of a PNG, GIF, WebP or JPEG image; None for anything else."""
+    kind = sniff_content_type(data)
+    if kind == "image/png" and len(data) >= 24:
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    if kind == "image/gif" and len(data) >= 10:
+        return int.from_bytes(data[6:8], "little"), int.from_bytes(data[8:10], "little")
+    if kind == "image/webp":
+        return _webp_size(data)
+    if kind == "image/jpeg":
+        return _jpeg_size(data)
+    return None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8X" and len(data) >= 30:
+        return 1 + int.from_bytes(data[24:27], "little"), 1 + int.from_bytes(data[27:30], "little")
+    if chunk == b"VP8 " and len(data) >= 30:
+        width = int.from_bytes(data[26:28], "little") & 0x3FFF
+        return width, int.from_bytes(data[28:30], "little") & 0x3FFF
+    if chunk == b"VP8L" and len(data) >= 25:
+        bits = int.from_bytes(data[21:25], "little")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    return None
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """From the first start-of-frame marker (any SOFn but DHT, JPG and DAC)."""
+    at = 2
+    while at + 9 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height = int.from_bytes(data[at + 5 : at + 7], "big")
+            return int.from_bytes(data[at + 7 : at + 9], "big"), height
+        at += 2 + int.from_bytes(data[at + 2 : at + 4], "big")
+    return None
+
+
+def _guessed_type(filename: str) -> str | None:
+    guessed, _ = mimetypes.guess_type(filename)
+    if guessed is not None and guessed.startswith("text/"):
+        return guessed + "; charset=utf-8"
+    return guessed
