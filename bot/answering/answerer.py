@@ -32,6 +32,7 @@ from bot.answering.tool_use import offer_for
 from bot.config.schema import Config
 from bot.discord.message_links import DiscordLinkResolver
 from bot.discord.posting import ReplyStreamer, typing_indicator
+from bot.discord.status_reaction import StatusReaction
 from bot.discord.triggers import TriggerMessage
 from bot.discord.visibility import history_restriction
 from bot.intake.trigger import Trigger
@@ -126,6 +127,13 @@ class Answerer:
             max_messages=self.config.replies.max_messages_per_answer,
         )
         asking = Asking(runtime)
+        status = StatusReaction.for_trigger(message, runtime.config.status)  # [status]
+        status.seen()
+
+        async def tool_status(line: str) -> None:
+            status.using_tool()
+            await reply.status(line)
+
         try:
             async with typing_indicator(message.channel):
                 previous = await self._prompt(message, runtime, asking)  # the prompt, the tools
@@ -133,13 +141,20 @@ class Answerer:
                 completion = await asking.complete(  # the model, refits included
                     # Its text goes to Discord and the store too: made encodable on arrival.
                     on_delta=lambda delta: reply.add(clean_text(delta)),
-                    on_status=reply.status,
+                    on_status=tool_status,
                 )
             assert asking.prepared is not None  # the prompt the model answered
             ending = await self._post(reply, completion, asking.prepared)
+            status.answered()
             await self._remember(message, asking.prepared, previous, ending, reply.message_ids)
         except (Exception, asyncio.CancelledError) as error:
             ending = await self._failed(error, message, reply, asking)
+            if ending.abandoned:
+                status.abandon()
+            else:
+                status.failed()
+        if not ending.abandoned:  # the reaction's last change, before the next answer's
+            await status.settled()
         result = AnswerResult(
             trigger=trigger,
             started_at=started,

@@ -25,6 +25,7 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
     [logging]      LoggingSettings     bot/config/schema.py
     [tools]        ToolSettings        bot/config/tool_settings.py
     [metrics]      MetricsSettings     bot/config/schema.py
+    [status]       StatusSettings      bot/config/status_settings.py
     [models.NAME]  NamedModel          bot/config/named_models.py
     [[channels]]   ChannelRule         bot/config/channels.py
 """
@@ -47,6 +48,7 @@ from bot.config.config_file import NotAConfigFile, read_config_bytes
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, keys_from_env, model_with
+from bot.config.status_settings import StatusSettings
 from bot.config.store_url import redact_url, userinfo_problem
 from bot.config.toml_hints import clash_hint
 from bot.config.tool_settings import ToolSettings, masked_tools
@@ -318,6 +320,7 @@ class Config(StrictSection):
     logging: LoggingSettings = LoggingSettings()
     tools: ToolSettings = ToolSettings()
     metrics: MetricsSettings = MetricsSettings()
+    status: StatusSettings = StatusSettings()
     models: dict[str, NamedModel] = Field(default_factory=dict)
     channels: tuple[ChannelRule, ...] = ()
 
