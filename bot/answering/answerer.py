@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +39,7 @@ from bot.intake.trigger import Trigger
 from bot.model.call import Completion
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError
+from bot.tools.tool_images import ToolImage
 from bot.tools.toolbox import Toolbox
 from conversation.common import clean_text
 from conversation.graph import MessageNode
@@ -144,7 +145,7 @@ class Answerer:
                     on_status=tool_status,
                 )
             assert asking.prepared is not None  # the prompt the model answered
-            ending = await self._post(reply, completion, asking.prepared)
+            ending = await self._post(reply, completion, asking.prepared, asking.images())
             status.answered()
             await self._remember(message, asking.prepared, previous, ending, reply.message_ids)
         except (Exception, asyncio.CancelledError) as error:
@@ -213,16 +214,20 @@ class Answerer:
 
     @staticmethod
     async def _post(
-        reply: ReplyStreamer, completion: Completion, prepared: PreparedPrompt
+        reply: ReplyStreamer,
+        completion: Completion,
+        prepared: PreparedPrompt,
+        images: Sequence[ToolImage] = (),
     ) -> Ending:
         """The whole answer posted over what streamed, with a note when the channel's history
-        could not be read."""
+        could not be read, and the images its tools returned attached."""
         answer = clean_text(completion.text)
         shown = answer
         if HISTORY_UNREADABLE in prepared.selection.problems:
             shown = f"{shown}\n\n*({HISTORY_UNREADABLE})*"
         await reply.finish(shown)
-        return Ending("success", answer)
+        attached = await reply.attach([(image.name, image.data) for image in images])
+        return Ending("success", answer, images=tuple(images[:attached]))
 
     async def _remember(
         self,
@@ -235,8 +240,9 @@ class Answerer:
         """What this answer sent and said, for the next request in its conversation. Only an
         answer that was posted whole: a failed one is no turn the conversation went on from."""
         ids = list(posted)
+        said = "\n".join([ending.answer, *(image.described() for image in ending.images)])
         answer = MessageNode(
-            role="assistant", content=ending.answer, message_id=str(ids[0]) if ids else None
+            role="assistant", content=said, message_id=str(ids[0]) if ids else None
         )
         try:
             sent = sent_prompt(

@@ -5,32 +5,14 @@ refuses the reaction, the answer is posted all the same."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import AsyncIterator
-
-import pytest
-
-from bot.config.tool_settings import McpServerSettings, ToolSettings
 from bot.demo.discord_permissions import ADD_REACTIONS
 from bot.demo.openai_server import Answer, CallTools, Fail
-from bot.tools.mcp_servers import McpServers
-from bot.tools.toolbox import Toolbox
+from tests.bot.tools import test_tools_e2e
 from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, running_bot, settled
-from tests.fakes.zygote import fake_mcp_args
 
 STATUS_ON = {"reactions": True}
-TOOLS_ON = {"enabled": True, "read_page": False, "call_timeout_seconds": 2.0}
-
-
-@pytest.fixture
-async def toolbox() -> AsyncIterator[Toolbox]:
-    server = McpServerSettings(name="test", command=sys.executable, args=fake_mcp_args())
-    servers = McpServers.from_settings([server], restart_delays=(0.1,))
-    await servers.start(wait=30)
-    try:
-        yield Toolbox(ToolSettings(**TOOLS_ON), servers=servers)
-    finally:
-        await servers.close()
+TOOLS_ON = test_tools_e2e.TOOLS_ON
+toolbox = test_tools_e2e.toolbox  # the fixture: the test MCP server over stdio
 
 
 async def asked(bot, text: str) -> tuple[dict, dict]:
