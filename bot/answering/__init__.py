@@ -4,7 +4,8 @@ What lives here: the answer itself, step by step (``answerer``), what it came to
 (``result``), asking the model with refits after "context too long" (``asking``), each
 channel's settings made into working parts, model clients per endpoint included
 (``channels``), what each answer sent, for its follow-ups, from memory or the store
-(``prompt_memory``), who writes the summary of what a cut leaves out (``summaries``), the token
+(``prompt_memory``) and, in a thread the bot opened, from the channel request it came from
+(``thread_memory``), who writes the summary of what a cut leaves out (``summaries``), the token
 budget learned per model (``prompt_budget``), tools in an answer and their stored rounds
 (``tool_use``, ``tool_record``), the stored record of each answer (``recording``), the
 Prometheus counts of answers (``metrics``) and the texts the bot posts about itself

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -28,8 +29,16 @@ from bot.answering.result import (
     Ending,
     Recorder,
 )
+from bot.answering.thread_memory import ThreadMemory
 from bot.answering.tool_use import offer_for
 from bot.config.schema import Config
+from bot.discord.conversation_threads import (
+    is_bots_thread,
+    open_thread,
+    should_move,
+    thread_name,
+    without_thread_starters,
+)
 from bot.discord.message_links import DiscordLinkResolver
 from bot.discord.posting import ReplyStreamer, typing_indicator
 from bot.discord.status_reaction import StatusReaction
@@ -148,6 +157,8 @@ class Answerer:
             ending = await self._post(reply, completion, asking.prepared, asking.images())
             status.answered()
             await self._remember(message, asking.prepared, previous, ending, reply.message_ids)
+            with contextlib.suppress(Exception):  # logged there; never the answer's failure
+                await self._maybe_move(message, runtime, asking.prepared, reply)
         except (Exception, asyncio.CancelledError) as error:
             ending = await self._failed(error, message, reply, asking)
             if ending.abandoned:
@@ -185,28 +196,39 @@ class Answerer:
         channel = message.channel
         me = getattr(getattr(channel, "guild", None), "me", None)
         restriction = history_restriction(message, me.id if me is not None else 0)
+        bot_id = self.materializer.options.bot_user_id or 0  # 0 before the gateway said it
+        # A thread the bot opened goes on with its channel's conversation: the same persona,
+        # and the channel request it came from (bot.answering.thread_memory).
+        moved = is_bots_thread(channel, bot_id)
+        home = getattr(channel, "parent", None) if moved else None
         # The channel's [tools]: taken once, for the budget and every request.
         asking.offer = offer = offer_for(self.tools, runtime.config.tools, message)
         budget, counter = runtime.budgeter.budget(), runtime.budgeter.counter()
         if offer is not None:  # room for the tool definitions and the results
             budget = offer.with_room(budget)
-        persona = persona_for(runtime.config.model.system_prompt, self.bot_name(channel), channel)
+        persona = persona_for(
+            runtime.config.model.system_prompt, self.bot_name(channel), home or channel
+        )
         source, cache = DiscordChannelSource(channel), self.caches.for_channel(channel.id)
         reader = (
             ChannelReader(source, cache)
             if restriction is None
             else RestrictedReader(source, cache, restriction)
         )
-        bot_id = self.materializer.options.bot_user_id or 0  # 0 before the gateway said it
         asking.prepared = await prepare_prompt(
             message, reader, runtime.builder, self.materializer, persona,
-            budget=budget, counter=counter, narrow=lambda chosen: sealed(chosen, cache, bot_id),
+            budget=budget, counter=counter,
+            narrow=lambda chosen: sealed(without_thread_starters(chosen), cache, bot_id),
         )  # fmt: skip
         if restriction is not None:
             return None
+        memory, continuity = self.memory, Continuity(max_total=runtime.config.context.max_total)
+        if moved:  # the whole thread is the conversation: its channel part is kept as sent
+            memory = ThreadMemory(self.memory, channel.id, channel.parent_id)
+            continuity = dataclasses.replace(continuity, keep_share=0.0)
         asking.prepared, previous = await remembered_prompt(
-            asking.prepared, self.memory, channel.id,
-            continuity=Continuity(max_total=runtime.config.context.max_total),
+            asking.prepared, memory, channel.id,
+            continuity=continuity,
             budget=budget, counter=counter, now=ChannelNow.of_cache(cache),
             summaries=runtime.summaries,
         )  # fmt: skip
@@ -251,6 +273,24 @@ class Answerer:
             await self.memory.remember(sent)
         except Exception:  # a memory that cannot keep it costs the next answer its prefix only
             log.exception("could not remember what the answer to %s sent", message.id)
+
+    @staticmethod
+    async def _maybe_move(
+        message: TriggerMessage,
+        runtime: ChannelRuntime,
+        prepared: PreparedPrompt,
+        reply: ReplyStreamer,
+    ) -> None:
+        """The conversation into a thread opened from this answer, when ``[threads]`` says
+        so (``bot.discord.conversation_threads``); a refusal leaves it in the channel."""
+        answers = 1 + sum(n.role == "assistant" for n in prepared.graph.snapshot().nodes())
+        settings, channel = runtime.config.threads, message.channel
+        if not reply.sent or not should_move(settings, channel, answers, message.content):
+            return
+        name = thread_name(message.content, getattr(message.author, "display_name", "a member"))
+        thread = await open_thread(reply.sent[0], name)
+        if thread is not None:
+            log.info("conversation of %s moved into thread %s", message.id, thread.id)
 
     async def _failed(
         self, error: BaseException, message: TriggerMessage, reply: ReplyStreamer, asking: Asking
