@@ -5,8 +5,6 @@ deferral with several ephemeral follow-ups, and jump links to messages."""
 from __future__ import annotations
 
 import io
-import struct
-import zlib
 
 import aiohttp
 import nextcord
@@ -15,6 +13,7 @@ import pytest
 from bot.demo.discord_permissions import ATTACH_FILES
 from bot.demo.discord_server import make_nextcord_client
 from bot.demo.discord_state import MESSAGE_FLAG_EPHEMERAL, MESSAGE_FLAG_LOADING
+from tests.fakes.mcp_server import png
 from tests.test_fake_discord import (
     ALICE,
     BOB,
@@ -26,24 +25,6 @@ from tests.test_fake_discord import (
     EventRecorder,
     log_ids,
 )
-
-
-def png(width: int, height: int) -> bytes:
-    """A real (grey) PNG image of that size."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    pixels = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(pixels))
-        + chunk(b"IEND", b"")
-    )
-
 
 # ----------------------------------------------------------------------------- attachments
 

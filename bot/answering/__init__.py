@@ -4,7 +4,8 @@ What lives here: the answer itself, step by step (``answerer``), what it came to
 (``result``), asking the model with refits after "context too long" (``asking``), each
 channel's settings made into working parts, model clients per endpoint included
 (``channels``), what each answer sent, for its follow-ups, from memory or the store
-(``prompt_memory``), the people forget-user removed, polled from the store so that no
+(``prompt_memory``) and, in a thread the bot opened, from the channel request it came from
+(``thread_memory``), the people forget-user removed, polled from the store so that no
 answer sends or remembers them again (``forgotten``), each channel's latest ``/fresh`` seal
 as the store recorded it (``seals``), who writes the summary of what a cut leaves out
 (``summaries``), the token budget learned per model (``prompt_budget``), tools in

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,16 +32,26 @@ from bot.answering.result import (
     Recorder,
 )
 from bot.answering.seals import ChannelSeals
+from bot.answering.thread_memory import ThreadMemory
 from bot.answering.tool_use import offer_for
 from bot.config.schema import Config
+from bot.discord.conversation_threads import (
+    is_bots_thread,
+    open_thread,
+    should_move,
+    thread_name,
+    without_thread_starters,
+)
 from bot.discord.message_links import DiscordLinkResolver
 from bot.discord.posting import ReplyStreamer, typing_indicator
+from bot.discord.status_reaction import StatusReaction
 from bot.discord.triggers import TriggerMessage
 from bot.discord.visibility import history_restriction
 from bot.intake.trigger import Trigger
 from bot.model.call import Completion
 from bot.model.client import ModelClient
 from bot.model.errors import ModelError
+from bot.tools.tool_images import ToolImage
 from bot.tools.toolbox import Toolbox
 from conversation.common import clean_text
 from conversation.memory import (
@@ -153,6 +164,13 @@ class Answerer:
             max_messages=self.config.replies.max_messages_per_answer,
         )
         asking = Asking(runtime)
+        status = StatusReaction.for_trigger(message, runtime.config.status)  # [status]
+        status.seen()
+
+        async def tool_status(line: str) -> None:
+            status.using_tool()
+            await reply.status(line)
+
         try:
             async with typing_indicator(message.channel):
                 previous = await self._prompt(message, runtime, asking)  # the prompt, the tools
@@ -160,13 +178,22 @@ class Answerer:
                 completion = await asking.complete(  # the model, refits included
                     # Its text goes to Discord and the store too: made encodable on arrival.
                     on_delta=lambda delta: reply.add(clean_text(delta)),
-                    on_status=reply.status,
+                    on_status=tool_status,
                 )
             assert asking.prepared is not None  # the prompt the model answered
-            ending = await self._post(reply, completion, asking.prepared)
+            ending = await self._post(reply, completion, asking.prepared, asking.images())
+            status.answered()
             await self._remember(message, asking.prepared, previous, ending, reply.message_ids)
+            with contextlib.suppress(Exception):  # logged there; never the answer's failure
+                await self._maybe_move(message, runtime, asking.prepared, reply)
         except (Exception, asyncio.CancelledError) as error:
             ending = await self._failed(error, message, reply, asking)
+            if ending.abandoned:
+                status.abandon()
+            else:
+                status.failed()
+        if not ending.abandoned:  # the reaction's last change, before the next answer's
+            await status.settled()
         result = AnswerResult(
             trigger=trigger,
             started_at=started,
@@ -196,24 +223,32 @@ class Answerer:
         channel = message.channel
         me = getattr(getattr(channel, "guild", None), "me", None)
         restriction = history_restriction(message, me.id if me is not None else 0)
+        bot_id = self.materializer.options.bot_user_id or 0  # 0 before the gateway said it
+        # A thread the bot opened goes on with its channel's conversation: the same persona,
+        # and the channel request it came from (bot.answering.thread_memory).
+        moved = is_bots_thread(channel, bot_id)
+        home = getattr(channel, "parent", None) if moved else None
         # The channel's [tools]: taken once, for the budget and every request.
         asking.offer = offer = offer_for(self.tools, runtime.config.tools, message)
         budget, counter = runtime.budgeter.budget(), runtime.budgeter.counter()
         if offer is not None:  # room for the tool definitions and the results
             budget = offer.with_room(budget)
-        persona = persona_for(runtime.config.model.system_prompt, self.bot_name(channel), channel)
+        persona = persona_for(
+            runtime.config.model.system_prompt, self.bot_name(channel), home or channel
+        )
         source, cache = DiscordChannelSource(channel), self.caches.for_channel(channel.id)
         reader = (
             ChannelReader(source, cache)
             if restriction is None
             else RestrictedReader(source, cache, restriction)
         )
-        bot_id = self.materializer.options.bot_user_id or 0  # 0 before the gateway said it
         seal = await self.seals.latest(channel.id)
 
         def narrow(chosen: ContextSelection) -> ContextSelection:
             """The seal, then the people forgotten: what this answer may not read."""
-            return self.forgotten.narrow(sealed(chosen, cache, bot_id, seal), bot_id)
+            return self.forgotten.narrow(
+                sealed(without_thread_starters(chosen), cache, bot_id, seal), bot_id
+            )
 
         asking.prepared = await prepare_prompt(
             message, reader, runtime.builder, self.materializer, persona,
@@ -222,9 +257,13 @@ class Answerer:
         )  # fmt: skip
         if restriction is not None:
             return None
+        memory, continuity = self.memory, Continuity(max_total=runtime.config.context.max_total)
+        if moved:  # the whole thread is the conversation: its channel part is kept as sent
+            memory = ThreadMemory(self.memory, channel.id, channel.parent_id)
+            continuity = dataclasses.replace(continuity, keep_share=0.0)
         asking.prepared, previous = await remembered_prompt(
-            asking.prepared, self.memory, channel.id,
-            continuity=Continuity(max_total=runtime.config.context.max_total),
+            asking.prepared, memory, channel.id,
+            continuity=continuity,
             budget=budget, counter=counter, now=ChannelNow.of_cache(cache),
             summaries=runtime.summaries,
         )  # fmt: skip
@@ -232,16 +271,20 @@ class Answerer:
 
     @staticmethod
     async def _post(
-        reply: ReplyStreamer, completion: Completion, prepared: PreparedPrompt
+        reply: ReplyStreamer,
+        completion: Completion,
+        prepared: PreparedPrompt,
+        images: Sequence[ToolImage] = (),
     ) -> Ending:
         """The whole answer posted over what streamed, with a note when the channel's history
-        could not be read."""
+        could not be read, and the images its tools returned attached."""
         answer = clean_text(completion.text)
         shown = answer
         if HISTORY_UNREADABLE in prepared.selection.problems:
             shown = f"{shown}\n\n*({HISTORY_UNREADABLE})*"
         await reply.finish(shown)
-        return Ending("success", answer)
+        attached = await reply.attach([(image.name, image.data) for image in images])
+        return Ending("success", answer, images=tuple(images[:attached]))
 
     async def _remember(
         self,
@@ -254,7 +297,8 @@ class Answerer:
         """What this answer sent and said, for the next request in its conversation. Only an
         answer that was posted whole: a failed one is no turn the conversation went on from."""
         ids = list(posted)
-        answer = answer_node(ending.answer, ids)
+        said = "\n".join([ending.answer, *(image.described() for image in ending.images)])
+        answer = answer_node(said, ids)
         try:
             sent = sent_prompt(
                 prepared, message.channel.id, answer=answer, answer_ids=ids, previous=previous
@@ -264,6 +308,24 @@ class Answerer:
             await self.memory.remember(sent)
         except Exception:  # a memory that cannot keep it costs the next answer its prefix only
             log.exception("could not remember what the answer to %s sent", message.id)
+
+    @staticmethod
+    async def _maybe_move(
+        message: TriggerMessage,
+        runtime: ChannelRuntime,
+        prepared: PreparedPrompt,
+        reply: ReplyStreamer,
+    ) -> None:
+        """The conversation into a thread opened from this answer, when ``[threads]`` says
+        so (``bot.discord.conversation_threads``); a refusal leaves it in the channel."""
+        answers = 1 + sum(n.role == "assistant" for n in prepared.graph.snapshot().nodes())
+        settings, channel = runtime.config.threads, message.channel
+        if not reply.sent or not should_move(settings, channel, answers, message.content):
+            return
+        name = thread_name(message.content, getattr(message.author, "display_name", "a member"))
+        thread = await open_thread(reply.sent[0], name)
+        if thread is not None:
+            log.info("conversation of %s moved into thread %s", message.id, thread.id)
 
     async def _failed(
         self, error: BaseException, message: TriggerMessage, reply: ReplyStreamer, asking: Asking

@@ -15,6 +15,7 @@ from bot.answering.tool_use import Offer, complete_using
 from bot.model.call import CacheHints, Completion, DeltaCallback
 from bot.model.errors import ModelContextTooLongError, ModelError
 from bot.model.tool_loop import ToolProgress
+from bot.tools.tool_images import ToolImage
 from conversation.memory import refit_keeping_summary
 from conversation.prompt import PreparedPrompt
 
@@ -75,6 +76,11 @@ class Asking:
         self._attempts.extend(error.attempts)
         self._request = error.request
         self._tool_use = error.tool_progress
+
+    def images(self) -> list[ToolImage]:
+        """The images the answer's tools returned, to attach to it."""
+        shelf = None if self.offer is None else self.offer.images
+        return [] if shelf is None else list(shelf.images)
 
     @property
     def completion(self) -> Completion | None:

@@ -150,6 +150,10 @@ def work_log(result: AnswerResult, sent: int) -> list[WorkLogEntry]:
     if asked.tool_use is not None and _tool_turns_sent(asked, sent):
         work.extend(tool_work_log(asked.tool_use))
     work.extend(
+        WorkLogEntry(action="tool_image", detail=image.reference())
+        for image in result.ending.images
+    )  # attached to the answer: a reference, never the bytes
+    work.extend(
         WorkLogEntry(
             action="model_attempt",
             detail=f"attempt {attempt.number}: {attempt.outcome}"

@@ -20,6 +20,7 @@ from bot.config.model_settings import ModelSettings
 from bot.intake.trigger import Trigger
 from bot.model.call import Completion
 from bot.model.tool_loop import ToolProgress
+from bot.tools.tool_images import ToolImage
 from conversation.prompt import PreparedPrompt
 
 Outcome = Literal["success", "failure", "partial"]
@@ -53,6 +54,9 @@ class Ending:
     outcome: Outcome
     answer: str
     error: str | None = None
+    # The images from tools attached to the answer (``bot.tools.tool_images``): the record
+    # keeps their references, the next request their descriptions.
+    images: tuple[ToolImage, ...] = ()
 
     @property
     def abandoned(self) -> bool:

@@ -20,6 +20,7 @@ from bot.model.tool_loop import LoopResult, complete_with_tools
 from bot.tools.call_memory import CallMemory
 from bot.tools.page_hosts import hosts_in_prompt
 from bot.tools.spec import ToolSpec
+from bot.tools.tool_images import ImageShelf
 from bot.tools.toolbox import Toolbox
 from conversation.prompt import Budget, PreparedPrompt, text_tokens
 
@@ -64,6 +65,7 @@ class Offer:
     specs: tuple[ToolSpec, ...]
     tokens: int  # the definitions, as ``tools_tokens`` counts them
     memory: CallMemory = field(default_factory=CallMemory)  # what its calls returned
+    images: ImageShelf | None = None  # the images its tools returned, to attach
 
     def with_room(self, budget: Budget) -> Budget:
         """``budget`` less the tools' room (definitions and results)."""
@@ -75,7 +77,7 @@ class Offer:
         read_page may read the hosts its members named (``bot.tools.page_hosts``)."""
         return self.toolbox.for_prompt(
             hosts_in_prompt(prepared), settings=self.settings, specs=self.specs,
-            memory=self.memory,
+            memory=self.memory, images=self.images,
         )  # fmt: skip
 
 
@@ -86,7 +88,10 @@ def offer_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> 
     if getattr(trigger, "guild", None) is None and not settings.in_dms:
         return None
     specs = tuple(toolbox.for_prompt((), settings=settings).specs())
-    return Offer(toolbox, settings, specs, tools_tokens(specs)) if specs else None
+    if not specs:
+        return None
+    images = ImageShelf(settings.max_images_per_answer, settings.max_image_bytes)
+    return Offer(toolbox, settings, specs, tools_tokens(specs), images=images)
 
 
 async def complete_using(

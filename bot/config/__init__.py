@@ -1,8 +1,9 @@
 """Configuration: ``config.toml`` read into pydantic models, checked, reported and watched.
 
 What lives here: the sections' models (``schema``; the model's own in ``model_settings``, the
-tools' in ``tool_settings``, ``/catchup``'s in ``catchup_settings``), the ``[models.NAME]``
-endpoints (``named_models``), the
+tools' in ``tool_settings``, ``/catchup``'s in ``catchup_settings``, the status reaction's in
+``status_settings``, threads' in ``thread_settings``), the ``[models.NAME]`` endpoints
+(``named_models``), the
 ``[[channels]]`` tables with the effective settings of each (``channels``) and those where an
 exported log's channel was (``export_settings``), the checks they
 share (``validators``), the one-line error texts (``errors``), ``check-config``'s printout

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from bot.config.channels import effective_configs
 from bot.config.model_settings import ModelSettings
 from bot.config.schema import Config, ConfigSource
 from bot.config.store_url import masked_url
@@ -82,9 +84,29 @@ def privacy_facts(config: Config) -> list[str]:
     return facts
 
 
+def anywhere(config: Config, on: Callable[[Config], bool]) -> bool:
+    """Whether ``on`` holds at the top level or in any ``[[channels]]`` table."""
+    return on(config) or any(on(channel) for channel in effective_configs(config))
+
+
+def permission_facts(config: Config) -> list[str]:
+    """The Discord permissions the settings need beyond answering (the invite URL the bot
+    logs at start asks for them too)."""
+    facts = []
+    if anywhere(config, lambda c: c.threads.enabled):
+        facts.append(
+            "needs: Create Public Threads and Send Messages in Threads where [threads] is on; "
+            "without them a conversation stays in the channel, and nothing is said"
+        )
+    if anywhere(config, lambda c: c.status.reactions):
+        facts.append("needs: Add Reactions where [status] reactions is on (else no reaction)")
+    return facts
+
+
 def render_config(config: Config, source: ConfigSource) -> str:
     lines = [f"# effective configuration from {source.describe()}; secrets masked"]
-    lines.extend(f"# {fact}" for fact in [trigger_fact(config), *privacy_facts(config)])
+    facts = [trigger_fact(config), *privacy_facts(config), *permission_facts(config)]
+    lines.extend(f"# {fact}" for fact in facts)
     for section, values in config.masked().items():
         if section in ("channels", "models"):
             continue  # tables of tables: below

@@ -26,6 +26,8 @@ lives beside the code that reads it, so ``conversation/`` needs nothing of ``bot
     [tools]        ToolSettings        bot/config/tool_settings.py
     [metrics]      MetricsSettings     bot/config/schema.py
     [catchup]      CatchupSettings     bot/config/catchup_settings.py
+    [status]       StatusSettings      bot/config/status_settings.py
+    [threads]      ThreadSettings      bot/config/thread_settings.py
     [models.NAME]  NamedModel          bot/config/named_models.py
     [[channels]]   ChannelRule         bot/config/channels.py
 """
@@ -49,7 +51,9 @@ from bot.config.config_file import NotAConfigFile, read_config_bytes
 from bot.config.errors import describe_errors
 from bot.config.model_settings import ModelSettings
 from bot.config.named_models import NamedModel, keys_from_env, model_with
+from bot.config.status_settings import StatusSettings
 from bot.config.store_url import redact_url, userinfo_problem
+from bot.config.thread_settings import ThreadSettings
 from bot.config.toml_hints import clash_hint
 from bot.config.tool_settings import ToolSettings, masked_tools
 from bot.config.validators import HttpUrl, OptionalSecret, PostgresUrl
@@ -328,6 +332,8 @@ class Config(StrictSection):
     tools: ToolSettings = ToolSettings()
     metrics: MetricsSettings = MetricsSettings()
     catchup: CatchupSettings = CatchupSettings()
+    status: StatusSettings = StatusSettings()
+    threads: ThreadSettings = ThreadSettings()
     models: dict[str, NamedModel] = Field(default_factory=dict)
     channels: tuple[ChannelRule, ...] = ()
 

@@ -34,7 +34,8 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # when the bot starts (the servers are started then).
 LIVE_KEYS = frozenset({"read_page", "max_steps", "call_timeout_seconds", "max_result_chars",
                        "in_dms", "max_calls_per_round", "max_calls_per_answer",
-                       "read_page_any_host"})  # fmt: skip
+                       "read_page_any_host", "max_images_per_answer",
+                       "max_image_bytes"})  # fmt: skip
 
 
 class McpServerSettings(StrictSection):
@@ -240,6 +241,20 @@ class ToolSettings(StrictSection):
         8000, ge=200, le=1_000_000, description="Each tool result is cut to this many characters."
     )
     in_dms: bool = Field(False, description="Offer tools in direct messages too.")
+    max_images_per_answer: int = Field(
+        4,
+        ge=0,
+        le=10,
+        description="Images from tools attached to one answer (0: none).",
+        json_schema_extra={"bound_note": "a Discord message holds 10 files"},
+    )
+    max_image_bytes: int = Field(
+        8 * 1024 * 1024,
+        ge=1024,
+        le=10 * 1024 * 1024,
+        description="Largest image from a tool that is attached.",
+        json_schema_extra={"bound_note": "Discord's upload limit, 10 MiB"},
+    )
     read_page_any_host: bool = Field(
         False,
         description="read_page may read any public host, not only those named in the "

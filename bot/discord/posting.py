@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import nextcord
@@ -149,6 +150,28 @@ class ReplyStreamer:
         chunks = self._final(text) or [EMPTY_ANSWER]
         await self._show(self._capped(chunks), final=True)
         return self.sent
+
+    async def attach(self, files: Sequence[tuple[str, bytes]]) -> int:
+        """Attach ``(name, bytes)`` files to the answer's last message; how many were attached
+        (none where the bot lacks Attach Files, or when Discord refuses them: the answer
+        stands as posted, and the operator's log says why)."""
+        if not files or not self.sent:
+            return 0
+        message = self.sent[-1]
+        channel, guild = self.channel, getattr(self.channel, "guild", None)
+        me = getattr(guild, "me", None)
+        if guild is not None and (me is None or not channel.permissions_for(me).attach_files):
+            log.info(
+                "not attaching %d file(s) to %s: no Attach Files there", len(files), message.id
+            )
+            return 0
+        uploads = [nextcord.File(io.BytesIO(data), filename=name) for name, data in files]
+        try:
+            await message.edit(files=uploads, allowed_mentions=self.allowed)
+        except nextcord.HTTPException as error:
+            log.warning("attaching %d file(s) to %s failed: %s", len(files), message.id, error)
+            return 0
+        return len(files)
 
     async def fail(self, line: str, partial_text: str = "") -> list[nextcord.Message]:
         """Show what arrived, then one short line saying what went wrong."""

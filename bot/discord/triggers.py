@@ -30,7 +30,7 @@ class TriggerMessage(MessageLike, Protocol):
     def to_reference(self, *, fail_if_not_exists: bool = True) -> Any: ...
 
 
-TriggerKind = Literal["mention", "reply", "dm", "always_on"]
+TriggerKind = Literal["mention", "reply", "dm", "always_on", "bot_thread"]
 
 
 def trigger_kind(
@@ -61,6 +61,8 @@ def trigger_kind(
     parent = getattr(message.channel, "parent_id", None)
     if parent is not None and parent in settings.always_on_channels:
         return "always_on"
+    if parent is not None and getattr(message.channel, "owner_id", None) == bot_user_id:
+        return "bot_thread"  # a thread the bot opened for its conversation: all of it is
     return None
 
 

@@ -238,7 +238,7 @@ class ThreadwiseClient(nextcord.Client):
         if self._sessions == 1 and self.application_id is not None:
             from bot.serve.startup import invite_url
 
-            log.info("invite it with: %s", invite_url(self.application_id))
+            log.info("invite it with: %s", invite_url(self.application_id, self.config))
 
     # ------------------------------------------------------------------ gateway events
 

@@ -16,7 +16,7 @@ import nextcord
 
 from bot.config.channels import top_level
 from bot.config.model_settings import ModelSettings
-from bot.config.report import trigger_fact
+from bot.config.report import anywhere, trigger_fact
 from bot.config.schema import Config, ConfigSource
 
 log = logging.getLogger(__name__)
@@ -59,10 +59,24 @@ def log_configuration(config: Config, source: ConfigSource) -> None:
         log.info("channel settings: %d [[channels]] table(s)", len(config.channels))
 
 
-def invite_url(application_id: int) -> str:
+def invite_permissions(config: Config | None = None) -> nextcord.Permissions:
+    """What the bot needs, with what its settings add: threads to move conversations into,
+    reactions for the status, files for the tools' images."""
+    permissions = nextcord.Permissions(INVITE_PERMISSIONS.value)
+    if config is not None:
+        if anywhere(config, lambda c: c.threads.enabled):
+            permissions.create_public_threads = True
+        if anywhere(config, lambda c: c.status.reactions):
+            permissions.add_reactions = True
+        if anywhere(config, lambda c: c.tools.enabled and c.tools.max_images_per_answer > 0):
+            permissions.attach_files = True
+    return permissions
+
+
+def invite_url(application_id: int, config: Config | None = None) -> str:
     return nextcord.utils.oauth_url(
         application_id,
-        permissions=INVITE_PERMISSIONS,
+        permissions=invite_permissions(config),
         scopes=("bot", "applications.commands"),
     )
 

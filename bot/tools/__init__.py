@@ -9,7 +9,9 @@ the HTTP client of a server reached by url, its secrets kept out of the logs and
 reads bounded (``mcp_http``), ``read_page`` on the article reader (``read_page``), the hosts
 it may read in one answer (``page_hosts``), the toolbox that runs a round of calls in
 parallel under the limits (``toolbox``), and what an answer's calls returned, given back to
-a prompt rebuilt after "context too long" instead of running them again (``call_memory``).
+a prompt rebuilt after "context too long" instead of running them again (``call_memory``),
+the images tools return, checked and kept to be attached to the answer (``tool_images``, with
+what kind of image some bytes are in ``image_kind``).
 The ``[tools]`` settings are in ``bot.config.tool_settings``.
 
 What it may import: ``bot.errors``, ``bot.config``, ``bot.storage`` (the layers below it),

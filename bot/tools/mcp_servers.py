@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bot.config.tool_settings import TOOL_NAME, McpServerSettings
 from bot.tools.server_stderr import StderrToLog
 from bot.tools.spec import ToolSpec
+from bot.tools.tool_images import ImageShelf
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +135,12 @@ class McpServer:
                 log.debug("MCP server %s stopped: %s", self.name, describe(task.exception()))
         self.state = "stopped"
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+    async def call(
+        self, name: str, arguments: dict[str, Any], images: ImageShelf | None = None
+    ) -> tuple[str, bool]:
         """``(text, is_error)`` of one tool call; raises :class:`ServerDown` when there is no
-        connection, and marks the connection broken when the call finds it closed."""
+        connection, and marks the connection broken when the call finds it closed. An image
+        in the result goes to ``images`` (None: it is named, not kept)."""
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED
 
@@ -151,7 +156,9 @@ class McpServer:
                 why = self._overflow or "closed the connection"
                 raise ServerDown(f"MCP server {self.name} {why}") from error
             return f"the server refused the call: {error}", True
-        return result_text(result.content, result.structured_content), bool(result.is_error)
+        taken = None if images is None else functools.partial(images.take, name)
+        text = result_text(result.content, result.structured_content, taken)
+        return text, bool(result.is_error)
 
     # -- the supervisor ----------------------------------------------------------------------
 
@@ -362,9 +369,14 @@ def _clip(description: str) -> str:
     return description[: MAX_DESCRIPTION_CHARS - 1] + "…"
 
 
-def result_text(content: Sequence[Any], structured: Any = None) -> str:
-    """A call's content as text: text parts as they are, other parts named (an image is not
-    shown to the model as text), the structured result when there is nothing else."""
+def result_text(
+    content: Sequence[Any],
+    structured: Any = None,
+    image: Callable[[str, str], str] | None = None,
+) -> str:
+    """A call's content as text: text parts as they are, an image as ``image(data, type)``
+    says (kept to be attached, ``bot.tools.tool_images``), other parts named, the structured
+    result when there is nothing else."""
     parts: list[str] = []
     for part in content or ():
         kind = getattr(part, "type", None)
@@ -376,6 +388,8 @@ def result_text(content: Sequence[Any], structured: Any = None) -> str:
             parts.append(text if isinstance(text, str) else f"[resource {resource.uri}]")
         elif kind == "resource_link":
             parts.append(f"[link {part.uri}]")
+        elif kind == "image" and image is not None:
+            parts.append(image(part.data, part.mime_type))
         else:
             parts.append(f"[{kind or 'part'} not shown]")
     if not parts and structured is not None:

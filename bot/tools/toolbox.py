@@ -29,6 +29,7 @@ from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
 from bot.tools.page_hosts import normal_host
 from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of, page_url
 from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus, parse_arguments
+from bot.tools.tool_images import ImageShelf
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ class Toolbox:
         self.hosts: set[str] = set()  # read_page may read these (see bot/tools/page_hosts.py)
         self._offered: list[ToolSpec] | None = None  # fixed for one answer (``for_prompt``)
         self._memory: AttemptMemory | None = None  # the answer's earlier results (``for_prompt``)
+        self._images: ImageShelf | None = None  # the answer's images (``for_prompt``)
 
     def apply_settings(self, settings: ToolSettings) -> None:
         """A reloaded config's limits, from the next round on (servers stay as started)."""
@@ -81,6 +83,7 @@ class Toolbox:
         settings: ToolSettings | None = None,
         specs: Sequence[ToolSpec] | None = None,
         memory: CallMemory | None = None,
+        images: ImageShelf | None = None,
     ) -> Toolbox:
         """The toolbox for one answer, the shared one unchanged under the answers running with
         it: read_page may read the ``hosts`` people named in its prompt
@@ -89,12 +92,14 @@ class Toolbox:
         (None: those offered now), so the room its prompt keeps for them and every request
         agree when a server comes or goes;
         ``memory``: what the answer's calls returned for its earlier prompts, given back instead
-        of running them again (``bot.tools.call_memory``)."""
+        of running them again (``bot.tools.call_memory``); ``images``: where the images its MCP
+        tools return are kept to be attached (``bot.tools.tool_images``)."""
         settings = self.settings if settings is None else settings
         view = Toolbox(settings, pages=self.pages, servers=self.servers)
         view._warned, view.hosts = self._warned, {normal_host(host) for host in hosts}
         view._offered = None if specs is None else list(specs)
         view._memory = None if memory is None else memory.for_attempt()
+        view._images = images
         return view
 
     def _refused_host(self, arguments: dict[str, Any]) -> str | None:
@@ -260,7 +265,7 @@ class Toolbox:
             raise ToolFailed(f"there is no tool named {name[:64]!r} (tools: {offered})")
 
         async def remote(arguments: dict[str, Any]) -> tuple[str, bool]:
-            return await server.call(name, arguments)
+            return await server.call(name, arguments, self._images)
 
         return remote
 

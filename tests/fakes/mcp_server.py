@@ -11,7 +11,9 @@ with a 5,000-character description), for the tool-list limits. ``FAKE_MCP_STDERR
 environment is written to its stderr as it starts, as a server's own log would be; with
 ``FAKE_MCP_EXIT`` it then exits, as a server that cannot start does. With ``FAKE_MCP_SPILL``
 it also offers ``spill``, which writes a line to its stdout (or stderr) that never ends (a
-broken or hostile server, for the message limit)."""
+broken or hostile server, for the message limit). With ``FAKE_MCP_IMAGES`` it also offers
+``draw``, which returns a line of text and a real PNG image (``width`` x ``height``), or bytes
+that only claim to be one (``fake = true``)."""
 
 from __future__ import annotations
 
@@ -126,6 +128,38 @@ if os.environ.get("FAKE_MCP_SPILL"):
         threading.Thread(target=endless, daemon=True).start()
         await asyncio.sleep(3600)
         return "never"
+
+
+def png(width: int, height: int) -> bytes:
+    """A real PNG of one grey, ``width`` x ``height``."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )  # fmt: skip
+
+
+if os.environ.get("FAKE_MCP_IMAGES"):
+    import base64
+
+    from mcp_types import ImageContent, TextContent
+
+    @server.tool()
+    def draw(width: int = 64, height: int = 32, fake: bool = False) -> list:
+        """Draw a grey picture."""
+        data = b"not an image at all" if fake else png(width, height)
+        return [
+            TextContent(type="text", text=f"drew {width}x{height}"),
+            ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type="image/png"),
+        ]
 
 
 if __name__ == "__main__":
