@@ -10,7 +10,7 @@ they last until the next restart or config reload, which builds a fresh ``Channe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +113,15 @@ class ChannelRuntimes:
         if runtime is None:
             runtime = self._built[key] = self._build(rule, choice)
         return runtime
+
+    def forget(self, message_ids: Collection[int] = (), people: Collection[int] = ()) -> None:
+        """Deleted messages, or people forgotten: every builder's clues of them go, and what
+        they mean (the meaning store is shared by all)."""
+        dropped = set(message_ids)
+        for runtime in self._built.values():
+            dropped |= runtime.builder.forget(message_ids, people)
+        if self.meanings is not None:
+            self.meanings.forget(dropped)
 
     def choose(self, place: Place, name: str | None) -> None:
         """``/model NAME`` for a channel (and its threads); None goes back to the config's."""

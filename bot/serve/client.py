@@ -208,6 +208,7 @@ class ThreadwiseClient(nextcord.Client):
             lambda sent: self.answerer.forgotten.holds(sent, people)
         )
         self.admission.follower.forget(people)
+        self.answerer.channels.forget(people=people)
         log.info("dropped %d remembered request(s) holding a forgotten person", dropped)
 
     async def close(self) -> None:
@@ -293,6 +294,9 @@ class ThreadwiseClient(nextcord.Client):
 
     async def _deleted(self, channel_id: int, message_ids: list[int]) -> None:
         cache = self.caches.get(channel_id)
+        # What is derived from them (the score's words, their meaning) goes at once, too.
+        self.answerer.channels.forget(message_ids)
+        self.admission.follower.deleted(message_ids)
         for message_id in message_ids:
             if cache is not None:
                 cache.on_delete(message_id)

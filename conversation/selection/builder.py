@@ -17,7 +17,7 @@ and the work log of the build are counted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from conversation.common.settings import ContextSettings
@@ -64,6 +64,11 @@ class ContextBuilder:
         # How long each channel's conversations run, from its builds: the cap on a context
         # (given: shared with the builders of other channel tables and kept across a reload).
         self.lengths = lengths if lengths is not None else ConversationLengths()
+
+    def forget(self, message_ids: Collection[int] = (), people: Collection[int] = ()) -> set[int]:
+        """What this builder keeps of deleted messages, or of people forgotten, goes
+        (``ClueCache.forget``); returns the message ids dropped."""
+        return self.clues.forget(message_ids, people)
 
     def threshold_of(self, model: RelevanceModel) -> float:
         """The score a candidate needs: ``[context] relevance_threshold``, else the model's."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -125,6 +125,20 @@ class ClueCache:
                 found = self._clues[key] = self._with_meaning(found, message)
             self._clues.move_to_end(key)
         return found
+
+    def forget(self, message_ids: Collection[int] = (), people: Collection[int] = ()) -> set[int]:
+        """Drop the clues of ``message_ids`` (deleted) and of every message by or mentioning
+        one of ``people`` (forget-user): derived words are still the member's words. Returns
+        the ids dropped, for what else keeps something of them (their meanings)."""
+        gone, wanted = set(message_ids), set(people)
+        dropped = {
+            key
+            for key, clue in self._clues.items()
+            if clue.id in gone or clue.author in wanted or clue.mentions & wanted
+        }
+        for key in dropped:
+            del self._clues[key]
+        return {message_id for message_id, _ in dropped}
 
     def _with_meaning(self, clue: Clue, message: MessageLike) -> Clue:
         if self.meanings is None:

@@ -97,6 +97,15 @@ class Follower:
                 del self._remembered[channel_id]
         self._clues = ClueCache()
 
+    def deleted(self, message_ids: Collection[int]) -> None:
+        """Messages deleted in Discord: their clues go, and an answer recalled from the store
+        that was one of them (the bot's answer taken down)."""
+        gone = set(message_ids)
+        self._clues.forget(gone)
+        for channel_id, clues in list(self._remembered.items()):
+            if any(c.id in gone for c in clues):
+                del self._remembered[channel_id]
+
     def sealed(self, channel_id: int) -> None:
         """A ``/fresh`` seal in the channel: the answer recalled from the store is over."""
         self._remembered.pop(channel_id, None)

@@ -19,7 +19,7 @@ import itertools
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -170,6 +170,16 @@ class MeaningStore:
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._drain())
 
+    def forget(self, message_ids: Collection[int]) -> None:
+        """Drop what these messages mean (deleted, or their author forgotten), queued or kept:
+        an embedding is still a trace of the member's words."""
+        gone = set(message_ids)
+        if not gone:
+            return
+        for kept in (self._vectors, self._queued):
+            for key in [key for key in kept if key[0] in gone]:
+                del kept[key]
+
     async def settled(self) -> None:
         """Wait until the queue is embedded (tests and benches)."""
         while self._worker is not None and not self._worker.done():
@@ -184,7 +194,8 @@ class MeaningStore:
                 log.exception("meaning: embedding failed; %d message(s) left without", len(batch))
                 vectors = None
             for row, (key, _) in enumerate(batch):
-                self._queued.pop(key, None)
+                if self._queued.pop(key, None) is None:
+                    continue  # forgotten (or pushed out) while it was embedded
                 if vectors is not None:
                     self._vectors[key] = vectors[row]
             while len(self._vectors) > self.kept:

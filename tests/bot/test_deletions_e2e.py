@@ -202,3 +202,22 @@ async def test_a_deleted_message_a_summary_stands_for_takes_the_summary_with_it(
     ]
     assert not [s for s in summaries if "note 1 on " in s]
     assert [m.excerpt for m in explained.context if m.reasons == ["summary"]] == [REMOVED]
+
+
+def clue_ids(bot: Harness) -> set[int]:
+    """The messages the running bot keeps derived words of: every builder's, the Follower's."""
+    runtimes = bot.client.answerer.channels._built.values()
+    kept = {clue.id for runtime in runtimes for clue in runtime.builder.clues._clues.values()}
+    return kept | {clue.id for clue in bot.client.admission.follower._clues._clues.values()}
+
+
+async def test_a_deleted_message_leaves_the_scores_clues_at_once():
+    """The score's words of a message are not sent, but they are the member's words: a
+    deletion takes them from every builder and the Follower, before any new answer."""
+    async with running_bot() as bot:
+        secret = await bot.discord.user_says(CHANNEL, ELI, f"the wifi password is {PASSWORD}")
+        await bot.answer_to(CHANNEL, CHLOE, f"<@{BOT_ID}> what did Eli just say?")
+        await settled(bot)
+        assert int(secret["id"]) in clue_ids(bot)  # read by the build
+        await deleted(bot, int(secret["id"]))
+        assert int(secret["id"]) not in clue_ids(bot)

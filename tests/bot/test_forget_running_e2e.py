@@ -51,6 +51,11 @@ async def follow_up_after_the_forget(store: Store, config: Path) -> tuple[str, s
         before = json.dumps([r.body for r in bot.model.chat_requests], ensure_ascii=False)
         assert NUMBER in before and "Chloé" in before  # what there was to forget
         await forget_while_running(bot, config)
+        # The score's words of her messages, and of those naming her, went with the forget.
+        runtimes = bot.client.answerer.channels._built.values()
+        authors = {c.author for r in runtimes for c in r.builder.clues._clues.values()}
+        named = {m for r in runtimes for c in r.builder.clues._clues.values() for m in c.mentions}
+        assert CHLOE not in authors | named
         asked = len(bot.model.chat_requests)
         await bot.answer_to(
             CHANNEL, BEN, f"<@{BOT_ID}> so what did we settle on?", reply_to=int(answer["id"])

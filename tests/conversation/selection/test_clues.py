@@ -35,3 +35,22 @@ def test_past_its_size_the_least_recently_used_clue_goes():
     assert len(cache) == 3
     assert cache.clue(a) is kept[a.id]  # kept
     assert cache.clue(b) is not kept[b.id]  # b was the least recently used: built again
+
+
+def test_forget_drops_every_clue_of_a_deleted_message_and_of_a_forgotten_person():
+    """Derived words are still a member's words: a deletion takes every text's clue of the
+    message (an edit's too), forget-user every clue by or mentioning the person."""
+    chosen = messages()[:6]
+    cache = ClueCache()
+    for message in chosen:
+        cache.clue(message)
+    deleted = chosen[0]
+    deleted.content = "an edited text about grub"
+    cache.clue(deleted)  # its second text
+    person = chosen[1].author.id
+    theirs = {m.id for m in chosen if m.author.id == person or person in cache.clue(m).mentions}
+    assert cache.forget([deleted.id]) == {deleted.id}
+    assert cache.forget(people=[person]) == theirs - {deleted.id}
+    left = {clue.id for clue in cache._clues.values()}
+    assert deleted.id not in left and not left & theirs
+    assert left == {m.id for m in chosen} - theirs - {deleted.id}

@@ -192,3 +192,42 @@ async def test_the_selection_tells_the_threshold_of_the_score_that_chose():
     custom = ContextBuilder(ContextSettings(relevance_threshold=0.5), meanings=lambda m: None)
     reader = ChannelReader(source, ChannelCache(source.channel_id))
     assert (await custom.build(trigger, reader)).threshold == 0.5
+
+
+async def test_forgotten_meanings_go_kept_queued_or_being_embedded():
+    from conversation.selection.meaning import MeaningStore
+
+    store = MeaningStore(CountingEmbedder())  # type: ignore[arg-type]
+    store.add(Message(1, "kept then deleted"))
+    store.add(Message(2, "stays"))
+    await store.settled()
+    store.forget([1])
+    assert len(store) == 1 and store._vectors and all(k[0] == 2 for k in store._vectors)
+    store.add(Message(3, "deleted while queued"))
+    store.forget([3])
+    await store.settled()
+    assert {key[0] for key in store._vectors} == {2}
+
+
+async def test_a_meaning_forgotten_while_it_is_embedded_is_not_kept():
+    import asyncio
+    import threading
+
+    from conversation.selection.meaning import MeaningStore
+
+    started, release = threading.Event(), threading.Event()
+
+    class HeldEmbedder(CountingEmbedder):
+        def embed(self, texts):
+            started.set()
+            release.wait(5)
+            return super().embed(texts)
+
+    store = MeaningStore(HeldEmbedder())  # type: ignore[arg-type]
+    store.add(Message(4, "deleted while the model reads it"))
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+    store.forget([4])  # the worker holds it in its batch
+    release.set()
+    await store.settled()
+    assert len(store) == 0
