@@ -2,7 +2,8 @@
 
 See :class:`Store` for the API (``store``). Behind it: the migrations (``schema``), what differs
 between the two databases (``dialect``, ``postgres``), the single writer thread
-(``writer_thread``) and everything it changes (``mutations``), the read-only queries
+(``writer_thread``) and everything it changes (``mutations``; a deletion's scrub in
+``deletions``), the read-only queries
 (``reads``), the explanations built from them (``explain``), the data crossing the boundary
 (``models``), request messages addressed by content (``nodes``), a forgotten person's names
 (``names``), what is remembered per model for the token budget (``limits``), timestamps as

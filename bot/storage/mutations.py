@@ -318,28 +318,6 @@ def _holds_message(conn: Db, message_id: int) -> bool:
     return True
 
 
-def summaries_of(conn: Db, message_id: int) -> list[int]:
-    """The nodes of the summaries that stand for the message (``summary_messages``)."""
-    rows = conn.execute(
-        "SELECT DISTINCT c.node_id FROM context c JOIN summary_messages s "
-        "ON s.seq = c.seq AND s.position = c.position WHERE s.message_id = ?",
-        (message_id,),
-    ).fetchall()
-    return [int(node_id) for (node_id,) in rows]
-
-
-def drop_summaries_of(conn: Db, cache: NodeCache, message_id: int) -> int:
-    """Every summary that stands for a deleted message replaced by the placeholder, as
-    forget-user does (what it retells of the message cannot be told apart from the rest), and
-    its old text dropped from the nodes; returns the rows changed. Deletes nodes: run it in an
-    exclusive transaction."""
-    cache.clear()
-    changed = _redact_summaries(conn, cache, summaries_of(conn, message_id))
-    delete_orphan_nodes(conn)
-    cache.clear()
-    return changed
-
-
 def record_delete(conn: Db, message_id: int) -> bool:
     """Invalidate the message's current version; returns whether the store knew the message.
 
@@ -509,10 +487,10 @@ def _drop_summaries(conn: Db, cache: NodeCache, user_id: int) -> int:
         "WHERE n.user_id = ? AND c.message_id IS NULL",
         (user_id,),
     ).fetchall()
-    return _redact_summaries(conn, cache, [int(node_id) for (node_id,) in summaries])
+    return redact_summaries(conn, cache, [int(node_id) for (node_id,) in summaries])
 
 
-def _redact_summaries(conn: Db, cache: NodeCache, node_ids: list[int]) -> int:
+def redact_summaries(conn: Db, cache: NodeCache, node_ids: list[int]) -> int:
     """These summaries' rows moved to the placeholder's node; returns the rows changed."""
     changed = 0
     for old in node_ids:

@@ -187,6 +187,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID""",
         "CREATE INDEX seals_message ON seals (message_id)",
     ),
+    # A deletion in Discord looks up the records holding the message (bot.storage.deletions):
+    # one indexed look per deletion event, most of them for messages the bot never read.
+    ("CREATE INDEX context_message ON context (message_id)",),
 )
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from bot.storage import deletions, mutations, reads
 from bot.storage import explain as explain_mod
 from bot.storage import limits as limits_mod
-from bot.storage import mutations, reads
 from bot.storage.dialect import Db, connect_sqlite
 from bot.storage.errors import StoreError
 from bot.storage.models import (
@@ -173,9 +173,9 @@ class Store:
     async def _take_back_meanwhile(self, rec: InteractionRecord) -> None:
         """What was taken back while this record waited (the bot writes it after the answer,
         seconds later when the store stalls): a person forgotten since the answer began, or a
-        message its summary stands for deleted since, leaves it as it left the records before.
-        One small indexed read per record; the rare hit costs a forget-user or a summary's
-        replacement, as if it had come after."""
+        message it holds (or its summary stands for) deleted since, leaves it as it left the
+        records before. One small indexed read per record; the rare hit costs a forget-user or
+        a deletion's scrub, as if it had come after."""
         if not self._newest:  # no forgotten_users table yet
             return
         people = set(rec.people) | {rec.trigger_author_id}
@@ -183,18 +183,20 @@ class Store:
             people.update(entry.named)
             if entry.author_id is not None:
                 people.add(entry.author_id)
-        covered = {i for e in rec.context if e is not None for i in e.covers}
+        held = {i for e in rec.context if e is not None for i in e.covers}
+        held.update(e.message_id for e in rec.context if e is not None and e.message_id)
+        held.update(rec.answer_message_ids)
 
         def taken_back() -> tuple[list[int], set[int]]:
             with self._reader() as conn:
                 since = reads.forgotten_since(conn, to_db(rec.started_at))
-                return [u for u, _ in since if u in people], reads.deleted_among(conn, covered)
+                return [u for u, _ in since if u in people], reads.deleted_among(conn, held)
 
         forgotten, deleted = await asyncio.to_thread(taken_back)
         for user_id in forgotten:
             await self.forget_user(user_id)
         for message_id in sorted(deleted):
-            await self._drop_summaries_of(message_id)
+            await self._scrub_deleted(message_id)
 
     async def record_edit(
         self,
@@ -215,23 +217,23 @@ class Store:
         )
 
     async def record_delete(self, message_id: int) -> bool:
-        """A Discord deletion: the current version is invalidated, and a summary that stands
-        for the message is replaced (``mutations.drop_summaries_of``, in a transaction of its
-        own, only when there is one). True if the message was known."""
-        known, summarized = await self._do(
+        """A Discord deletion: the current version is invalidated, and when a record holds
+        the message's words they are replaced everywhere (``deletions.scrub_deleted``, in a
+        transaction of its own). True if the message was known."""
+        known, held = await self._do(
             lambda conn, _cache: (
                 mutations.record_delete(conn, message_id),
-                bool(mutations.summaries_of(conn, message_id)),
+                deletions.holds_text_of(conn, message_id),
             )
         )
-        if summarized:
-            await self._drop_summaries_of(message_id)
+        if held:
+            await self._scrub_deleted(message_id)
         return bool(known)
 
-    async def _drop_summaries_of(self, message_id: int) -> None:
+    async def _scrub_deleted(self, message_id: int) -> None:
         await self._do(
             lambda conn, cache: _exclusive(
-                conn, cache, lambda: mutations.drop_summaries_of(conn, cache, message_id)
+                conn, cache, lambda: deletions.scrub_deleted(conn, cache, message_id)
             ),
             transactional=False,
         )

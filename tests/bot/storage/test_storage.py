@@ -246,6 +246,43 @@ async def test_delete_invalidates(store: Store) -> None:
     assert "(invalidated since)" in render_text(explanation)
 
 
+async def test_a_deleted_message_leaves_every_record_and_the_export(store: Store) -> None:
+    """Deleted means gone: the message's text leaves the records of the answers that read it,
+    its edits, and the export; its id and invalidated state stay (how a request read back
+    knows it is gone); the other messages of those requests are untouched."""
+    secret = "the vault code is 7741"
+    await store.record(make_record(5, [(4, 1, secret), (5, 2, "hm")]))
+    await store.record_edit(4, 10, 1, f"{secret}, really", NOW)
+    await store.record(make_record(7, [(4, 1, f"{secret}, really"), (6, 3, "ok"), (7, 2, "so?")]))
+    await store.record(make_record(9, [(8, 2, "unrelated"), (9, 3, "fine")]))
+    await store.record_delete(4)
+    exported = json.dumps(list(store.export()))
+    assert "7741" not in exported
+    assert "hm" in exported and "so?" in exported and "unrelated" in exported
+    assert [v.state for v in store.message_versions(4)][-1] == "invalidated"
+    assert all(v.content in (None, REMOVED) for v in store.message_versions(4))
+    assert [e.excerpt for e in store.explain(7).context][1] == REMOVED
+
+
+async def test_the_bots_deleted_answer_leaves_its_record(store: Store) -> None:
+    await store.record(make_record(5, [(5, 2, "code?")], answer="It is 7741.", answer_ids=(50,)))
+    await store.record(make_record(9, [(8, 2, "unrelated"), (9, 3, "fine")], answer_ids=(90,)))
+    await store.record_delete(50)  # a moderator takes the bot's answer down
+    exported = json.dumps(list(store.export()))
+    assert "7741" not in exported and "An answer." in exported
+
+
+async def test_a_catchup_summary_that_drew_on_a_deleted_message_goes(store: Store) -> None:
+    catchup = make_record(
+        5, [(4, 1, "the deploy failed"), (5, 2, "retrying")], answer="- Deploy failed"
+    )
+    catchup = catchup.model_copy(update={"work_log": [WorkLogEntry(action="catchup")]})
+    await store.record(catchup)
+    await store.record_delete(4)
+    (line,) = list(store.export())
+    assert "Deploy failed" not in json.dumps(line) and "retrying" in json.dumps(line)
+
+
 async def test_edits_of_a_message_the_store_never_held_are_not_kept(store: Store) -> None:
     assert await store.record_edit(50, 10, 1, "first seen as edit", NOW) == 0
     assert await store.record_edit(50, 10, 1, "again", NOW) == 0
