@@ -105,6 +105,7 @@ class ContextBuilder:
                 meaning_model=self.meaning_model,
                 meaning_threshold=self.threshold_of(self.meaning_model or self.model),
                 lengths=self.lengths,
+                plain_room=self._plain_room(cap, len(linked)),
             )
         else:
             mode = RulesBuild(self.settings, trigger, reader, room)
@@ -116,6 +117,15 @@ class ContextBuilder:
         selection.rest_calls = reader.rest_calls - calls_before
         selection.work_log = reader.log[log_start:]
         return selection
+
+    def _plain_room(self, cap: Cap, linked: int) -> int | None:
+        """The room when the plain score decides a build the cap grew for (the trigger, or
+        too many candidates, not embedded yet): the cap grew for the score that reads meaning
+        only, so the plain one keeps ``max_total``. None: the operator set ``max_total_long``
+        (their cap, whichever score decides), or the cap did not grow."""
+        if self.settings.max_total_long is not None or cap.total <= self.settings.max_total:
+            return None
+        return max(1, self.settings.max_total - linked)
 
     def _cap(self, reader: ChannelReader) -> Cap:
         """The cap of this build: ``max_total``, or more in a channel whose conversations run

@@ -56,6 +56,15 @@ class ScoredBuild(BuildSteps):
     meaning_threshold: float = 0.0
     # The channel's conversation lengths, told what this build's score asked for.
     lengths: ConversationLengths = field(default_factory=ConversationLengths)
+    # The room when the plain score decides, where the cap grew only for the score that reads
+    # meaning (``ContextBuilder._cap``); None: the same room whichever score decides.
+    plain_room: int | None = None
+
+    def room_for(self, scored: Scoring) -> int:
+        """The room of this build under the score that decided it."""
+        if self.plain_room is None or scored.model is not self.model:
+            return self.max_total
+        return min(self.max_total, self.plain_room)
 
     async def run(self) -> ContextSelection:
         """Steps 1 to 4 gather the candidates, 5 scores them, 6 chooses; 6b reads one more
@@ -72,7 +81,8 @@ class ScoredBuild(BuildSteps):
             reasons = self._choose(recent, scored)
             if last_round is not None:  # the new page adds to what the last round chose
                 kept, read_before = last_round
-                reasons = with_older(kept, read_before.by_id, scored, reasons, self.max_total)
+                room = self.room_for(scored)
+                reasons = with_older(kept, read_before.by_id, scored, reasons, room)
                 for message in read_before.messages:
                     candidates.add(message)
             if not (walk.stopped_at_edge and reaches_edge(candidates.walked, reasons)):
@@ -223,7 +233,7 @@ class ScoredBuild(BuildSteps):
     def _choose(self, recent: list[MessageLike], scored: Scoring) -> dict[int, list[Reason]]:
         """Step 6: what enters, and why: the recent messages, the message replied to, the best
         few whatever the threshold (unless plainly elsewhere), then the rest that reach it."""
-        max_total = self.max_total
+        max_total = self.room_for(scored)
         reasons: dict[int, list[Reason]] = {}
         for message in recent:
             reasons[message.id] = [

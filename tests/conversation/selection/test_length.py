@@ -130,3 +130,34 @@ async def test_under_the_plain_score_the_default_cap_does_not_grow():
     assert await caps(ContextSettings()) == []
     (grown,) = await caps(ContextSettings(max_total_long=120))
     assert grown.startswith("cap 120:")
+
+
+async def test_a_build_the_plain_score_decides_keeps_max_total_though_meaning_is_loaded():
+    """The cap grows for the score that reads meaning; a build it cannot decide (the trigger
+    not embedded yet: a page read from Discord) is the plain score's, at the plain cap. The
+    same channel with the operator's own max_total_long grows for either."""
+    from conversation.common.settings import ContextSettings
+    from conversation.replay.dce import parse_export
+    from conversation.replay.log_source import LogSource
+    from conversation.selection.builder import ContextBuilder
+    from conversation.selection.weights import load_meaning_model
+    from conversation.sources.cache import ChannelCache
+    from conversation.sources.reader import ChannelReader
+    from tests.fakes.synthetic import busy_channel
+
+    source = LogSource(parse_export(busy_channel(seed=3, messages=600)))
+    trigger = source.messages[500]
+
+    async def size(settings: ContextSettings) -> int:
+        # Meanings not known yet: the plain score decides every build.
+        builder = ContextBuilder(settings, meanings=lambda m: None)
+        builder.meaning_model = builder.meaning_model or load_meaning_model()
+        assert builder.meaning_model is not None
+        for _ in range(20):
+            builder.lengths.record(source.channel_id, 300)
+        reader = ChannelReader(source, ChannelCache(source.channel_id))
+        return len((await builder.build(trigger, reader)).messages)
+
+    low = {"relevance_threshold": 0.05}  # many candidates reach it: the cap is what binds
+    assert await size(ContextSettings(**low)) <= 50
+    assert await size(ContextSettings(max_total_long=120, **low)) > 50
