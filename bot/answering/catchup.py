@@ -10,10 +10,10 @@ asker last spoke (or over the ``hours`` asked, bounded by ``[catchup] max_hours`
 them (``conversation.selection.group_conversations``), the largest ``max_conversations`` of
 them, one model call each (``summarise``) and the citations turned into links
 (``linked_lines``: a number the model invents links nowhere). Each call is recorded like an
-answer, its trigger the interaction's id (the tool's: an id made for it, which the answer's work
-log names): ``explain ID`` shows which messages it read and why
-each belongs to the conversation, and forget-user empties it with its asker and redacts the
-messages of anyone else.
+answer, its trigger the interaction's id (the tool's: an id made for it, which the answer's
+work log names): ``explain ID`` shows which messages it read and why each belongs to the
+conversation, and forget-user empties it with its asker and redacts the messages of anyone
+else.
 """
 
 from __future__ import annotations

@@ -420,13 +420,13 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
     # summaries (bot.answering.catchup_tool), whose result names them (the result itself goes
     # with the summaries, below).
     conn.execute(
-        "UPDATE interactions SET answer = ? WHERE answer IS NOT NULL AND (seq IN "
-        "(SELECT seq FROM context WHERE author_id = ?) AND seq IN "
-        "(SELECT seq FROM work_log WHERE action = 'catchup') OR seq IN "
-        "(SELECT c.seq FROM context c JOIN context_names n "
+        "UPDATE interactions SET answer = ? WHERE answer IS NOT NULL AND ("
+        "(seq IN (SELECT seq FROM context WHERE author_id = ?) "
+        "AND seq IN (SELECT seq FROM work_log WHERE action = 'catchup')) "
+        "OR (seq IN (SELECT c.seq FROM context c JOIN context_names n "
         "ON n.seq = c.seq AND n.position = c.position "
-        "WHERE n.user_id = ? AND c.message_id IS NULL) AND seq IN "
-        "(SELECT seq FROM work_log WHERE action = 'catchup_tool'))",
+        "WHERE n.user_id = ? AND c.message_id IS NULL) "
+        "AND seq IN (SELECT seq FROM work_log WHERE action = 'catchup_tool')))",
         (REMOVED, user_id, user_id),
     )
     # Their messages, and the bot's answers to them (which quote and paraphrase them) wherever
