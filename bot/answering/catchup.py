@@ -18,6 +18,7 @@ else.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -138,6 +139,8 @@ class Catchup:
         self.answerer = answerer
         self.store = store
         self.client = client
+        # Records of the catch_up tool's summaries on their way to the store (see ``_keep``).
+        self._writing: set[asyncio.Task[None]] = set()
 
     def runtime(self, channel: Any) -> ChannelRuntime:
         return self.answerer.channels.runtime_for(channel)
@@ -340,10 +343,22 @@ class Catchup:
             work_log=work,
             people=people,
         )
+        if ask.question is None:
+            await self._keep(record)
+            return
+        # The tool runs in an answer's turn, which a stalled store must not hold (as the
+        # answers' own records, bot.answering.record_line): handed to the store's writer, in
+        # order, before the answer's record, and not waited for.
+        task = asyncio.get_running_loop().create_task(self._keep(record))
+        self._writing.add(task)
+        task.add_done_callback(self._writing.discard)
+
+    async def _keep(self, record: InteractionRecord) -> None:
+        assert self.store is not None
         try:
             await self.store.record(record)
         except Exception:  # a catch-up is shown even when it cannot be kept
-            log.exception("the catch-up of %s could not be recorded", ask.ask_id)
+            log.exception("the catch-up of %s could not be recorded", record.trigger_message_id)
 
 
 def summary_request(settings: CatchupSettings, messages: Sequence[Any]) -> list[dict]:
