@@ -12,8 +12,9 @@ as the store recorded it (``seals``), who writes the summary of what a cut leave
 an answer and their stored rounds (``tool_use``, ``tool_record``), the stored record of each
 answer (``recording``), written after the channel's turn, in line and retried
 (``record_line``), the Prometheus counts of answers (``metrics``), ``/catchup``'s summaries of
-the conversations an asker missed, with jump links (``catchup``) and the texts the bot posts
-about itself (``notices``).
+the conversations an asker missed, with jump links (``catchup``), the same catch-up as the
+model's ``catch_up`` tool for the trigger's author (``catchup_tool``) and the texts the bot
+posts about itself (``notices``).
 
 May import: ``bot.intake``, ``bot.discord``, ``bot.model``, ``bot.tools``, ``bot.storage``,
 ``bot.config``, ``bot.errors`` and ``conversation``. The client that feeds it lives above, in

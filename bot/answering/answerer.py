@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.answering.asking import Asking
+from bot.answering.catchup import Catchup
+from bot.answering.catchup_tool import catchup_tool_for
 from bot.answering.channels import ChannelRuntime, ChannelRuntimes, ModelClients
 from bot.answering.forgotten import ForgottenPeople
 from bot.answering.metrics import Metrics
@@ -125,6 +127,9 @@ class Answerer:
         )
         self.budgeter = budgeter or PromptBudgeter(config.model)
         self.tools = tools
+        # The catch-up its catch_up tool runs, /catchup's too (set by the client, which knows
+        # the store); None: not offered.
+        self.catchup: Catchup | None = None
         self.metrics = metrics
         self.channels = ChannelRuntimes(
             config,
@@ -228,8 +233,11 @@ class Answerer:
         # and the channel request it came from (bot.answering.thread_memory).
         moved = is_bots_thread(channel, bot_id)
         home = getattr(channel, "parent", None) if moved else None
-        # The channel's [tools]: taken once, for the budget and every request.
-        asking.offer = offer = offer_for(self.tools, runtime.config.tools, message)
+        # The channel's [tools]: taken once, for the budget and every request; catch_up
+        # among them where its [catchup] offers it.
+        asking.catch_up = catch_up = catchup_tool_for(self.catchup, message, runtime.config)
+        own = [catch_up.tool] if catch_up is not None else []
+        asking.offer = offer = offer_for(self.tools, runtime.config.tools, message, own)
         budget, counter = runtime.budgeter.budget(), runtime.budgeter.counter()
         if offer is not None:  # room for the tool definitions and the results
             budget = offer.with_room(budget)

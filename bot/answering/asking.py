@@ -9,6 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bot.answering.catchup_tool import CatchupTool
 from bot.answering.channels import ChannelRuntime
 from bot.answering.result import Asked
 from bot.answering.tool_use import Offer, complete_using
@@ -34,13 +35,15 @@ class Asking:
     """One answer's turns with the model in one channel (``runtime``).
 
     What it asks is set by the answer's prompt step: the tools offered (``offer``, taken once
-    for the budget and every request) and the prompt (``prepared``), which each refit replaces,
-    so it always ends as the prompt last sent.
+    for the budget and every request; ``catch_up``, the answer's own catch-up tool among them)
+    and the prompt (``prepared``), which each refit replaces, so it always ends as the prompt
+    last sent.
     """
 
     def __init__(self, runtime: ChannelRuntime) -> None:
         self.runtime = runtime
         self.offer: Offer | None = None
+        self.catch_up: CatchupTool | None = None
         self.prepared: PreparedPrompt | None = None
         self._completion: Completion | None = None
         self._request: dict[str, Any] | None = None
@@ -96,6 +99,7 @@ class Asking:
             refits=list(self._refits),
             tool_use=self._tool_use,
             refused_tool_use=list(self._refused_tool_use),
+            catch_ups=list(self.catch_up.runs) if self.catch_up is not None else [],
         )
 
     async def _ask(

@@ -1,20 +1,24 @@
 """``/catchup``: the conversations of a channel since the asker last spoke, each summarised in a
-few lines by the channel's model, each line with jump links to the messages it draws on.
+few lines by the channel's model, each line with jump links to the messages it draws on. The
+same catch-up is the model's ``catch_up`` tool (``bot.answering.catchup_tool``): ``catch_up``
+does the work, ``answer`` shows it as ``/catchup``'s messages.
 
-The steps, in order (``Catchup.answer``): who may read what (an asker who cannot read the
+The steps, in order (``Catchup.catch_up``): who may read what (an asker who cannot read the
 channel's history gets nothing from it: ``bot.discord.visibility``), the messages since the
 asker last spoke (or over the ``hours`` asked, bounded by ``[catchup] max_hours``, at most
 ``max_messages``, nothing before a ``/fresh`` seal), their conversations as the builder groups
 them (``conversation.selection.group_conversations``), the largest ``max_conversations`` of
 them, one model call each (``summarise``) and the citations turned into links
 (``linked_lines``: a number the model invents links nowhere). Each call is recorded like an
-answer, its trigger the interaction's id: ``explain ID`` shows which messages it read and why
-each belongs to the conversation, and forget-user empties it with its asker and redacts the
-messages of anyone else.
+answer, its trigger the interaction's id (the tool's: an id made for it, which the answer's
+work log names): ``explain ID`` shows which messages it read and why each belongs to the
+conversation, and forget-user empties it with its asker and redacts the messages of anyone
+else.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -44,12 +48,51 @@ NOT_READ_NOW = "I could not read this channel's history just now; try again in a
 
 @dataclass(frozen=True)
 class CatchupAsk:
-    """One ``/catchup``: where, by whom, and the span asked for (None: since they spoke)."""
+    """One catch-up: where, by whom, and the span asked for (None: since they spoke).
+
+    ``question``: the message that asked, when a message did (the ``catch_up`` tool's trigger,
+    ``bot.answering.catchup_tool``): the catch-up reads what came before it, and the asker's
+    own messages just before it ("back!") are their return, not the last time they spoke."""
 
     channel: Any
     asker: Any
-    ask_id: int  # the interaction's id, the records' trigger
+    ask_id: int  # the records' trigger: /catchup's interaction id, or one made for the tool
     hours: float | None = None
+    question: Any = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One conversation summarised: the facts of its head and its linked lines."""
+
+    number: int
+    count: int  # its messages
+    link: str  # to its first message
+    first_at: datetime
+    names: list[str]
+    lines: list[str]
+    authors: dict[int, str]  # whom it retells: id -> name as shown
+
+    def shown(self, when: str) -> str:
+        """The block, its head saying when it began as ``when``."""
+        head = f"**{self.number}.** [{self.count} messages]({self.link}) from {when}, "
+        return "\n".join([head + ", ".join(self.names), *self.lines])
+
+
+@dataclass(frozen=True)
+class CaughtUp:
+    """What one catch-up came to: why nothing was read (``refused``), or since when it read,
+    how many conversations it found, and the summaries of those chosen."""
+
+    refused: str | None = None
+    since: datetime | None = None
+    since_spoke: bool = False
+    found: int = 0
+    summaries: tuple[Summary, ...] = ()
+
+    def retold(self) -> dict[int, str]:
+        """Everyone the summaries retell (id -> name as shown)."""
+        return {k: v for summary in self.summaries for k, v in summary.authors.items()}
 
 
 @dataclass(frozen=True)
@@ -96,6 +139,8 @@ class Catchup:
         self.answerer = answerer
         self.store = store
         self.client = client
+        # Records of the catch_up tool's summaries on their way to the store (see ``_keep``).
+        self._writing: set[asyncio.Task[None]] = set()
 
     def runtime(self, channel: Any) -> ChannelRuntime:
         return self.answerer.channels.runtime_for(channel)
@@ -104,34 +149,49 @@ class Catchup:
         return self.runtime(channel).config.catchup
 
     async def answer(self, ask: CatchupAsk) -> list[str]:
-        """The messages to show the asker, each within Discord's length."""
+        """``/catchup``'s messages to show the asker, each within Discord's length."""
+        caught = await self.catch_up(ask)
+        if caught.refused is not None:
+            return [caught.refused]
+        assert caught.since is not None
+        when = f"<t:{int(caught.since.timestamp())}:R>"
+        if not caught.summaries:
+            since = "since you last spoke here" if caught.since_spoke else f"since {when}"
+            return [f"Nothing to catch up on: no conversation here {since}."]
+        spoke = f"Since you last spoke here ({when})" if caught.since_spoke else f"Since {when}"
+        head = f"{spoke}: {len(caught.summaries)} conversation(s) of {caught.found} found."
+        blocks = [s.shown(f"<t:{int(s.first_at.timestamp())}:t>") for s in caught.summaries]
+        return pages([head, *blocks])
+
+    async def catch_up(self, ask: CatchupAsk) -> CaughtUp:
+        """The catch-up itself, whoever shows it: the stretch read, its conversations, the
+        largest summarised (one model call and one record each)."""
         runtime = self.runtime(ask.channel)
         settings = runtime.config.catchup
         if not settings.enabled:
-            return [TURNED_OFF]
+            return CaughtUp(refused=TURNED_OFF)
         if not await self._may_read(ask):
-            return [NOT_READABLE]
+            return CaughtUp(refused=NOT_READABLE)
         try:
             stretch = await self._stretch(ask, settings)
         except nextcord.Forbidden:
-            return [BOT_CANNOT_READ]
+            return CaughtUp(refused=BOT_CANNOT_READ)
         except REQUEST_FAILED as error:
             log.warning("catch-up in %s: history not read: %s", ask.channel.id, error)
-            return [NOT_READ_NOW]
+            return CaughtUp(refused=NOT_READ_NOW)
         conversations = group_conversations(stretch.messages, runtime.builder)
         chosen = worth_summarising(conversations, settings.max_conversations)
-        when = f"<t:{int(stretch.since.timestamp())}:R>"
-        if not chosen:
-            since = "since you last spoke here" if stretch.since_spoke else f"since {when}"
-            return [f"Nothing to catch up on: no conversation here {since}."]
         by_id = {m.id: m for m in stretch.messages}
-        blocks = [
+        summaries = [
             await self._summary(ask, runtime, conversation, by_id, (k, len(chosen)))
             for k, conversation in enumerate(chosen, 1)
         ]
-        spoke = f"Since you last spoke here ({when})" if stretch.since_spoke else f"Since {when}"
-        head = f"{spoke}: {len(chosen)} conversation(s) of {len(conversations)} found."
-        return pages([head, *blocks])
+        return CaughtUp(
+            since=stretch.since,
+            since_spoke=stretch.since_spoke,
+            found=len(conversations),
+            summaries=tuple(summaries),
+        )
 
     async def _may_read(self, ask: CatchupAsk) -> bool:
         guild = getattr(ask.channel, "guild", None)
@@ -147,7 +207,7 @@ class Catchup:
         newest_first = [
             m
             async for m in ask.channel.history(
-                limit=settings.max_messages, after=start, oldest_first=False
+                limit=settings.max_messages, after=start, before=ask.question, oldest_first=False
             )
         ]
         messages = newest_first[::-1]
@@ -159,10 +219,13 @@ class Catchup:
             gone = self.answerer.forgotten.said_before_forgets(messages, me.id)
             messages = [m for m in messages if m.id not in gone]
         if ask.hours is None:
-            spoke = [i for i, m in enumerate(messages) if m.author.id == ask.asker.id]
+            end = len(messages)
+            while ask.question is not None and end and messages[end - 1].author.id == ask.asker.id:
+                end -= 1  # their words just before the question: their return
+            spoke = [i for i, m in enumerate(messages[:end]) if m.author.id == ask.asker.id]
             if spoke:
                 last = messages[spoke[-1]]
-                return Stretch(messages[spoke[-1] + 1 :], last.created_at, True)
+                return Stretch(messages[spoke[-1] + 1 : end], last.created_at, True)
         return Stretch(messages, start, False)
 
     async def _summary(
@@ -172,7 +235,7 @@ class Catchup:
         conversation: Conversation,
         by_id: dict[int, nextcord.Message],
         place: tuple[int, int],
-    ) -> str:
+    ) -> Summary:
         settings = runtime.config.catchup
         messages = [by_id[i] for i in conversation.message_ids]
         request = summary_request(settings, messages)
@@ -189,17 +252,19 @@ class Catchup:
         except ModelError as failed:
             error = str(failed)
         lines, invented = linked_lines(text, messages, settings.summary_lines)
-        names = sorted({neutral_name(shown_name(m.author)) for m in messages})
-        first = messages[0]
-        head = (
-            f"**{place[0]}.** [{len(messages)} messages]({jump_link(first)}) from "
-            f"<t:{int(first.created_at.timestamp())}:t>, {', '.join(names)}"
-        )
         if error is not None:
             lines = [f"- (not summarised: {error})"]
         await self._record(ask, runtime, conversation, messages, request, started, place,
                            completion=completion, error=error, invented=invented)  # fmt: skip
-        return "\n".join([head, *lines])
+        return Summary(
+            number=place[0],
+            count=len(messages),
+            link=jump_link(messages[0]),
+            first_at=messages[0].created_at,
+            names=sorted({neutral_name(shown_name(m.author)) for m in messages}),
+            lines=lines,
+            authors={m.author.id: shown_name(m.author) for m in messages},
+        )
 
     async def _record(
         self,
@@ -233,10 +298,11 @@ class Catchup:
                     reasons=[f"catchup: {join.reason}{parent}"],
                 )
             )
+        asked = "" if ask.question is None else f" (catch_up, answering {ask.question.id})"
         work = [
             WorkLogEntry(
                 action="catchup",
-                detail=f"conversation {place[0]} of {place[1]}: {len(messages)} messages",
+                detail=f"conversation {place[0]} of {place[1]}: {len(messages)} messages{asked}",
                 count=len(messages),
             ),
             WorkLogEntry(
@@ -277,10 +343,22 @@ class Catchup:
             work_log=work,
             people=people,
         )
+        if ask.question is None:
+            await self._keep(record)
+            return
+        # The tool runs in an answer's turn, which a stalled store must not hold (as the
+        # answers' own records, bot.answering.record_line): handed to the store's writer, in
+        # order, before the answer's record, and not waited for.
+        task = asyncio.get_running_loop().create_task(self._keep(record))
+        self._writing.add(task)
+        task.add_done_callback(self._writing.discard)
+
+    async def _keep(self, record: InteractionRecord) -> None:
+        assert self.store is not None
         try:
             await self.store.record(record)
         except Exception:  # a catch-up is shown even when it cannot be kept
-            log.exception("the catch-up of %s could not be recorded", ask.ask_id)
+            log.exception("the catch-up of %s could not be recorded", record.trigger_message_id)
 
 
 def summary_request(settings: CatchupSettings, messages: Sequence[Any]) -> list[dict]:

@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 
+from bot.answering.catchup_tool import CATCH_UP, catchup_work_log, retold
 from bot.answering.prompt_memory import cut_floor_entry
 from bot.answering.result import AnswerResult, Asked
 from bot.answering.tool_record import tool_context, tool_parameters, tool_work_log
@@ -100,7 +101,8 @@ def context_entries(asked: Asked, sent: int) -> list[ContextEntry | None]:
         ]
         if asked.tool_use is not None and _tool_turns_sent(asked, sent):
             context.extend([None] * (len(prepared.request_messages) - len(context)))
-            context.extend(tool_context(asked.tool_use)[: sent - len(context)])
+            people = {CATCH_UP.name: retold(asked.catch_ups)}
+            context.extend(tool_context(asked.tool_use, people)[: sent - len(context)])
     context.extend([None] * (sent - len(context)))
     return context
 
@@ -149,6 +151,7 @@ def work_log(result: AnswerResult, sent: int) -> list[WorkLogEntry]:
         work.extend(tool_work_log(refused, refused=prompt))
     if asked.tool_use is not None and _tool_turns_sent(asked, sent):
         work.extend(tool_work_log(asked.tool_use))
+    work.extend(catchup_work_log(asked.catch_ups))
     work.extend(
         WorkLogEntry(action="tool_image", detail=image.reference())
         for image in result.ending.images

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from bot.answering.catchup_tool import CatchupRun
 from bot.config.model_settings import ModelSettings
 from bot.intake.trigger import Trigger
 from bot.model.call import Completion
@@ -44,6 +45,7 @@ class Asked:
     # The tool rounds of prompts refused as too long, by the prompt's number (1: the first
     # sent): their calls ran, so they are recorded.
     refused_tool_use: list[tuple[int, ToolProgress]] = field(default_factory=list)
+    catch_ups: list[CatchupRun] = field(default_factory=list)  # its catch_up tool's calls
 
 
 @dataclass(frozen=True)

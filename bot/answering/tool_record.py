@@ -9,6 +9,7 @@ OpenAI's format, whichever provider answered, so the export can put them beside 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from bot.model.tool_loop import ToolProgress
@@ -19,8 +20,13 @@ TOOL_CALL = "tool call"
 TOOL_RESULT = "tool result"
 
 
-def tool_context(loop: ToolProgress) -> list[ContextEntry]:
-    """One entry per added turn, aligned with ``loop.added``."""
+def tool_context(
+    loop: ToolProgress, retold: Mapping[str, dict[int, str]] | None = None
+) -> list[ContextEntry]:
+    """One entry per added turn, aligned with ``loop.added``; ``retold``: whom a tool's results
+    retell, by the tool's name (``catch_up``'s summaries), named on each of its results, so
+    forget-user drops them with any of those people, as it drops a summary."""
+    retold = retold or {}
     names = {
         call.id: call.name for round_ in loop.rounds for call in round_.calls
     }  # call id -> tool name
@@ -28,7 +34,9 @@ def tool_context(loop: ToolProgress) -> list[ContextEntry]:
     for turn in loop.added:
         if turn["role"] == "tool":
             name = names.get(turn["tool_call_id"], "?")
-            entries.append(ContextEntry(reasons=[f"{TOOL_RESULT}: {name}"]))
+            entries.append(
+                ContextEntry(reasons=[f"{TOOL_RESULT}: {name}"], named=retold.get(name, {}))
+            )
         else:
             called = ", ".join(c["function"]["name"] for c in turn.get("tool_calls", ()))
             entries.append(ContextEntry(reasons=[f"{TOOL_CALL}: {called}"]))

@@ -1,8 +1,9 @@
 """Tools in an answer: whether this trigger gets them, and the model call that uses them.
 
-Tools are offered when ``[tools] enabled`` is on, the toolbox has something to offer, and the
-trigger is in a server's channel (in a DM only with ``in_dms``). Per-channel settings, when
-they come, decide through the same ``ToolSettings``. The streamed message names what runs
+Tools are offered when ``[tools] enabled`` is on, the toolbox has something to offer (with the
+answer's own built-ins: ``catch_up``, ``bot.answering.catchup_tool``), and the trigger is in a
+server's channel (in a DM only with ``in_dms``). A channel's ``[channels.tools]`` decides
+through the same ``ToolSettings``. The streamed message names what runs
 ("reading wiki.example.org …") until the model writes again.
 """
 
@@ -19,7 +20,7 @@ from bot.model.client import ModelClient
 from bot.model.tool_loop import LoopResult, complete_with_tools
 from bot.tools.call_memory import CallMemory
 from bot.tools.page_hosts import hosts_in_prompt
-from bot.tools.spec import ToolSpec
+from bot.tools.spec import AnswerTool, ToolSpec
 from bot.tools.tool_images import ImageShelf
 from bot.tools.toolbox import Toolbox
 from conversation.prompt import Budget, PreparedPrompt, text_tokens
@@ -66,6 +67,7 @@ class Offer:
     tokens: int  # the definitions, as ``tools_tokens`` counts them
     memory: CallMemory = field(default_factory=CallMemory)  # what its calls returned
     images: ImageShelf | None = None  # the images its tools returned, to attach
+    own: tuple[AnswerTool, ...] = ()  # its own built-ins (catch_up)
 
     def with_room(self, budget: Budget) -> Budget:
         """``budget`` less the tools' room (definitions and results)."""
@@ -77,21 +79,24 @@ class Offer:
         read_page may read the hosts its members named (``bot.tools.page_hosts``)."""
         return self.toolbox.for_prompt(
             hosts_in_prompt(prepared), settings=self.settings, specs=self.specs,
-            memory=self.memory, images=self.images,
+            memory=self.memory, images=self.images, own=self.own,
         )  # fmt: skip
 
 
-def offer_for(toolbox: Toolbox | None, settings: ToolSettings, trigger: Any) -> Offer | None:
-    """The tools offered when this trigger may use tools, else None (the plain model call)."""
+def offer_for(
+    toolbox: Toolbox | None, settings: ToolSettings, trigger: Any, own: Sequence[AnswerTool] = ()
+) -> Offer | None:
+    """The tools offered when this trigger may use tools, else None (the plain model call);
+    ``own``: the answer's own built-ins, offered with the rest."""
     if toolbox is None or not settings.enabled:
         return None
     if getattr(trigger, "guild", None) is None and not settings.in_dms:
         return None
-    specs = tuple(toolbox.for_prompt((), settings=settings).specs())
+    specs = tuple(toolbox.for_prompt((), settings=settings, own=own).specs())
     if not specs:
         return None
     images = ImageShelf(settings.max_images_per_answer, settings.max_image_bytes)
-    return Offer(toolbox, settings, specs, tools_tokens(specs), images=images)
+    return Offer(toolbox, settings, specs, tools_tokens(specs), images=images, own=tuple(own))
 
 
 async def complete_using(

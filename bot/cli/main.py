@@ -228,7 +228,12 @@ def _check_config(args: argparse.Namespace, config: Config) -> int:
     for line in unset_key_variables(config, args.config):
         print(f"warning: {line}", file=sys.stderr)
     sys.stdout.write(render_config(config, locate_config(args.config)))
-    tools = tool_report(config.tools, articles_on=config.articles.enabled, start_servers=args.probe)
+    tools = tool_report(
+        config.tools,
+        articles_on=config.articles.enabled,
+        catch_up=config.catchup.enabled and config.catchup.tool,
+        start_servers=args.probe,
+    )
     sys.stdout.write("".join(f"{line}\n" for line in tools.lines))
     if not args.probe:
         return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from bot.answering.catchup_tool import CATCH_UP
 from bot.config.tool_settings import ToolSettings
 from bot.tools.mcp_servers import McpServers, block_limit, response_limit
 from bot.tools.read_page import READ_PAGE
@@ -22,20 +23,26 @@ class ToolReport:
 
 
 def tool_lines(
-    settings: ToolSettings, *, articles_on: bool = True, wait: float = CHECK_WAIT_SECONDS
+    settings: ToolSettings,
+    *,
+    articles_on: bool = True,
+    catch_up: bool = False,
+    wait: float = CHECK_WAIT_SECONDS,
 ) -> list[str]:
-    return tool_report(settings, articles_on=articles_on, wait=wait).lines
+    return tool_report(settings, articles_on=articles_on, catch_up=catch_up, wait=wait).lines
 
 
 def tool_report(
     settings: ToolSettings,
     *,
     articles_on: bool = True,
+    catch_up: bool = False,
     wait: float = CHECK_WAIT_SECONDS,
     start_servers: bool = False,
 ) -> ToolReport:
-    """``start_servers``: connect to the MCP servers even with tools off (a ``[[channels]]``
-    table may turn them on; ``--probe`` tries every server)."""
+    """``catch_up``: the top level's ``[catchup]`` offers the tool; ``start_servers``: connect
+    to the MCP servers even with tools off (a ``[[channels]]`` table may turn them on;
+    ``--probe`` tries every server)."""
     if not settings.enabled:
         report = ToolReport(["# tools: off ([tools] enabled = false): the model calls nothing"])
         if start_servers and settings.mcp:
@@ -50,6 +57,8 @@ def tool_report(
         lines.append(f"#   {READ_PAGE.name}: built-in, through the article reader ([articles])")
     elif settings.read_page:
         lines.append(f"#   {READ_PAGE.name}: not offered, the article reader is off ([articles])")
+    if catch_up:
+        lines.append(f"#   {CATCH_UP.name}: built-in, /catchup for the member asking ([catchup])")
     if settings.mcp:
         return asyncio.run(_servers(settings, wait, lines))
     return ToolReport(lines)

@@ -1,5 +1,7 @@
 """The ``[catchup]`` section: what ``/catchup`` reads, how many conversations it summarises, and
-how its answer is shown (``bot.answering.catchup`` does the work)."""
+how its answer is shown (``bot.answering.catchup`` does the work), and whether the model may
+run it as its ``catch_up`` tool (``bot.answering.catchup_tool``). Per channel too
+(``[channels.catchup]``)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,11 @@ class CatchupSettings(StrictSection):
     """``/catchup``: the conversations of a channel since the asker last spoke, summarised."""
 
     enabled: bool = Field(True, description="Offer the /catchup command.")
+    tool: bool = Field(
+        True,
+        description="Offer it to the model as the catch_up tool too, where tools are on "
+        '("@bot what did I miss?"): the answer, public, passes the summaries on.',
+    )
     max_conversations: int = Field(
         5,
         ge=1,

@@ -33,7 +33,7 @@ Config = Any
 here): a config is read only through its ``model``, ``models`` and ``channels`` and the sections a
 channel sets."""
 
-CHANNEL_SECTIONS = ("model", "context", "triggers", "tools", "status", "threads")
+CHANNEL_SECTIONS = ("model", "context", "triggers", "tools", "status", "threads", "catchup")
 """Sections a ``[[channels]]`` table may set, when the config has them."""
 MAX_CHANNEL_TABLES = 500
 MAX_MATCH_IDS = 1000

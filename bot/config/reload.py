@@ -43,7 +43,7 @@ whole. Read once, an emptied file is a valid config of defaults, applied for a p
 # [storage] included, and any section not named here, needs a restart.
 LIVE_SECTIONS = frozenset(
     {"context", "model", "triggers", "permissions", "mentions", "replies", "attachments", "logging"}
-    | {"status", "threads"}  # the status reaction, threads: read for each answer
+    | {"status", "threads", "catchup"}  # the status reaction, threads, catch-ups: read at each use
 )
 STARTUP_KEYS = frozenset(("model", key) for key in CONNECTION_KEYS)
 SECRET_KEYS = {("discord", "token"), ("model", "api_key")}

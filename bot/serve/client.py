@@ -20,6 +20,7 @@ from typing import Any
 import nextcord
 
 from bot.answering.answerer import Answerer
+from bot.answering.catchup import Catchup
 from bot.answering.forgotten import ForgottenPeople
 from bot.answering.metrics import Metrics
 from bot.answering.notices import bot_notices
@@ -147,6 +148,7 @@ class ThreadwiseClient(nextcord.Client):
                 cache_messages=lambda: sum(len(cache) for cache in self.caches),
                 cache_channels=lambda: len(self.caches),
             )
+        self.answerer.catchup = Catchup(self.answerer, store, self)
         register_commands(self, self.answerer, store, self.caches)
 
     def _open_intake(self, store: Store | None) -> None:

@@ -34,7 +34,7 @@ def register_commands(
     _register_context(client, store, caches)
     _register_fresh(client)
     _register_model(client, answerer)
-    _register_catchup(client, Catchup(answerer, store, client))
+    _register_catchup(client, answerer.catchup or Catchup(answerer, store, client))
 
 
 def _register_context(client: nextcord.Client, store: Store | None, caches: CacheRegistry) -> None:

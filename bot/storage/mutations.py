@@ -394,12 +394,18 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
             (seq,),
         )
     # A /catchup summary retells everyone it drew on (bot.answering.catchup): it goes with any
-    # of them, as a cut's summary does.
+    # of them, as a cut's summary does; so does an answer that passed on its catch_up tool's
+    # summaries (bot.answering.catchup_tool), whose result names them (the result itself goes
+    # with the summaries, below).
     conn.execute(
-        "UPDATE interactions SET answer = ? WHERE answer IS NOT NULL AND seq IN "
-        "(SELECT seq FROM context WHERE author_id = ?) AND seq IN "
-        "(SELECT seq FROM work_log WHERE action = 'catchup')",
-        (REMOVED, user_id),
+        "UPDATE interactions SET answer = ? WHERE answer IS NOT NULL AND ("
+        "(seq IN (SELECT seq FROM context WHERE author_id = ?) "
+        "AND seq IN (SELECT seq FROM work_log WHERE action = 'catchup')) "
+        "OR (seq IN (SELECT c.seq FROM context c JOIN context_names n "
+        "ON n.seq = c.seq AND n.position = c.position "
+        "WHERE n.user_id = ? AND c.message_id IS NULL) "
+        "AND seq IN (SELECT seq FROM work_log WHERE action = 'catchup_tool')))",
+        (REMOVED, user_id, user_id),
     )
     # Their messages, and the bot's answers to them (which quote and paraphrase them) wherever
     # those answers reappear as context of later interactions.

@@ -5,6 +5,8 @@ import it, not each other."""
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -70,3 +72,16 @@ def parse_arguments(text: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class AnswerTool:
+    """A built-in the bot runs itself, bound to one answer (``catch_up`` reads the trigger's
+    channel for its author): offered after ``read_page``, before the MCP servers' tools.
+    ``run`` returns the result's text, or raises ``bot.tools.read_page.ToolFailed`` with what
+    the model is told instead."""
+
+    spec: ToolSpec
+    run: Callable[[dict[str, Any]], Awaitable[str]]
+    status: str  # what the streamed message says while it runs ("catching up on the channel")
+    timeout_seconds: float | None = None  # None: [tools] call_timeout_seconds

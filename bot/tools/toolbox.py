@@ -28,12 +28,18 @@ from bot.tools.defuse import cap, wrap
 from bot.tools.mcp_servers import McpServer, McpServers, ServerDown, describe
 from bot.tools.page_hosts import normal_host
 from bot.tools.read_page import READ_PAGE, PageReader, ToolFailed, host_of, page_url
-from bot.tools.spec import ToolCallRequest, ToolOutcome, ToolSpec, ToolStatus, parse_arguments
+from bot.tools.spec import (
+    AnswerTool,
+    ToolCallRequest,
+    ToolOutcome,
+    ToolSpec,
+    ToolStatus,
+    parse_arguments,
+)
 from bot.tools.tool_images import ImageShelf
 
 log = logging.getLogger(__name__)
 
-BuiltIn = Callable[[dict[str, Any]], Awaitable[str]]
 MIN_RESULT_CHARS = 200
 WRAP_CHARS = 100  # the element around a result, and the note saying it was cut
 
@@ -71,6 +77,7 @@ class Toolbox:
         self._offered: list[ToolSpec] | None = None  # fixed for one answer (``for_prompt``)
         self._memory: AttemptMemory | None = None  # the answer's earlier results (``for_prompt``)
         self._images: ImageShelf | None = None  # the answer's images (``for_prompt``)
+        self._own: tuple[AnswerTool, ...] = ()  # the answer's own built-ins (``for_prompt``)
 
     def apply_settings(self, settings: ToolSettings) -> None:
         """A reloaded config's limits, from the next round on (servers stay as started)."""
@@ -84,6 +91,7 @@ class Toolbox:
         specs: Sequence[ToolSpec] | None = None,
         memory: CallMemory | None = None,
         images: ImageShelf | None = None,
+        own: Sequence[AnswerTool] = (),
     ) -> Toolbox:
         """The toolbox for one answer, the shared one unchanged under the answers running with
         it: read_page may read the ``hosts`` people named in its prompt
@@ -93,13 +101,15 @@ class Toolbox:
         agree when a server comes or goes;
         ``memory``: what the answer's calls returned for its earlier prompts, given back instead
         of running them again (``bot.tools.call_memory``); ``images``: where the images its MCP
-        tools return are kept to be attached (``bot.tools.tool_images``)."""
+        tools return are kept to be attached (``bot.tools.tool_images``); ``own``: built-ins
+        bound to the answer (``catch_up``), offered after read_page."""
         settings = self.settings if settings is None else settings
         view = Toolbox(settings, pages=self.pages, servers=self.servers)
         view._warned, view.hosts = self._warned, {normal_host(host) for host in hosts}
         view._offered = None if specs is None else list(specs)
         view._memory = None if memory is None else memory.for_attempt()
         view._images = images
+        view._own = tuple(own)
         return view
 
     def _refused_host(self, arguments: dict[str, Any]) -> str | None:
@@ -129,14 +139,16 @@ class Toolbox:
         return pages is not None and self.settings.read_page and pages.articles.settings.enabled
 
     def specs(self) -> list[ToolSpec]:
-        """The tools offered now: read_page first, then each connected server's, in config
-        order; a name already taken is left out (and logged). An answer's toolbox offers the
+        """The tools offered now: read_page first, the answer's own built-ins (``catch_up``),
+        then each connected server's, in config order; a name already taken is left out (and
+        logged). An answer's toolbox offers the
         tools taken when its prompt was budgeted (``for_prompt``)."""
         if self._offered is not None:
             return list(self._offered)
         specs: list[ToolSpec] = []
         if self._reads_pages:
             specs.append(READ_PAGE)
+        specs.extend(tool.spec for tool in self._own if tool.spec.name != READ_PAGE.name)
         taken = {spec.name for spec in specs}
         for server in self.servers.servers:
             if not server.up:
@@ -161,6 +173,8 @@ class Toolbox:
                 line = f"reading {host_of(arguments)}"
                 if self._refused_host(arguments) is not None:  # its host is not shown either
                     line = "not reading a page nobody named"
+            elif (own := self._own_tool(call.name)) is not None:
+                line = own.status
             else:  # the name is the model's: shown only when it is a tool name at all
                 line = f"using {call.name if TOOL_NAME.fullmatch(call.name) else 'a tool'}"
             if line not in shown:
@@ -223,7 +237,10 @@ class Toolbox:
         the answer: not when its server was down (the model is told to try again later)."""
         began = time.monotonic()
         settled = True
+        own = self._own_tool(call.name)
         limit = self.settings.call_timeout_seconds
+        if own is not None and own.timeout_seconds is not None:
+            limit = own.timeout_seconds
         status: ToolStatus = "ok"
         try:
             arguments = _arguments(call)
@@ -256,6 +273,13 @@ class Toolbox:
                 return await pages(arguments), False
 
             return read
+        own = self._own_tool(name)
+        if own is not None:
+
+            async def run_own(arguments: dict[str, Any]) -> tuple[str, bool]:
+                return await own.run(arguments), False
+
+            return run_own
         server = self._server_of(name)
         if server is None:
             gone = [s for s in self.servers.servers if any(t.name == name for t in s.tools)]
@@ -268,6 +292,12 @@ class Toolbox:
             return await server.call(name, arguments, self._images)
 
         return remote
+
+    def _own_tool(self, name: str) -> AnswerTool | None:
+        """The answer's own built-in of this name (read_page's name is read_page's)."""
+        if name == READ_PAGE.name:
+            return None
+        return next((tool for tool in self._own if tool.spec.name == name), None)
 
     def _server_of(self, name: str) -> McpServer | None:
         for server in self.servers.servers:

@@ -99,7 +99,7 @@ def test_model_use_at_the_top_level_picks_the_endpoint_for_every_channel(tmp_pat
         (
             "[[channels]]\nmatch = { channel_ids = [1] }\n[channels.storage]\npath = 'x'\n",
             "config.toml: [[channels]] 1 storage: unknown key (a channel sets match, model, "
-            "context, triggers, tools, status, threads)",
+            "context, triggers, tools, status, threads, catchup)",
         ),
         (
             "[[channels]]\nmatch = { channel_ids = [1] }\nmodel = 'huge'\n",

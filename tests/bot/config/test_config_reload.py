@@ -272,6 +272,8 @@ def test_keys_the_bot_reads_at_start_keep_their_running_values():
     assert effective.context.max_total == 12
     assert not is_live(("discord", "token")) and not is_live(("storage", "path"))
     assert is_live(("triggers", "allow_dms")) and is_live(("logging", "level"))
+    # /catchup and the catch_up tool read [catchup] at each use, as a channel's table does.
+    assert is_live(("catchup", "tool")) and is_live(("catchup", "max_conversations"))
 
 
 def write(path: Path, text: str) -> None:

@@ -163,3 +163,51 @@ async def test_a_record_the_store_keeps_refusing_costs_one_log_line_not_the_answ
     assert len(lines) == 1, [r.getMessage() for r in lines]
     assert "could not record the interaction for message" in lines[0].getMessage()
     assert "(3 attempts)" in lines[0].getMessage()
+
+
+@pytest.mark.slow
+async def test_a_catch_up_asked_in_a_mention_is_answered_while_the_store_stalls(
+    postgres_server: Any,
+) -> None:
+    """The catch_up tool runs inside the answer's turn: its summaries' records are handed to
+    the store and not waited for, so a stalled store holds neither this answer nor the next;
+    once it is back, they arrive with the answer's."""
+    from bot.config.tool_settings import ToolSettings
+    from bot.demo.openai_server import CallTools
+    from bot.tools.toolbox import Toolbox
+    from tests.bot.test_catchup_e2e import three_conversations
+    from tests.bot.test_catchup_tool_e2e import TOOLS_ON, model
+    from tests.fakes.harness import ELI
+
+    mention = "<@1300000000000000100>"
+    url = postgres_server.fresh_url()
+    with StallingProxy(unix_socket(url)) as proxy:
+        store = await asyncio.to_thread(Store.open_url, proxied(url, proxy.port))
+        try:
+            toolbox = Toolbox(ToolSettings(**TOOLS_ON))
+            async with running_bot(store=store, toolbox=toolbox, tools=TOOLS_ON) as bot:
+                await answered_in(bot, CHANNEL, DEV, f"{mention} warm up")  # the seal read
+                await bot.discord.user_says(CHANNEL, ELI, "morning all, off to meetings")
+                await three_conversations(bot)
+                await settled(bot)
+                proxy.pause()
+                bot.model.queue(CallTools((("catch_up", "{}"),)))
+                bot.model.script(model)
+                took = await answered_in(bot, CHANNEL, ELI, f"{mention} what did I miss?")
+                await settled(bot)
+                summaries = len(bot.model.chat_requests) - 3  # the warm-up, the answer's two
+                answer = bot.discord.bot_messages(CHANNEL)[-1]["content"]
+                assert "https://discord.com/channels/" in answer, answer
+                next_one = await answered_in(bot, CHANNEL, BEN, f"{mention} and you?")
+                print(f"answered in {took:.2f} s and {next_one:.2f} s while the store stalled")
+                assert await interactions(url) == 1  # the warm-up's
+                proxy.resume()
+                await settled(bot)
+                for _ in range(100):  # the summaries' records, then the two answers'
+                    if await interactions(url) == summaries + 3:
+                        break
+                    await asyncio.sleep(0.1)
+            assert summaries == 3 and await interactions(url) == summaries + 3
+        finally:
+            proxy.resume()
+            await asyncio.to_thread(store.close)

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.answering.catchup_tool import CATCH_UP
 from bot.answering.recording import InteractionRecorder
 from bot.answering.tool_use import tools_tokens
 from bot.config.schema import Config
@@ -73,6 +74,12 @@ async def metrics_of(bot) -> dict:
         return scraped(await response.text())
 
 
+def offered(toolbox: Toolbox) -> list:
+    """What an answer offers: the catch_up tool ([catchup] tool, on by default), then the
+    toolbox's."""
+    return [CATCH_UP, *toolbox.specs()]
+
+
 def echo_the_tool(request) -> Answer | None:
     """The model's answer repeats what the tool said (as models do)."""
     results = [m["content"] for m in request.messages if m.get("role") == "tool"]
@@ -126,7 +133,7 @@ async def test_tool_call_answered_recorded_exported_and_defused(tmp_path, toolbo
         + ",".join(json.dumps(m, ensure_ascii=False, separators=(",", ":")) for m in sent)
     )  # byte for byte
     assert line["messages"][-1] == {"role": "assistant", "content": reply["content"]}
-    assert [t["function"]["name"] for t in line["tools"]][:2] == ["echo", "fail"]
+    assert [t["function"]["name"] for t in line["tools"]][:3] == ["catch_up", "echo", "fail"]
     assert line["tools"] == requests[-1].body["tools"]  # as sent, descriptions and all
     assert len(requests) == 2
     for request in requests:  # on-policy: each request of the answer is a prefix of the line
@@ -317,7 +324,7 @@ async def test_with_tools_the_prompt_leaves_room_for_their_results(tmp_path, too
         if tools_on:
             assert "[result truncated" not in sent[-1]["content"]  # read whole
     # 2 x 900 characters at 3 per token, and the tool definitions every request carries
-    assert limits[True] == limits[False] - 600 - tools_tokens(toolbox.specs())
+    assert limits[True] == limits[False] - 600 - tools_tokens(offered(toolbox))
 
 
 async def test_tool_definitions_do_not_inflate_the_calibration(tmp_path, toolbox) -> None:
@@ -350,6 +357,9 @@ async def test_a_prompt_rebuilt_after_too_long_keeps_the_tools_room(tmp_path, to
                 store=store, toolbox=toolbox, fake_model={"context_window": 1800},
                 model={"reserve_tokens": 200}, context={"min_linear": 20},  # all of it
                 tools=TOOLS_ON | {"enabled": tools_on, "max_result_chars": 300},
+                # Without catch_up's definition: with it the room kept would pass half the
+                # window's, its cap, and this window is small.
+                catchup={"tool": False},
             ) as bot:  # fmt: skip
                 await chatter(bot, 20)
                 reply = await ask(bot, "summarise please")
