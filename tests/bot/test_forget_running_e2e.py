@@ -111,3 +111,110 @@ async def test_after_a_restart_the_channel_read_afresh_leaves_the_forgotten_out(
         exported = json.dumps(list(store.export()), ensure_ascii=False)
     assert "what is the plan for the window?" in sent
     assert_no_trace(sent, exported)
+
+
+async def test_a_person_who_talks_again_after_the_forget_is_remembered_like_anyone(tmp_path):
+    """Chloé, forgotten, asks the bot again: what she says after the forget is new, so the
+    request is remembered for its follow-up (before, holding her at all kept it out of the
+    memory: every later conversation she took part in lost its prefix)."""
+    path = tmp_path / "store.sqlite3"
+    config = tmp_path / "config.toml"
+    config.write_text(f"[storage]\npath = {json.dumps(str(path))}\n")
+    with Store.open(path) as store:
+        async with running_bot(store=store) as bot:
+            await chloe_and_ben_talk_with_the_bot(bot)
+            await forget_while_running(bot, config)
+            asked = f"<@{BOT_ID}> a new question: when does the backup run?"
+            answer = await bot.answer_to(CHANNEL, CHLOE, asked)
+            await settled(bot)
+            memory = bot.client.answerer.memory
+            assert memory.recent.recall_now(CHANNEL, [int(answer["id"])]) is not None
+            count = len(bot.model.chat_requests)
+            await bot.answer_to(CHANNEL, CHLOE, "and how long?", reply_to=int(answer["id"]))
+            await settled(bot)
+            sent = json.dumps([r.body for r in bot.model.chat_requests[count:]])
+    assert "when does the backup run?" in sent
+    assert NUMBER not in sent and "555 0199" not in sent
+
+
+async def test_the_forget_watch_outlives_a_failing_read_and_a_failing_drop(
+    tmp_path, monkeypatch, caplog
+):
+    """Any error in the watch (a read that fails with something else than StoreError, an
+    error while dropping what the process remembers) is logged, and the next forget still
+    reaches the running bot."""
+    import logging
+
+    from bot.answering import forgotten as forgotten_module
+
+    caplog.set_level(logging.WARNING, logger="bot.answering.forgotten")
+    monkeypatch.setattr(forgotten_module, "POLL_SECONDS", 0.05)
+    path = tmp_path / "store.sqlite3"
+    config = tmp_path / "config.toml"
+    config.write_text(f"[storage]\npath = {json.dumps(str(path))}\n")
+    with Store.open(path) as store:
+        async with running_bot(store=store) as bot:
+            await chloe_and_ben_talk_with_the_bot(bot)
+            reading = store.forgotten_since
+            failures: list[str] = []
+
+            def read_failing_once(since):  # type: ignore[no-untyped-def]
+                if not failures:
+                    failures.append("read")
+                    raise RuntimeError("a driver error, not a StoreError")
+                return reading(since)
+
+            memory = bot.client.answerer.memory
+            dropping = memory.drop
+
+            def drop_failing_once(where):  # type: ignore[no-untyped-def]
+                if failures == ["read"]:
+                    failures.append("drop")
+                    raise RuntimeError("the memory could not drop")
+                return dropping(where)
+
+            monkeypatch.setattr(store, "forgotten_since", read_failing_once)
+            monkeypatch.setattr(memory, "drop", drop_failing_once)
+            await forget_while_running(bot, config)  # the drop fails this time
+            assert (
+                await asyncio.to_thread(main, ["forget-user", str(BEN), "--config", str(config)])
+                == 0
+            )
+            for _ in range(100):
+                if BEN in bot.client.answerer.forgotten.at:
+                    break
+                await asyncio.sleep(0.1)
+            assert BEN in bot.client.answerer.forgotten.at
+            assert failures == ["read", "drop"]
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "could not read who was forgotten" in logged
+    assert "could not drop all this process remembers" in logged
+
+
+async def test_after_a_restart_an_answer_asked_after_the_forget_is_followed(tmp_path):
+    """The start-up recall of the bot's latest answers skips what a forgotten person asked
+    before the forget, and keeps what they asked after it (new, like anyone's)."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.intake.recall import recall_recent_answers
+    from conversation.selection import Follower
+    from conversation.sources import time_snowflake
+    from tests.bot.storage.test_late_records import record, said
+
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        before = time_snowflake(datetime.now(UTC) - timedelta(minutes=1))
+        await store.forget_user(CHLOE)
+        after = time_snowflake(datetime.now(UTC) + timedelta(seconds=1))
+        now = datetime.now(UTC)
+        asked_before = record(
+            before, CHLOE, [said(CHLOE, "old", before)], now, answer_ids=(before + 1,)
+        )
+        asked_after = record(
+            after, CHLOE, [said(CHLOE, "new", after)], now, answer_ids=(after + 1,)
+        )
+        await store.record(asked_before.model_copy(update={"channel_id": 71}))
+        await store.record(asked_after.model_copy(update={"channel_id": 72}))
+        follower = Follower()
+        forgotten = dict(store.forgotten_since())
+        await recall_recent_answers(store, follower, BOT_ID, 30, forgotten=forgotten)
+    assert set(follower._remembered) == {72}
