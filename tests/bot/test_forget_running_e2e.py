@@ -32,15 +32,23 @@ async def chloe_and_ben_talk_with_the_bot(bot: Harness) -> dict:
     return second
 
 
-async def forget_while_running(bot: Harness, config: Path) -> None:
-    """``forget-user`` for Chloé (the CLI's own event loop, as from a shell), then the time the
-    running bot takes to learn it from the store."""
-    assert await asyncio.to_thread(main, ["forget-user", str(CHLOE), "--config", str(config)]) == 0
+async def forget_while_running(bot: Harness, config: Path, user: int = CHLOE) -> None:
+    """``forget-user`` for ``user`` (the CLI's own event loop, as from a shell), then the time
+    the running bot takes to learn it from the store."""
+    assert await asyncio.to_thread(main, ["forget-user", str(user), "--config", str(config)]) == 0
     for _ in range(100):
-        if CHLOE in bot.client.answerer.forgotten.at:
+        if user in bot.client.answerer.forgotten.at:
             return
         await asyncio.sleep(0.1)
     raise AssertionError("the running bot did not learn of the forget within 10 s")
+
+
+def sqlite_config(tmp_path: Path) -> tuple[Path, Path]:
+    """A SQLite store's file, and a config naming it (what the CLI reads)."""
+    path = tmp_path / "store.sqlite3"
+    config = tmp_path / "config.toml"
+    config.write_text(f"[storage]\npath = {json.dumps(str(path))}\n")
+    return path, config
 
 
 async def follow_up_after_the_forget(store: Store, config: Path) -> tuple[str, str]:
@@ -75,9 +83,7 @@ def assert_no_trace(*texts: str) -> None:
 
 
 async def test_forget_user_reaches_the_running_bot_on_sqlite(tmp_path):
-    path = tmp_path / "store.sqlite3"
-    config = tmp_path / "config.toml"
-    config.write_text(f"[storage]\npath = {json.dumps(str(path))}\n")
+    path, config = sqlite_config(tmp_path)
     with Store.open(path) as store:
         sent, exported = await follow_up_after_the_forget(store, config)
     assert_no_trace(sent, exported)
@@ -117,9 +123,7 @@ async def test_a_person_who_talks_again_after_the_forget_is_remembered_like_anyo
     """Chloé, forgotten, asks the bot again: what she says after the forget is new, so the
     request is remembered for its follow-up (before, holding her at all kept it out of the
     memory: every later conversation she took part in lost its prefix)."""
-    path = tmp_path / "store.sqlite3"
-    config = tmp_path / "config.toml"
-    config.write_text(f"[storage]\npath = {json.dumps(str(path))}\n")
+    path, config = sqlite_config(tmp_path)
     with Store.open(path) as store:
         async with running_bot(store=store) as bot:
             await chloe_and_ben_talk_with_the_bot(bot)
@@ -149,9 +153,7 @@ async def test_the_forget_watch_outlives_a_failing_read_and_a_failing_drop(
 
     caplog.set_level(logging.WARNING, logger="bot.answering.forgotten")
     monkeypatch.setattr(forgotten_module, "POLL_SECONDS", 0.05)
-    path = tmp_path / "store.sqlite3"
-    config = tmp_path / "config.toml"
-    config.write_text(f"[storage]\npath = {json.dumps(str(path))}\n")
+    path, config = sqlite_config(tmp_path)
     with Store.open(path) as store:
         async with running_bot(store=store) as bot:
             await chloe_and_ben_talk_with_the_bot(bot)
@@ -176,15 +178,7 @@ async def test_the_forget_watch_outlives_a_failing_read_and_a_failing_drop(
             monkeypatch.setattr(store, "forgotten_since", read_failing_once)
             monkeypatch.setattr(memory, "drop", drop_failing_once)
             await forget_while_running(bot, config)  # the drop fails this time
-            assert (
-                await asyncio.to_thread(main, ["forget-user", str(BEN), "--config", str(config)])
-                == 0
-            )
-            for _ in range(100):
-                if BEN in bot.client.answerer.forgotten.at:
-                    break
-                await asyncio.sleep(0.1)
-            assert BEN in bot.client.answerer.forgotten.at
+            await forget_while_running(bot, config, BEN)  # reaches it all the same
             assert failures == ["read", "drop"]
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "could not read who was forgotten" in logged
