@@ -9,6 +9,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from bot.cli.main import main
 from bot.storage import Store
 from tests.bot.test_append_only_e2e import bot_runs
@@ -212,3 +214,32 @@ async def test_after_a_restart_an_answer_asked_after_the_forget_is_followed(tmp_
         forgotten = dict(store.forgotten_since())
         await recall_recent_answers(store, follower, BOT_ID, 30, forgotten=forgotten)
     assert set(follower._remembered) == {72}
+
+
+async def test_a_forget_drops_the_meanings_of_messages_no_build_ever_scored(tmp_path):
+    """The bot embeds every message it sees (the meaning extra; here a stand-in model), most
+    of them never scored by a build: forget-user drops the meaning of each one by the person
+    or naming them, in a channel where the bot never answered too."""
+    pytest.importorskip("numpy")
+    from conversation.selection.meaning import MeaningStore
+    from tests.conversation.selection.test_meaning import CountingEmbedder
+
+    lobby, guild = 1300000000000000042, 1300000000000000000
+    path, config = sqlite_config(tmp_path)
+    with Store.open(path) as store:
+        async with running_bot(store=store) as bot:
+            meanings = MeaningStore(CountingEmbedder())  # type: ignore[arg-type]
+            bot.client.meanings = bot.client.answerer.channels.meanings = meanings
+            await bot.discord.add_text_channel(lobby, guild, "lobby")
+            await bot.discord.user_says(lobby, CHLOE, f"my number is {NUMBER}")
+            await bot.discord.user_says(lobby, BEN, f"<@{CHLOE}> noted your number")
+            await bot.discord.user_says(lobby, BEN, "the weather is fine")
+            for _ in range(100):
+                if len(meanings) + len(meanings._queued) >= 3:
+                    break
+                await asyncio.sleep(0.05)
+            await meanings.settled()
+            assert len(meanings) == 3
+            await forget_while_running(bot, config)
+            kept = [text for _, text in meanings._vectors]
+    assert kept == ["the weather is fine"]
