@@ -166,7 +166,8 @@ class Store:
         return await asyncio.wrap_future(self._writer.submit(job, **options))
 
     async def record(self, interaction: InteractionRecord) -> str:
-        """Store one interaction atomically; returns its id once it is committed."""
+        """Store one interaction atomically; returns its id once it is committed. The same
+        interaction again (the record line's next attempt) is not written twice."""
         await self._do(
             lambda conn, cache: mutations.insert_interaction(conn, cache, interaction),
             groupable=True,
