@@ -290,13 +290,15 @@ class Store:
     def _reader(self) -> Iterator[Db]:
         """A read-only connection for one read; what the database raises in it (a dropped
         connection, a locked file) comes out as StoreError, which every reader handles."""
-        conn = self._connect()
+        try:
+            conn = self._connect()
+        except sqlite3.Error as error:  # PostgreSQL's connect says StoreError itself
+            raise _read_failed(self.location, error) from error
         try:
             conn.execute(self._read_only)
             yield conn
         except conn.dialect.database_errors as error:
-            detail = " ".join(str(error).split()) or type(error).__name__
-            raise StoreError(f"{self.location}: reading failed: {detail}") from error
+            raise _read_failed(self.location, error) from error
         finally:
             conn.close()
 
@@ -390,6 +392,11 @@ class Store:
         """Rows per table (for tests, benchmarks and operators' curiosity)."""
         with self._reader() as conn:
             return reads.table_counts(conn)
+
+
+def _read_failed(location: Path | str, error: BaseException) -> StoreError:
+    detail = " ".join(str(error).split()) or type(error).__name__
+    return StoreError(f"{location}: reading failed: {detail}")
 
 
 def _said_before_forget(rec: InteractionRecord, user_id: int, at: datetime) -> bool:

@@ -215,3 +215,16 @@ async def test_the_record_line_tries_a_record_again_without_writing_it_twice(
         assert failures  # the take-back's read did fail once
         assert store.counts()["interactions"] == 1
         assert len(list(store.export())) == 1
+
+
+def test_a_read_the_database_refuses_is_a_store_error(tmp_path: Path) -> None:
+    """What the database raises in a read (here a table gone) comes out as StoreError, which
+    every reader of the bot handles (the forget watch, the seal, a follow-up's recall), never
+    as the driver's own error that would end the watch or fail the answer."""
+    from bot.storage import StoreError
+
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        with sqlite3.connect(tmp_path / "store.sqlite3") as raw:
+            raw.execute("DROP TABLE seals")
+        with pytest.raises(StoreError, match="reading failed: no such table"):
+            store.latest_seal(7)
