@@ -116,12 +116,14 @@ class ChannelRuntimes:
 
     def forget(self, message_ids: Collection[int] = (), people: Collection[int] = ()) -> None:
         """Deleted messages, or people forgotten: every builder's clues of them go, and what
-        they mean (the meaning store is shared by all)."""
+        they mean (the meaning store is shared by all; it knows each message's people, scored
+        or not)."""
         dropped = set(message_ids)
         for runtime in self._built.values():
             dropped |= runtime.builder.forget(message_ids, people)
         if self.meanings is not None:
             self.meanings.forget(dropped)
+            self.meanings.forget_people(people)
 
     def choose(self, place: Place, name: str | None) -> None:
         """``/model NAME`` for a channel (and its threads); None goes back to the config's."""

@@ -4,7 +4,13 @@ process and shard polls (``watch``: one small indexed query every ``POLL_SECONDS
 loop). A process that learns of one drops what it remembers of them (the requests its memory
 keeps, the Follower's recalled answers: ``on_forgotten``), and every build after leaves out what
 was said before the forget by them or naming them (``narrow``): nothing of them is sent, or
-stored with the answer, again. What they write after it is new, and read as anyone's.
+stored with the answer, again. What they write after it is new, and read as anyone's: a request
+holding only that is remembered like any other (``holds`` counts what was said before).
+
+The watch outlives any failure (a store that cannot be read, an error in ``on_forgotten``): it
+logs it and polls again, as a forget that never reaches this process again is worse than one
+late. Each poll reads back a short while before the latest forget it saw (``SKEW_SECONDS``), so
+a forget stamped a little earlier by another host's clock is still read.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import logging
 import re
 from collections.abc import Callable, Collection
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.storage import Store, StoreError
@@ -27,6 +33,9 @@ log = logging.getLogger(__name__)
 POLL_SECONDS = 2.0
 """How often the store is asked who was forgotten since: a forget reaches a running bot within
 about this long (the same query on SQLite and PostgreSQL, on any shard)."""
+SKEW_SECONDS = 300.0
+"""How far before the latest forget seen each poll reads again: the clocks of the hosts that
+run forget-user may disagree by this much (the rows re-read are those few forgets)."""
 _MENTION = re.compile(r"<@!?(\d+)>")
 
 
@@ -44,6 +53,8 @@ class ForgottenPeople:
         if self.store is None:
             return set()
         store, since = self.store, self._since
+        if since is not None:
+            since -= timedelta(seconds=SKEW_SECONDS)
         rows = await asyncio.to_thread(store.forgotten_since, since)
         fresh = {user for user, at in rows if self.at.get(user) != at}
         for user, at in rows:
@@ -52,35 +63,52 @@ class ForgottenPeople:
         return fresh
 
     async def watch(self, on_forgotten: Callable[[set[int]], None]) -> None:
-        """Poll until cancelled, telling ``on_forgotten`` of each new forget; a store that
-        cannot be read is asked again at the next poll."""
+        """Poll until cancelled, telling ``on_forgotten`` of each new forget; whatever fails
+        (the store, ``on_forgotten``) is logged and the next poll comes all the same."""
         while True:
             try:
                 fresh = await self.poll()
             except StoreError as error:
                 log.warning("could not read who was forgotten from the store: %s", error)
                 fresh = set()
+            except Exception:
+                log.exception("could not read who was forgotten from the store")
+                fresh = set()
             if fresh:
                 log.info("forgetting %d person(s) removed with forget-user", len(fresh))
-                on_forgotten(fresh)
+                try:
+                    on_forgotten(fresh)
+                except Exception:
+                    log.exception("could not drop all this process remembers of %s", fresh)
             await asyncio.sleep(POLL_SECONDS)
 
     def holds(self, sent: SentPrompt, people: Collection[int] | None = None) -> bool:
-        """Whether a remembered request holds one of ``people`` (default: everyone forgotten):
-        as a message's author, named in one (mentioned, replied to) or drawn on by its summary."""
+        """Whether a remembered request holds what one of ``people`` (default: everyone
+        forgotten) said, or was said of them, before their forget: a message of theirs, one
+        naming them (mentioned, replied to), or a summary drawing on them. What they said
+        after it is new: a request holding only that is kept like anyone's."""
         wanted = set(self.at if people is None else people)
         if not wanted:
             return False
         for node in sent.nodes:
-            if node.user_id is not None and int(node.user_id) in wanted:
-                return True
-            named = (node.metadata or {}).get("named") or {}
-            if any(int(user) in wanted for user in named):
+            said = snowflake_time(node.message_id) if node.message_id is not None else None
+            involved = {int(user) for user in (node.metadata or {}).get("named") or {}}
+            if node.user_id is not None:
+                involved.add(int(node.user_id))
+            if any(self._before(user, said) for user in involved & wanted):
                 return True
             summary = summary_of(node)
-            if summary is not None and wanted & set(summary.authors):
+            if summary is not None and any(
+                self._before(user, summary.first) for user in wanted & set(summary.authors)
+            ):
                 return True
         return False
+
+    def _before(self, user: int, said: datetime | None) -> bool:
+        """Whether what was ``said`` then (None: unknown) came before ``user``'s forget (not
+        known to this process: counted as now)."""
+        at = self.at.get(user)
+        return at is None or said is None or said < at
 
     def narrow(self, selection: ContextSelection, bot_id: int) -> ContextSelection:
         """``selection`` without the messages said before a forget by or naming the person

@@ -5,7 +5,9 @@ Recording an answer waits on the store. Awaited inside the answer, a stalled Pos
 that accepts connections and never answers) held the channel's turn, and the next mention in
 that channel got no answer until the store came back. Here the answer hands its result to a
 bounded line and is done; one worker writes the line in order, each record tried again after
-a failure (a store that is down, a dropped connection) a few times, and a record the store
+a failure (a store that is down, a dropped connection) a few times (the same record: a store
+that took it before failing to answer, or before taking back what was forgotten or deleted
+meanwhile, keeps one copy and only takes back again), and a record the store
 keeps refusing, or one that finds the line full, costs one log line, never an answer. A store
 that stalls holds the worker, not the answers: what waits is written once it is back. A clean
 stop (``drain``) still writes what was answered, for a bounded time.

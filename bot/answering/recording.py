@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import AsyncIterator, Sequence
 
 from bot.answering.catchup_tool import CATCH_UP, catchup_work_log, retold
@@ -46,6 +47,7 @@ def interaction_record(result: AnswerResult) -> InteractionRecord:
         usage = completion.usage.model_dump(exclude_none=True)
     guild = getattr(trigger, "guild", None)
     return InteractionRecord(
+        id=record_id(result),
         guild_id=guild.id if guild is not None else None,
         channel_id=trigger.channel.id,
         trigger_message_id=trigger.id,
@@ -68,6 +70,18 @@ def interaction_record(result: AnswerResult) -> InteractionRecord:
         people=people_names(asked.prepared.selection) if asked.prepared is not None else {},
         **_memory_columns(asked.prepared),
     )
+
+
+def record_id(result: AnswerResult) -> str:
+    """The record's id, the same however often it is built: the record line tries a record
+    again after a failure, and a store that took it the first time keeps one copy."""
+    trigger = result.trigger.message
+    began = result.started_at.isoformat(timespec="microseconds")
+    return str(uuid.uuid5(_RECORD_IDS, f"{trigger.channel.id}/{trigger.id}/{began}"))
+
+
+_RECORD_IDS = uuid.UUID("6f1d2c3e-8a57-4a1b-9a43-3c2f0b7d5e91")
+"""The namespace of answers' record ids (``record_id``)."""
 
 
 def _memory_columns(prepared: PreparedPrompt | None) -> dict[str, int | None]:

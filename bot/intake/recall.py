@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.config.channels import effective_configs, top_level
 from bot.config.schema import Config
 from bot.storage import Store, StoreError
+from bot.storage.models import InteractionSummary
 from conversation.selection import Follower
+from conversation.sources import snowflake_time
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +40,12 @@ async def recall_recent_answers(
     bot_id: int,
     follow_minutes: float,
     *,
-    forgotten: Collection[int] = (),
+    forgotten: Mapping[int, datetime] | None = None,
 ) -> None:
     """Hand ``follower`` the bot's latest answer per channel within ``follow_minutes`` (the
-    longest window: ``longest_follow_minutes``); none to a person ``forgotten`` (forget-user)."""
+    longest window: ``longest_follow_minutes``); none to what a person ``forgotten`` (by id:
+    when, forget-user) asked before the forget (what they ask after it is new)."""
+    forgotten = forgotten or {}
     since = datetime.now(UTC) - timedelta(minutes=follow_minutes)
 
     def recent() -> list[Any]:
@@ -49,7 +53,7 @@ async def recall_recent_answers(
         for summary in store.recent_interactions(limit=RECALLED_INTERACTIONS):
             if summary.ended_at < since or summary.outcome != "success":
                 continue
-            if summary.removed or summary.trigger_author_id in forgotten:
+            if summary.removed or _asked_before_forget(summary, forgotten):
                 continue
             if summary.channel_id not in latest:
                 latest[summary.channel_id] = store.get_interaction(summary.interaction_id)
@@ -79,3 +83,9 @@ async def recall_recent_answers(
         )
     if records:
         log.info("recalled the latest answer in %d channel(s) from the store", len(records))
+
+
+def _asked_before_forget(summary: InteractionSummary, forgotten: Mapping[int, datetime]) -> bool:
+    """Whether the answered message was its author's before forget-user removed them."""
+    at = forgotten.get(summary.trigger_author_id)
+    return at is not None and snowflake_time(summary.trigger_message_id) < at

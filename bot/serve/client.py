@@ -195,7 +195,7 @@ class ThreadwiseClient(nextcord.Client):
                 self.admission.follower,
                 self.user.id,
                 longest_follow_minutes(self.config),
-                forgotten=set(forgotten.at),
+                forgotten=dict(forgotten.at),
             )
             if self._forget_watch is None:  # not one of _tasks: those are answers in progress
                 self._forget_watch = asyncio.create_task(forgotten.watch(self._forget))

@@ -6,7 +6,8 @@ the answers that read it, in the summaries that retell it, in ``/catchup`` summa
 person: its rows in ``context`` and ``message_versions`` move to a redacted copy of the node
 (its role and shape kept, its text and name gone), a summary standing for it is replaced whole
 (what it retells of the message cannot be told apart from the rest), and so is the answer of a
-``/catchup`` that drew on it, or the bot's own answer when that is what was deleted. The
+``/catchup`` that drew on it, or the bot's own answer when that is what was deleted (any part
+of it: later requests hold the whole answer under its first message, which goes too). The
 message's id and its ``invalidated`` state stay: they are what tells a request read back that it
 is gone. Deletes nodes: run ``scrub_deleted`` in an exclusive transaction.
 """
@@ -19,6 +20,7 @@ from bot.storage.dialect import Db
 from bot.storage.models import REMOVED
 from bot.storage.mutations import NodeCache, delete_orphan_nodes, node_id_for, redact_summaries
 from bot.storage.nodes import canonical_json, redact_message
+from bot.storage.reads import first_parts_of
 
 
 def summaries_of(conn: Db, message_id: int) -> list[int]:
@@ -78,6 +80,10 @@ def scrub_deleted(conn: Db, cache: NodeCache, message_id: int) -> int:
         (REMOVED, REMOVED, message_id, message_id),
     ).rowcount
     changed += redact_summaries(conn, cache, summaries_of(conn, message_id))
+    # A later part of the bot's answer: later requests hold the whole answer under its first
+    # message's id (``reads.deleted_among`` reads it so too).
+    for head in sorted(first_parts_of(conn, message_id)):
+        changed += scrub_deleted(conn, cache, head)
     delete_orphan_nodes(conn)
     cache.clear()
     return changed

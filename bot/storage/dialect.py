@@ -54,6 +54,9 @@ class Dialect:
     name = "sqlite"
     # Errors that mean "a constraint refused the row" (a duplicate interaction id).
     integrity_errors: tuple[type[BaseException], ...] = (sqlite3.IntegrityError,)
+    # Errors the database raises in a query (a locked file, a dropped connection): a read
+    # turns them into StoreError, which every caller handles.
+    database_errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
     # A substring search function with (haystack, needle) arguments.
     find_function = "instr"
 

@@ -103,7 +103,12 @@ def node_id_for(conn: Db, cache: NodeCache, text: str) -> int:
 
 
 def insert_interaction(conn: Db, cache: NodeCache, rec: InteractionRecord) -> int:
-    """Write one interaction and all its rows; returns its ``seq``."""
+    """Write one interaction and all its rows; returns its ``seq``. An interaction already
+    recorded (the record line tried again after the store took it but failed to answer, or to
+    take back what came meanwhile) is left as it is: one copy, whatever the attempts."""
+    found = conn.execute("SELECT seq FROM interactions WHERE id = ?", (rec.id,)).fetchone()
+    if found is not None:
+        return int(found[0])
     node_ids = [node_id_for(conn, cache, canonical_json(m)) for m in rec.request_messages]
     try:
         row = conn.execute(
@@ -371,8 +376,10 @@ def repoint_theirs(table: str) -> str:
     return f"UPDATE {table} SET node_id = ? WHERE {THEIRS} AND node_id = ?"
 
 
-def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
-    """Replace a person's text everywhere; their interactions keep only the shell.
+def forget_user(conn: Db, cache: NodeCache, user_id: int, *, stamp: bool = True) -> ForgetResult:
+    """Replace a person's text everywhere; their interactions keep only the shell. ``stamp``
+    (forget-user itself) says when in ``forgotten_users``; a late record taken back after it
+    (``Store.record``) leaves that moment as it is: what they said after it stays new.
 
     The caller must checkpoint and VACUUM afterwards (outside the transaction) so that the old
     bytes leave the file and the WAL, not only the tables.
@@ -469,11 +476,12 @@ def forget_user(conn: Db, cache: NodeCache, user_id: int) -> ForgetResult:
     removed = delete_orphan_nodes(conn)
     cache.clear()
     # Running bot processes poll this row and drop what they remember of the person.
-    conn.execute(
-        "INSERT INTO forgotten_users (user_id, forgotten_at) VALUES (?, ?) "
-        "ON CONFLICT (user_id) DO UPDATE SET forgotten_at = excluded.forgotten_at",
-        (user_id, now_db()),
-    )
+    if stamp:
+        conn.execute(
+            "INSERT INTO forgotten_users (user_id, forgotten_at) VALUES (?, ?) "
+            "ON CONFLICT (user_id) DO UPDATE SET forgotten_at = excluded.forgotten_at",
+            (user_id, now_db()),
+        )
     return ForgetResult(
         context_messages=context_changed,
         versions=versions_changed,

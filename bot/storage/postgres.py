@@ -55,6 +55,10 @@ class PostgresDialect(Dialect):
     def integrity_errors(self) -> tuple[type[BaseException], ...]:  # type: ignore[override]
         return (_psycopg().errors.IntegrityError,)
 
+    @functools.cached_property
+    def database_errors(self) -> tuple[type[BaseException], ...]:  # type: ignore[override]
+        return (_psycopg().Error,)
+
     def begin_write(self, conn: Db) -> None:
         conn.execute("BEGIN")
         conn.execute(f"SELECT pg_advisory_xact_lock_shared({_WRITE_LOCK})")

@@ -67,17 +67,37 @@ def latest_answered(conn: Db, channel_id: int, message_ids: list[int]) -> int | 
 
 
 def deleted_among(conn: Db, message_ids: Collection[int]) -> set[int]:
-    """Which of these Discord messages the store knows were deleted (a version invalidated)."""
+    """Which of these Discord messages the store knows were deleted (a version invalidated).
+
+    The bot's answer posted in several messages stands in a later request as its first one
+    (the request keeps one id per message it sent): that first id counts as deleted when any
+    part of the answer was, as the answer the request holds is no longer what Discord shows."""
     if not message_ids:
         return set()
     ids = sorted(set(message_ids))
     marks = ", ".join("?" for _ in ids)
     rows = conn.execute(
         "SELECT DISTINCT message_id FROM message_versions "
-        f"WHERE state = 'invalidated' AND message_id IN ({marks})",
-        tuple(ids),
+        f"WHERE state = 'invalidated' AND message_id IN ({marks}) "
+        "UNION SELECT DISTINCT head.message_id FROM answer_messages head "
+        "JOIN answer_messages part ON part.seq = head.seq AND part.position > 0 "
+        "JOIN message_versions v ON v.message_id = part.message_id AND v.state = 'invalidated' "
+        f"WHERE head.position = 0 AND head.message_id IN ({marks})",
+        tuple(ids) * 2,
     ).fetchall()
     return {int(row[0]) for row in rows}
+
+
+def first_parts_of(conn: Db, message_id: int) -> set[int]:
+    """The first message of each answer ``message_id`` is a later part of (none: it is not):
+    what later requests hold the whole answer under."""
+    rows = conn.execute(
+        "SELECT DISTINCT head.message_id FROM answer_messages part "
+        "JOIN answer_messages head ON head.seq = part.seq AND head.position = 0 "
+        "WHERE part.message_id = ? AND part.position > 0",
+        (message_id,),
+    ).fetchall()
+    return {int(row[0]) for row in rows} - {message_id}
 
 
 def seq_of(conn: Db, interaction_id: str) -> int:
@@ -370,6 +390,20 @@ def forgotten_since(conn: Db, moment: str) -> list[tuple[int, datetime]]:
         "SELECT user_id, forgotten_at FROM forgotten_users WHERE forgotten_at >= ?", (moment,)
     )
     return [(int(user_id), datetime.fromisoformat(at)) for user_id, at in rows]
+
+
+def forgotten_among(conn: Db, people: Collection[int]) -> dict[int, datetime]:
+    """When each of ``people`` was forgotten (forget-user), for those who were: by id, so a
+    forget is found whenever it was stamped (one primary-key look each)."""
+    if not people:
+        return {}
+    ids = sorted(set(people))
+    marks = ", ".join("?" for _ in ids)
+    rows = conn.execute(
+        f"SELECT user_id, forgotten_at FROM forgotten_users WHERE user_id IN ({marks})",
+        tuple(ids),
+    )
+    return {int(user_id): datetime.fromisoformat(at) for user_id, at in rows}
 
 
 def latest_seal(conn: Db, channel_id: int) -> int | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
@@ -35,6 +36,9 @@ from bot.storage.models import (
 from bot.storage.schema import MIGRATIONS, Migration, migrate
 from bot.storage.timefmt import to_db
 from bot.storage.writer_thread import Writer, rollback
+from conversation.sources import snowflake_time
+
+log = logging.getLogger(__name__)
 
 
 def _setup_sqlite(conn: Db, migrations: Sequence[Migration]) -> None:
@@ -162,7 +166,8 @@ class Store:
         return await asyncio.wrap_future(self._writer.submit(job, **options))
 
     async def record(self, interaction: InteractionRecord) -> str:
-        """Store one interaction atomically; returns its id once it is committed."""
+        """Store one interaction atomically; returns its id once it is committed. The same
+        interaction again (the record line's next attempt) is not written twice."""
         await self._do(
             lambda conn, cache: mutations.insert_interaction(conn, cache, interaction),
             groupable=True,
@@ -172,10 +177,12 @@ class Store:
 
     async def _take_back_meanwhile(self, rec: InteractionRecord) -> None:
         """What was taken back while this record waited (the bot writes it after the answer,
-        seconds later when the store stalls): a person forgotten since the answer began, or a
-        message it holds (or its summary stands for) deleted since, leaves it as it left the
+        seconds later when the store stalls): a person forgotten (``_said_before_forget``), or
+        a message it holds (or its summary stands for) deleted since, leaves it as it left the
         records before. One small indexed read per record; the rare hit costs a forget-user or
-        a deletion's scrub, as if it had come after."""
+        a deletion's scrub, as if it had come after. A failure here leaves the record written
+        (it is not written twice: ``insert_interaction``) and is raised for the line to try
+        again."""
         if not self._newest:  # no forgotten_users table yet
             return
         people = set(rec.people) | {rec.trigger_author_id}
@@ -187,16 +194,25 @@ class Store:
         held.update(e.message_id for e in rec.context if e is not None and e.message_id)
         held.update(rec.answer_message_ids)
 
-        def taken_back() -> tuple[list[int], set[int]]:
+        def taken_back() -> tuple[dict[int, datetime], set[int]]:
             with self._reader() as conn:
-                since = reads.forgotten_since(conn, to_db(rec.started_at))
-                return [u for u, _ in since if u in people], reads.deleted_among(conn, held)
+                return reads.forgotten_among(conn, people), reads.deleted_among(conn, held)
 
-        forgotten, deleted = await asyncio.to_thread(taken_back)
-        for user_id in forgotten:
-            await self.forget_user(user_id)
-        for message_id in sorted(deleted):
-            await self._scrub_deleted(message_id)
+        try:
+            forgotten, deleted = await asyncio.to_thread(taken_back)
+            for user_id, at in sorted(forgotten.items()):
+                if at >= rec.started_at or _said_before_forget(rec, user_id, at):
+                    await self.forget_user(user_id, stamp=False)
+            for message_id in sorted(deleted):
+                await self._scrub_deleted(message_id)
+        except Exception as error:
+            log.warning(
+                "interaction %s is recorded; taking back what was forgotten or deleted "
+                "meanwhile failed: %s",
+                rec.id,
+                " ".join(str(error).split())[:300] or type(error).__name__,
+            )
+            raise
 
     async def record_edit(
         self,
@@ -238,11 +254,14 @@ class Store:
             transactional=False,
         )
 
-    async def forget_user(self, user_id: int) -> ForgetResult:
-        """Remove a person's text from every table, then from the disk itself (VACUUM)."""
+    async def forget_user(self, user_id: int, *, stamp: bool = True) -> ForgetResult:
+        """Remove a person's text from every table, then from the disk itself (VACUUM).
+        ``stamp=False``: a late record taken back, the moment of the forget left as it was."""
 
         def job(conn: Db, cache: mutations.NodeCache) -> ForgetResult:
-            result = _exclusive(conn, cache, lambda: mutations.forget_user(conn, cache, user_id))
+            result = _exclusive(
+                conn, cache, lambda: mutations.forget_user(conn, cache, user_id, stamp=stamp)
+            )
             conn.dialect.scrub(conn)
             return result
 
@@ -269,10 +288,17 @@ class Store:
 
     @contextlib.contextmanager
     def _reader(self) -> Iterator[Db]:
-        conn = self._connect()
+        """A read-only connection for one read; what the database raises in it (a dropped
+        connection, a locked file) comes out as StoreError, which every reader handles."""
+        try:
+            conn = self._connect()
+        except sqlite3.Error as error:  # PostgreSQL's connect says StoreError itself
+            raise _read_failed(self.location, error) from error
         try:
             conn.execute(self._read_only)
             yield conn
+        except conn.dialect.database_errors as error:
+            raise _read_failed(self.location, error) from error
         finally:
             conn.close()
 
@@ -366,6 +392,24 @@ class Store:
         """Rows per table (for tests, benchmarks and operators' curiosity)."""
         with self._reader() as conn:
             return reads.table_counts(conn)
+
+
+def _read_failed(location: Path | str, error: BaseException) -> StoreError:
+    detail = " ".join(str(error).split()) or type(error).__name__
+    return StoreError(f"{location}: reading failed: {detail}")
+
+
+def _said_before_forget(rec: InteractionRecord, user_id: int, at: datetime) -> bool:
+    """Whether ``rec`` holds a message by or naming ``user_id`` sent before their forget
+    ``at``, or a summary naming them that stands for one: an answer begun after the forget
+    whose process had not learned it yet. What they said after it is new, and stays."""
+    for entry in filter(None, rec.context):
+        if entry.author_id != user_id and user_id not in entry.named:
+            continue
+        sent = [entry.message_id] if entry.message_id is not None else entry.covers
+        if any(snowflake_time(i) < at for i in sent):
+            return True
+    return False
 
 
 def _exclusive(conn: Db, cache: mutations.NodeCache, work: Callable[[], Any]) -> Any:

@@ -127,9 +127,29 @@ KEPT = 20_000
 QUEUED = 2_000
 
 
+def people_of(message: MessageLike) -> frozenset[int]:
+    """Whom a message is of: its author, whom it mentions (also in its text) and whom it
+    replies to (as Discord sent the reply)."""
+    people = {message.author.id}
+    people.update(user.id for user in getattr(message, "mentions", None) or ())
+    people.update(int(found) for found in _MENTIONED.findall(message.content or ""))
+    reference = getattr(message, "reference", None)
+    replied = getattr(getattr(reference, "resolved", None), "author", None)
+    if replied is not None:
+        people.add(replied.id)
+    return frozenset(people)
+
+
+_MENTIONED = re.compile(r"<@!?(\d+)>")
+
+
 class MeaningStore:
     """The meanings of the messages the bot saw, embedded in a worker thread and kept by
-    message id and text (an edit is embedded again); bounded, the oldest dropped first.
+    message id and text; bounded, the oldest dropped first. An edit is embedded again and the
+    old text's meaning goes (it is a trace of words no longer there); each message's people
+    (its author, whom it mentions or replies to) are kept beside it, so a person forgotten
+    takes every meaning of theirs or naming them (``forget_people``), not only the messages a
+    build happened to score.
 
     ``add`` only queues a message: the embedding runs off the event loop, in batches, and a
     build reads what is there (``get``), never waiting for the rest.
@@ -142,6 +162,8 @@ class MeaningStore:
         self.dropped = 0  # messages dropped from a full queue, never embedded
         self._vectors: OrderedDict[tuple[int, str], Any] = OrderedDict()
         self._queued: dict[tuple[int, str], str] = {}
+        # Per message kept or queued: the text it is kept under, and its people.
+        self._about: dict[int, tuple[str, frozenset[int]]] = {}
         self._worker: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
@@ -163,9 +185,16 @@ class MeaningStore:
         text = text_of(key[1])
         if not text or key in self._vectors or key in self._queued:
             return
+        known = self._about.get(message.id)
+        if known is not None and known[0] != key[1]:  # edited: the old words' meaning goes
+            self._vectors.pop((message.id, known[0]), None)
+            self._queued.pop((message.id, known[0]), None)
+        self._about[message.id] = (key[1], people_of(message))
         self._queued[key] = text
         if len(self._queued) > self.queued:
-            del self._queued[next(iter(self._queued))]
+            oldest = next(iter(self._queued))
+            del self._queued[oldest]
+            self._let_go(oldest)
             self.dropped += 1
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._drain())
@@ -179,6 +208,21 @@ class MeaningStore:
         for kept in (self._vectors, self._queued):
             for key in [key for key in kept if key[0] in gone]:
                 del kept[key]
+        for message_id in gone:
+            self._about.pop(message_id, None)
+
+    def forget_people(self, people: Collection[int]) -> None:
+        """Drop the meanings of every message by one of ``people`` or naming them (mentioned,
+        replied to): forget-user reaches each one kept or queued, scored or not."""
+        wanted = set(people)
+        if wanted:
+            self.forget([i for i, (_, who) in self._about.items() if who & wanted])
+
+    def _let_go(self, key: tuple[int, str]) -> None:
+        """``key`` is neither kept nor queued any more: its message's people go with it."""
+        known = self._about.get(key[0])
+        if known is not None and known[0] == key[1]:
+            del self._about[key[0]]
 
     async def settled(self) -> None:
         """Wait until the queue is embedded (tests and benches)."""
@@ -198,5 +242,7 @@ class MeaningStore:
                     continue  # forgotten (or pushed out) while it was embedded
                 if vectors is not None:
                     self._vectors[key] = vectors[row]
+                else:
+                    self._let_go(key)
             while len(self._vectors) > self.kept:
-                self._vectors.popitem(last=False)
+                self._let_go(self._vectors.popitem(last=False)[0])

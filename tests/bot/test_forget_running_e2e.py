@@ -9,6 +9,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from bot.cli.main import main
 from bot.storage import Store
 from tests.bot.test_append_only_e2e import bot_runs
@@ -32,15 +34,23 @@ async def chloe_and_ben_talk_with_the_bot(bot: Harness) -> dict:
     return second
 
 
-async def forget_while_running(bot: Harness, config: Path) -> None:
-    """``forget-user`` for Chloé (the CLI's own event loop, as from a shell), then the time the
-    running bot takes to learn it from the store."""
-    assert await asyncio.to_thread(main, ["forget-user", str(CHLOE), "--config", str(config)]) == 0
+async def forget_while_running(bot: Harness, config: Path, user: int = CHLOE) -> None:
+    """``forget-user`` for ``user`` (the CLI's own event loop, as from a shell), then the time
+    the running bot takes to learn it from the store."""
+    assert await asyncio.to_thread(main, ["forget-user", str(user), "--config", str(config)]) == 0
     for _ in range(100):
-        if CHLOE in bot.client.answerer.forgotten.at:
+        if user in bot.client.answerer.forgotten.at:
             return
         await asyncio.sleep(0.1)
     raise AssertionError("the running bot did not learn of the forget within 10 s")
+
+
+def sqlite_config(tmp_path: Path) -> tuple[Path, Path]:
+    """A SQLite store's file, and a config naming it (what the CLI reads)."""
+    path = tmp_path / "store.sqlite3"
+    config = tmp_path / "config.toml"
+    config.write_text(f"[storage]\npath = {json.dumps(str(path))}\n")
+    return path, config
 
 
 async def follow_up_after_the_forget(store: Store, config: Path) -> tuple[str, str]:
@@ -75,9 +85,7 @@ def assert_no_trace(*texts: str) -> None:
 
 
 async def test_forget_user_reaches_the_running_bot_on_sqlite(tmp_path):
-    path = tmp_path / "store.sqlite3"
-    config = tmp_path / "config.toml"
-    config.write_text(f"[storage]\npath = {json.dumps(str(path))}\n")
+    path, config = sqlite_config(tmp_path)
     with Store.open(path) as store:
         sent, exported = await follow_up_after_the_forget(store, config)
     assert_no_trace(sent, exported)
@@ -111,3 +119,127 @@ async def test_after_a_restart_the_channel_read_afresh_leaves_the_forgotten_out(
         exported = json.dumps(list(store.export()), ensure_ascii=False)
     assert "what is the plan for the window?" in sent
     assert_no_trace(sent, exported)
+
+
+async def test_a_person_who_talks_again_after_the_forget_is_remembered_like_anyone(tmp_path):
+    """Chloé, forgotten, asks the bot again: what she says after the forget is new, so the
+    request is remembered for its follow-up (before, holding her at all kept it out of the
+    memory: every later conversation she took part in lost its prefix)."""
+    path, config = sqlite_config(tmp_path)
+    with Store.open(path) as store:
+        async with running_bot(store=store) as bot:
+            await chloe_and_ben_talk_with_the_bot(bot)
+            await forget_while_running(bot, config)
+            asked = f"<@{BOT_ID}> a new question: when does the backup run?"
+            answer = await bot.answer_to(CHANNEL, CHLOE, asked)
+            await settled(bot)
+            memory = bot.client.answerer.memory
+            assert memory.recent.recall_now(CHANNEL, [int(answer["id"])]) is not None
+            count = len(bot.model.chat_requests)
+            await bot.answer_to(CHANNEL, CHLOE, "and how long?", reply_to=int(answer["id"]))
+            await settled(bot)
+            sent = json.dumps([r.body for r in bot.model.chat_requests[count:]])
+    assert "when does the backup run?" in sent
+    assert NUMBER not in sent and "555 0199" not in sent
+
+
+async def test_the_forget_watch_outlives_a_failing_read_and_a_failing_drop(
+    tmp_path, monkeypatch, caplog
+):
+    """Any error in the watch (a read that fails with something else than StoreError, an
+    error while dropping what the process remembers) is logged, and the next forget still
+    reaches the running bot."""
+    import logging
+
+    from bot.answering import forgotten as forgotten_module
+
+    caplog.set_level(logging.WARNING, logger="bot.answering.forgotten")
+    monkeypatch.setattr(forgotten_module, "POLL_SECONDS", 0.05)
+    path, config = sqlite_config(tmp_path)
+    with Store.open(path) as store:
+        async with running_bot(store=store) as bot:
+            await chloe_and_ben_talk_with_the_bot(bot)
+            reading = store.forgotten_since
+            failures: list[str] = []
+
+            def read_failing_once(since):  # type: ignore[no-untyped-def]
+                if not failures:
+                    failures.append("read")
+                    raise RuntimeError("a driver error, not a StoreError")
+                return reading(since)
+
+            memory = bot.client.answerer.memory
+            dropping = memory.drop
+
+            def drop_failing_once(where):  # type: ignore[no-untyped-def]
+                if failures == ["read"]:
+                    failures.append("drop")
+                    raise RuntimeError("the memory could not drop")
+                return dropping(where)
+
+            monkeypatch.setattr(store, "forgotten_since", read_failing_once)
+            monkeypatch.setattr(memory, "drop", drop_failing_once)
+            await forget_while_running(bot, config)  # the drop fails this time
+            await forget_while_running(bot, config, BEN)  # reaches it all the same
+            assert failures == ["read", "drop"]
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "could not read who was forgotten" in logged
+    assert "could not drop all this process remembers" in logged
+
+
+async def test_after_a_restart_an_answer_asked_after_the_forget_is_followed(tmp_path):
+    """The start-up recall of the bot's latest answers skips what a forgotten person asked
+    before the forget, and keeps what they asked after it (new, like anyone's)."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.intake.recall import recall_recent_answers
+    from conversation.selection import Follower
+    from conversation.sources import time_snowflake
+    from tests.bot.storage.test_late_records import record, said
+
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        before = time_snowflake(datetime.now(UTC) - timedelta(minutes=1))
+        await store.forget_user(CHLOE)
+        after = time_snowflake(datetime.now(UTC) + timedelta(seconds=1))
+        now = datetime.now(UTC)
+        asked_before = record(
+            before, CHLOE, [said(CHLOE, "old", before)], now, answer_ids=(before + 1,)
+        )
+        asked_after = record(
+            after, CHLOE, [said(CHLOE, "new", after)], now, answer_ids=(after + 1,)
+        )
+        await store.record(asked_before.model_copy(update={"channel_id": 71}))
+        await store.record(asked_after.model_copy(update={"channel_id": 72}))
+        follower = Follower()
+        forgotten = dict(store.forgotten_since())
+        await recall_recent_answers(store, follower, BOT_ID, 30, forgotten=forgotten)
+    assert set(follower._remembered) == {72}
+
+
+async def test_a_forget_drops_the_meanings_of_messages_no_build_ever_scored(tmp_path):
+    """The bot embeds every message it sees (the meaning extra; here a stand-in model), most
+    of them never scored by a build: forget-user drops the meaning of each one by the person
+    or naming them, in a channel where the bot never answered too."""
+    pytest.importorskip("numpy")
+    from conversation.selection.meaning import MeaningStore
+    from tests.conversation.selection.test_meaning import CountingEmbedder
+
+    lobby, guild = 1300000000000000042, 1300000000000000000
+    path, config = sqlite_config(tmp_path)
+    with Store.open(path) as store:
+        async with running_bot(store=store) as bot:
+            meanings = MeaningStore(CountingEmbedder())  # type: ignore[arg-type]
+            bot.client.meanings = bot.client.answerer.channels.meanings = meanings
+            await bot.discord.add_text_channel(lobby, guild, "lobby")
+            await bot.discord.user_says(lobby, CHLOE, f"my number is {NUMBER}")
+            await bot.discord.user_says(lobby, BEN, f"<@{CHLOE}> noted your number")
+            await bot.discord.user_says(lobby, BEN, "the weather is fine")
+            for _ in range(100):
+                if len(meanings) + len(meanings._queued) >= 3:
+                    break
+                await asyncio.sleep(0.05)
+            await meanings.settled()
+            assert len(meanings) == 3
+            await forget_while_running(bot, config)
+            kept = [text for _, text in meanings._vectors]
+    assert kept == ["the weather is fine"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
@@ -92,9 +93,14 @@ class CountingEmbedder:
 
 
 class Message:
-    def __init__(self, message_id: int, content: str) -> None:
+    def __init__(
+        self, message_id: int, content: str, author: int = ASKER, mentions: tuple[int, ...] = ()
+    ) -> None:
         self.id = message_id
         self.content = content
+        self.author = SimpleNamespace(id=author)
+        self.mentions = [SimpleNamespace(id=user) for user in mentions]
+        self.reference = None
 
 
 async def test_the_store_embeds_off_the_loop_and_a_build_never_waits():
@@ -116,6 +122,43 @@ async def test_the_store_embeds_off_the_loop_and_a_build_never_waits():
     assert store(Message(5, "message 5")) is not None
     assert store(first) is None  # the oldest went past the bound
     assert sum(len(batch) for batch in embedder.batches) == 6
+
+
+async def test_an_edit_drops_the_old_texts_meaning():
+    """The meaning of words edited away is a trace of them: it goes when the edit arrives."""
+    from conversation.selection.meaning import MeaningStore
+
+    store = MeaningStore(CountingEmbedder())  # type: ignore[arg-type]
+    store.add(Message(1, "my address is 12 Elm Street"))
+    await store.settled()
+    store.add(Message(1, "never mind"))
+    await store.settled()
+    assert [key for key in store._vectors] == [(1, "never mind")]
+    assert len(store) == 1
+
+
+async def test_forgetting_a_person_drops_every_meaning_of_theirs_or_naming_them():
+    """forget-user reaches the meanings of all the person's messages and of those naming
+    them (mentioned in the text or as Discord's mentions, replied to), embedded or queued,
+    whether or not a build ever scored them; the others stay."""
+    from conversation.selection.meaning import MeaningStore
+
+    store = MeaningStore(CountingEmbedder())  # type: ignore[arg-type]
+    replied = Message(5, "a reply to them", author=OTHER)
+    replied.reference = SimpleNamespace(resolved=SimpleNamespace(author=SimpleNamespace(id=HELPER)))
+    for message in [
+        Message(1, "theirs", author=HELPER),
+        Message(2, "naming <@2> in the text", author=OTHER),
+        Message(3, "mentioning them", author=OTHER, mentions=(HELPER,)),
+        Message(4, "nothing of them", author=OTHER),
+        replied,
+    ]:
+        store.add(message)
+    await store.settled()
+    store.add(Message(6, "queued, theirs", author=HELPER))  # not embedded yet
+    store.forget_people({HELPER})
+    await store.settled()
+    assert [key[0] for key in store._vectors] == [4]
 
 
 def test_the_meaning_weights_ship_beside_the_plain_ones():
