@@ -21,7 +21,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conversation.selection import (
@@ -31,6 +31,7 @@ from conversation.selection import (
     conversation_partners,
     decide,
     load_follow_model,
+    load_follow_model_from,
 )
 from lab.options import lab_options
 from lab.train_relevance import export_clues
@@ -58,9 +59,15 @@ class GoldLog:
     parents: dict[int, set[int]]
 
 
-def load(path: Path) -> GoldLog:
-    """A channel log as clues (the relevance model's view) and its gold labels."""
+def load(path: Path, meanings: Path | None = None) -> GoldLog:
+    """A channel log as clues (the relevance model's view) and its gold labels; with
+    ``meanings`` (``lab.meanings``' cache), each clue carries its message's embedding."""
     clues = export_clues(json.loads(path.read_text(encoding="utf-8")))
+    if meanings is not None:
+        from lab.meanings import read_meanings
+
+        table = read_meanings(meanings, path)
+        clues = [replace(clue, meaning=table.get(clue.id)) for clue in clues]
     labels = json.loads(path.with_suffix(".gold.json").read_text(encoding="utf-8"))["messages"]
     annotated = {int(k) for k, v in labels.items() if v["annotated"]}
     parents = {int(k): {int(p) for p in v["parents"]} for k, v in labels.items()}
@@ -73,9 +80,9 @@ def load(path: Path) -> GoldLog:
     )
 
 
-def logs_in(folder: Path) -> list[GoldLog]:
+def logs_in(folder: Path, meanings: Path | None = None) -> list[GoldLog]:
     paths = sorted(p for p in folder.glob("*.json") if not p.name.endswith(".gold.json"))
-    return [load(path) for path in paths]
+    return [load(path, meanings) for path in paths]
 
 
 def speakers(log: GoldLog, count: int = SPEAKERS) -> list[int]:
@@ -209,15 +216,25 @@ def main() -> None:
     parser.add_argument(
         "--live", action="store_true", help="also time the bot's path over a channel cache"
     )
+    parser.add_argument(
+        "--weights", type=Path, help="a follow weights file (default: the shipped one)"
+    )
+    parser.add_argument(
+        "--meanings",
+        type=Path,
+        help="lab.meanings' cache: the messages' embeddings, for a decision that reads meaning",
+    )
     args = parser.parse_args()
-    logs = logs_in(args.data)
+    logs = logs_in(args.data, args.meanings)
     decided = all_items(logs, args.speakers)
     gold = sum(item.follow_up for item in decided)
     print(
         f"{args.data.name}: {len(logs)} logs, {len(decided)} messages decided "
         f"({args.speakers} speakers per log standing in for the bot), {gold} gold follow-ups"
     )
-    model = load_follow_model()
+    model = load_follow_model() if args.weights is None else load_follow_model_from(args.weights)
+    if model.reads_meaning and args.meanings is None:
+        print("note: the decision reads meaning; without --meanings every cosine is missing")
     print(measure(decided, everything).line("baseline: everything within 30 minutes"))
     print(measure(decided, last_interlocutor).line("baseline: last interlocutor within 2 min"))
     # Warm: the models loaded and compiled before the timed runs. The machine is shared, so

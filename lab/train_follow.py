@@ -1,7 +1,7 @@
 """Fit the follow decision on the IRC training split and write
 conversation/selection/follow_weights.json.
 
-    python -m lab.train_follow [TRAIN_DIR] [--dry-run] [--hold-out FRACTION]
+    python -m lab.train_follow [TRAIN_DIR] [--dry-run] [--hold-out FRACTION] [--meanings DIR]
 
 The messages are those ``lab.follow`` decides (the three most active annotated speakers of each
 log standing in for the bot), from irc-train only. The rules decide the messages that call
@@ -13,7 +13,9 @@ follow features, that parent evidence among them, decide. The default threshold 
 out-of-fold scores (the trees refitted on three quarters of the training logs, scoring the
 fourth, four times), favouring precision (a bot that interrupts is worse than one that waits to
 be called): the best F1 among thresholds whose precision is at least ``PRECISION_FLOOR``.
-No figure on irc-dev is ever used.
+No figure on irc-dev is ever used. With ``--meanings DIR`` (``lab.meanings``' cache) the trees
+read ``MEANING_FOLLOW_FEATURES`` too (``conversation.selection.follow_meaning``), written to
+``--out`` (nothing is shipped that way unless it is the package's file).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 from conversation.selection import (
     FOLLOW_FEATURES,
     FOLLOW_WEIGHTS_FILE,
+    MEANING_FOLLOW_FEATURES,
     SECOND_FEATURES,
     WINDOW_MESSAGES,
     FollowModel,
@@ -57,7 +60,7 @@ FOLDS = 4
 
 
 def rows_of(
-    decided: list[Item], parent: LogisticStage | None = None
+    decided: list[Item], parent: LogisticStage | None = None, meaning: bool = False
 ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
     """Feature rows and labels of the messages the model decides, the gold follow-ups the
     rules turn down (they count as missed), and the relevance rows of the earlier messages
@@ -79,7 +82,7 @@ def rows_of(
             if not ruled.answer:  # a name written to the bot is answered by the rule
                 ruled_out += item.follow_up
             continue
-        found = follow_row(item.speaker, earlier, clue, relevance, WINDOW_MESSAGES, parent)
+        found = follow_row(item.speaker, earlier, clue, relevance, WINDOW_MESSAGES, parent, meaning)
         if found is None:
             ruled_out += item.follow_up
             continue
@@ -100,7 +103,7 @@ def rows_of(
 def trees(x: np.ndarray, y: np.ndarray) -> TreeStage:
     base, fitted = fit_trees(x, y, trees=TREES, depth=DEPTH, rate=RATE, min_hessian=MIN_HESSIAN)
     return TreeStage(
-        features=FOLLOW_FEATURES,
+        features=FOLLOW_FEATURES if x.shape[1] == len(FOLLOW_FEATURES) else MEANING_FOLLOW_FEATURES,
         means=tuple(round(v, 6) for v in x.mean(axis=0).tolist()),
         base=round(base, 6),
         trees=tuple(fitted),
@@ -159,9 +162,16 @@ def main() -> None:
         description=__doc__.splitlines()[0],
         parents=[lab_options(DATA / "irc-train", seed=True, writes_weights=True)],
     )
+    parser.add_argument(
+        "--meanings",
+        type=Path,
+        help="lab.meanings' cache: fit the meaning features too (written to --out)",
+    )
+    parser.add_argument("--out", type=Path, default=OUTPUT, help="where the weights go")
     args = parser.parse_args()
     started = time.perf_counter()
-    logs = logs_in(args.data)
+    meaning = args.meanings is not None
+    logs = logs_in(args.data, args.meanings)
     held: list = []
     if args.hold_out:
         random.Random(args.seed).shuffle(logs)
@@ -172,7 +182,7 @@ def main() -> None:
     _, _, _, px, py = rows_of(decided)
     print(f"parent stage: {len(py)} earlier messages, {int(py.sum())} gold parents", flush=True)
     parent = logistic(SECOND_FEATURES, px, py)
-    per_log = [rows_of(all_items([log], SPEAKERS), parent) for log in logs]
+    per_log = [rows_of(all_items([log], SPEAKERS), parent, meaning) for log in logs]
     x = np.vstack([part[0] for part in per_log if len(part[1])])
     y = np.concatenate([part[1] for part in per_log])
     groups = np.concatenate([np.full(len(part[1]), i) for i, part in enumerate(per_log)])
@@ -196,14 +206,14 @@ def main() -> None:
         relevance_sha256=relevance_fingerprint(),
     )
     if held:
-        hx, hy, hmissed, _, _ = rows_of(all_items(held, SPEAKERS), parent)
+        hx, hy, hmissed, _, _ = rows_of(all_items(held, SPEAKERS), parent, meaning)
         hscores = np.array([model.score(row) for row in hx.tolist()])
         _, hcurve = choose_threshold(hscores, hy, hmissed)
         t, p, r, f = next(c for c in hcurve if c[0] == threshold)
         print(f"held out ({len(held)} logs): P {p:.3f} R {r:.3f} F1 {f:.3f} at {t:.2f}")
     if not args.dry_run:
-        OUTPUT.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {OUTPUT}")
+        args.out.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
     print(f"{time.perf_counter() - started:.0f} s")
 
 

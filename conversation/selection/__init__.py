@@ -24,7 +24,9 @@ means, as a sentence embedding, for that score: the optional ``meaning`` extra).
 Links between messages: ``addressing`` (names written at the start of a message read as
 addresses), ``message_links`` (a pasted Discord message link joins the context like a reply).
 Following: ``follow_model`` (the fitted decision: whether a message that calls no one continues
-the bot's conversation, from ``follow_weights.json``), ``follower`` (the ``Follower``: that
+the bot's conversation, from ``follow_weights.json``), ``follow_meaning`` (how close in meaning
+a message is to the bot's conversation, for a decision fitted with the sentence model),
+``follower`` (the ``Follower``: that
 decision in a live channel, fed from its cache, under the follow settings).
 Catching up: ``grouping`` (the conversations of a stretch of channel, each message joined to
 the one it continues by a reply or the score, for ``/catchup``).
@@ -51,6 +53,7 @@ from conversation.selection.follow_model import (
     DEFAULT_MINUTES,
     FOLLOW_FEATURES,
     FOLLOW_WEIGHTS_FILE,
+    MEANING_FOLLOW_FEATURES,
     WINDOW_MESSAGES,
     FollowModel,
     conversation_partners,
@@ -58,6 +61,7 @@ from conversation.selection.follow_model import (
     explicit,
     follow_row,
     load_follow_model,
+    load_follow_model_from,
     relevance_fingerprint,
     written,
 )
@@ -92,6 +96,7 @@ __all__ = [
     "FOLLOW_FEATURES",
     "FOLLOW_WEIGHTS_FILE",
     "MEANING_FEATURES",
+    "MEANING_FOLLOW_FEATURES",
     "MEANING_SECOND_FEATURES",
     "MEANING_WEIGHTS_FILE",
     "PARENT_NEIGHBOURS",
@@ -129,6 +134,7 @@ __all__ = [
     "is_seal",
     "load_embedder",
     "load_follow_model",
+    "load_follow_model_from",
     "load_meaning_model",
     "load_model",
     "load_model_from",

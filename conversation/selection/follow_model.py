@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from conversation.selection.addressing import with_written_addresses, written_addressee
 from conversation.selection.clues import Clue
 from conversation.selection.features import SECOND_FEATURES, _similarity, word_weights
+from conversation.selection.follow_meaning import FOLLOW_MEANING_FEATURES, follow_meaning_row
 from conversation.selection.relevance import RelevanceModel
 from conversation.selection.stages import LogisticStage, TreeStage
 from conversation.selection.weights import (
@@ -80,6 +81,8 @@ FOLLOW_FEATURES: tuple[str, ...] = (
     "words shared with the bot's answer",
     "length",
 )
+# ... and, in a decision fitted with the sentence model's embeddings, how close in meaning.
+MEANING_FOLLOW_FEATURES: tuple[str, ...] = FOLLOW_FEATURES + FOLLOW_MEANING_FEATURES
 
 # How many earlier messages the relevance evidence reads (newest first); the bot's latest
 # message is added when it lies further back.
@@ -123,13 +126,19 @@ class FollowModel(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     parent: LogisticStage  # over the relevance rows: is this the message it answers?
-    stage: TreeStage  # boosted trees over FOLLOW_FEATURES
+    stage: TreeStage  # boosted trees over FOLLOW_FEATURES (or MEANING_FOLLOW_FEATURES)
     threshold: float = Field(ge=0.0, le=1.0)
     window_messages: int = Field(WINDOW_MESSAGES, ge=1, le=200)
     trained_on: str = ""
     # SHA-256 of the relevance weights file it was fitted over: its features are that model's
     # scores and rows, so a refitted relevance score needs a refitted follow decision.
     relevance_sha256: str = ""
+
+    @property
+    def reads_meaning(self) -> bool:
+        """Whether its trees read how close in meaning the message is
+        (``MEANING_FOLLOW_FEATURES``)."""
+        return self.stage.features == MEANING_FOLLOW_FEATURES
 
     def score(self, row: Sequence[float]) -> float:
         return self.stage.probability(row)
@@ -210,12 +219,15 @@ def follow_row(
     relevance: RelevanceModel,
     window: int = WINDOW_MESSAGES,
     parent: LogisticStage | None = None,
+    meaning: bool = False,
 ) -> FollowEvidence | None:
     """``FOLLOW_FEATURES`` of ``candidate`` given the messages before it (oldest first), and
     whom the bot's conversation is with; None when the bot has not spoken in ``earlier``.
 
     ``parent`` scores each earlier message as the one ``candidate`` answers, from its
     relevance row (without it, as when that stage is being fitted, those features are 0).
+    With ``meaning``, the row goes on with ``FOLLOW_MEANING_FEATURES`` (``NO_MEANING`` where a
+    message has no embedding yet).
     """
     last_bot = next(
         (i for i in range(len(earlier) - 1, -1, -1) if earlier[i].author == bot_id), None
@@ -315,6 +327,8 @@ def follow_row(
         _similarity(candidate.words, bot_clue.words, idf),
         math.log1p(candidate.size),
     ]
+    if meaning:
+        row += follow_meaning_row(candidate, bot_id, recent, bot_clue, talked)
     who = candidate.author if candidate.author in talked else partner
     return FollowEvidence(row, who, candidates, [s.row for s in scored])
 
@@ -360,6 +374,7 @@ def decide(
         relevance or load_model(),
         model.window_messages,
         model.parent,
+        model.reads_meaning,
     )
     assert found is not None  # the bot spoke (checked above)
     partner = found.partner
@@ -405,6 +420,7 @@ def _shape_fault(model: FollowModel) -> str | None:
     """What would break a decision mid-channel, said once at load (like the relevance
     weights): other features, arrays of different lengths, numbers that are not finite, tree
     nodes that lead outside their tree, back up it, or too deep."""
-    if model.parent.features != SECOND_FEATURES or model.stage.features != FOLLOW_FEATURES:
+    follow = (FOLLOW_FEATURES, MEANING_FOLLOW_FEATURES)
+    if model.parent.features != SECOND_FEATURES or model.stage.features not in follow:
         return "fitted for other features"
     return stages_fault("parent", model.parent, {"stage": model.stage})
