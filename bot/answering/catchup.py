@@ -207,10 +207,15 @@ class Catchup:
         newest_first = [
             m
             async for m in ask.channel.history(
-                limit=settings.max_messages, after=start, before=ask.question, oldest_first=False
+                limit=settings.max_messages, after=start, oldest_first=False
             )
+            # Before the question only, filtered here: nextcord 3.x reads nothing when a span
+            # has both ends (``after`` and ``before``).
+            if ask.question is None or m.id < ask.question.id
         ]
-        messages = newest_first[::-1]
+        # Oldest first, whatever order the library gives them in (nextcord 3.x pages a
+        # span between two ends oldest first).
+        messages = sorted(newest_first, key=lambda m: m.id)
         me = self.client.user
         seals = [i for i, m in enumerate(messages) if me is not None and is_seal(m, me.id)]
         if seals:
