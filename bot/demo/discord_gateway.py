@@ -358,7 +358,7 @@ class Gateway:
             await self._push(session, event, data)
 
     async def dispatch_message(self, event: str, payload: Payload) -> None:
-        """MESSAGE_CREATE / MESSAGE_UPDATE / MESSAGE_DELETE, gated and blanked like Discord."""
+        """MESSAGE_CREATE / _UPDATE / _DELETE / _DELETE_BULK, gated and blanked like Discord."""
         intent = INTENT_GUILD_MESSAGES if payload.get("guild_id") else INTENT_DIRECT_MESSAGES
         for session in list(self.sessions.values()):
             if not session.valid or not session.intents & intent:
@@ -366,7 +366,9 @@ class Gateway:
             if not session.receives(payload.get("guild_id")):
                 continue
             data = payload
-            if event != "MESSAGE_DELETE" and not session.intents & INTENT_MESSAGE_CONTENT:
+            if not event.startswith("MESSAGE_DELETE") and not session.intents & (
+                INTENT_MESSAGE_CONTENT
+            ):
                 data = hide_content(payload, self.state.bot.id)
             await self._push(session, event, data)
 

@@ -371,6 +371,14 @@ class FakeDiscord:
         event = self.state.delete_message(channel_id, message_id)
         await self.gateway.dispatch_message("MESSAGE_DELETE", event)
 
+    async def delete_messages(self, channel_id: int | str, message_ids: list[int | str]) -> None:
+        """A moderator's bulk deletion: one MESSAGE_DELETE_BULK for all of them."""
+        events = [self.state.delete_message(channel_id, i) for i in message_ids]
+        bulk = {key: value for key, value in events[0].items() if key != "id"}
+        await self.gateway.dispatch_message(
+            "MESSAGE_DELETE_BULK", bulk | {"ids": [event["id"] for event in events]}
+        )
+
     async def user_starts_thread(
         self,
         channel_id: int | str,

@@ -133,7 +133,7 @@ class ThreadwiseClient(nextcord.Client):
                 else None
             ),
             forgotten=ForgottenPeople(store),
-            seals=ChannelSeals(store),
+            seals=ChannelSeals(store, wait=lambda: self.config.storage.claim_wait_seconds),
             meanings=self.meanings,
         )
         self._sessions = 0
@@ -295,6 +295,10 @@ class ThreadwiseClient(nextcord.Client):
         await self._deleted(payload.channel_id, sorted(payload.message_ids))
 
     async def _deleted(self, channel_id: int, message_ids: list[int]) -> None:
+        """Deleted messages leave what this process holds at once, all of them (the cache, the
+        seals, what is derived from them), before any waits on the store: a stalled store
+        must not let the next answer send the rest of a bulk deletion. The store's writes
+        follow, one per message; one that fails is logged and the others still go."""
         cache = self.caches.get(channel_id)
         # What is derived from them (the score's words, their meaning) goes at once, too.
         self.answerer.channels.forget(message_ids)
@@ -302,9 +306,14 @@ class ThreadwiseClient(nextcord.Client):
         for message_id in message_ids:
             if cache is not None:
                 cache.on_delete(message_id)
-            if self.store is not None:
-                await self.store.record_delete(message_id)  # a seal's row too
             self.answerer.seals.deleted(channel_id, message_id)  # deleting a seal un-seals
+        if self.store is None:
+            return
+        for message_id in message_ids:
+            try:
+                await self.store.record_delete(message_id)  # a seal's row too
+            except Exception as error:  # the store's trouble; the next deletion still goes
+                log.warning("could not record the deletion of %s: %s", message_id, error)
 
     # ------------------------------------------------------------------ answering
 

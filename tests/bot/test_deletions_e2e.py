@@ -221,3 +221,28 @@ async def test_a_deleted_message_leaves_the_scores_clues_at_once():
         assert int(secret["id"]) in clue_ids(bot)  # read by the build
         await deleted(bot, int(secret["id"]))
         assert int(secret["id"]) not in clue_ids(bot)
+
+
+async def test_a_bulk_deletion_the_store_refuses_still_leaves_every_message(tmp_path):
+    """A moderator's bulk deletion while the store fails each write: every message leaves the
+    cache (the first refusal does not end the handler), and the next answer sends none."""
+    store = Store.open(tmp_path / "store.sqlite3")
+    async with running_bot(store=store) as bot:
+        said = [
+            await bot.discord.user_says(CHANNEL, ELI, f"the {which} password is {PASSWORD}")
+            for which in ("wifi", "vpn")
+        ]
+        await bot.answer_to(CHANNEL, CHLOE, f"<@{BOT_ID}> what did Eli just say?")
+        await settled(bot)
+        store.close()  # every write now fails at once
+        ids = [int(message["id"]) for message in said]
+        await bot.discord.delete_messages(CHANNEL, ids)
+        cache = bot.client.caches.get(CHANNEL)
+        for _ in range(100):
+            if cache is not None and cache.is_deleted(ids[0]):
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)  # the handler's store writes fail in turn
+        assert cache is not None and all(cache.is_deleted(i) for i in ids)
+        await bot.answer_to(CHANNEL, CHLOE, f"<@{BOT_ID}> and now?")
+        assert PASSWORD not in sent(bot)

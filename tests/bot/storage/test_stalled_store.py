@@ -10,8 +10,10 @@ included, see a database that stopped answering mid-conversation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -51,6 +53,20 @@ async def answered_in(bot: object, channel: int, user: int, text: str) -> float:
     return time.perf_counter() - began
 
 
+@contextlib.asynccontextmanager
+async def behind_a_proxy(postgres_server: Any) -> AsyncIterator[tuple[Store, StallingProxy, str]]:
+    """A store on a fresh database reached through a proxy the test may pause; the database's
+    own URL too (to read around the proxy)."""
+    url = postgres_server.fresh_url()
+    with StallingProxy(unix_socket(url)) as proxy:
+        store = await asyncio.to_thread(Store.open_url, proxied(url, proxy.port))
+        try:
+            yield store, proxy, url
+        finally:
+            proxy.resume()
+            await asyncio.to_thread(store.close)
+
+
 async def interactions(url: str) -> int:
     """Interactions the store holds, read around the proxy (the server itself is fine)."""
 
@@ -76,45 +92,70 @@ async def test_a_stalled_store_never_stops_answers_and_its_records_arrive_once_b
     postgres_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    url = postgres_server.fresh_url()
-    with StallingProxy(unix_socket(url)) as proxy:
-        store = await asyncio.to_thread(Store.open_url, proxied(url, proxy.port))
-        try:
-            async with running_bot(store=store) as bot:
-                healthy = await answered_in(bot, CHANNEL, DEV, "<@1300000000000000100> warm up")
-                await settled(bot)
-                assert await interactions(url) == 1
+    async with behind_a_proxy(postgres_server) as (store, proxy, url):
+        async with running_bot(store=store) as bot:
+            healthy = await answered_in(bot, CHANNEL, DEV, "<@1300000000000000100> warm up")
+            await settled(bot)
+            assert await interactions(url) == 1
 
-                proxy.pause()
-                first = await answered_in(bot, CHANNEL, BEN, "<@1300000000000000100> one?")
-                second = await answered_in(bot, CHANNEL, CHLOE, "<@1300000000000000100> two?")
-                print(
-                    f"answered in {healthy:.2f} s with the store up; while it stalls, in "
-                    f"{first:.2f} s and {second:.2f} s"
-                )
-                assert await interactions(url) == 1  # both records wait for the store
-                # Deleted while its answer's record waits behind another (not yet handed to the
-                # store): written after the deletion, the record must not bring it back (the
-                # store keeps a deletion of a message it does not know yet).
-                asked_second = next(
-                    m["id"] for m in bot.discord.messages(CHANNEL) if m["content"].endswith("two?")
-                )
-                await bot.discord.delete_message(CHANNEL, asked_second)
+            proxy.pause()
+            first = await answered_in(bot, CHANNEL, BEN, "<@1300000000000000100> one?")
+            second = await answered_in(bot, CHANNEL, CHLOE, "<@1300000000000000100> two?")
+            print(
+                f"answered in {healthy:.2f} s with the store up; while it stalls, in "
+                f"{first:.2f} s and {second:.2f} s"
+            )
+            assert await interactions(url) == 1  # both records wait for the store
+            # Deleted while its answer's record waits behind another (not yet handed to the
+            # store): written after the deletion, the record must not bring it back (the
+            # store keeps a deletion of a message it does not know yet).
+            asked_second = next(
+                m["id"] for m in bot.discord.messages(CHANNEL) if m["content"].endswith("two?")
+            )
+            await bot.discord.delete_message(CHANNEL, asked_second)
 
-                proxy.resume()
-                await settled(bot)
-                assert await interactions(url) == 3
-                assert await current_state(url, asked_second) == "invalidated"
-
-                proxy.pause()  # a stop while the store stalls: the drain waits for it
-                await answered_in(bot, CHANNEL, DEV, "<@1300000000000000100> last one?")
-                asyncio.get_running_loop().call_later(1.0, proxy.resume)
-            assert await interactions(url) == 4
-        finally:
             proxy.resume()
-            await asyncio.to_thread(store.close)
+            await settled(bot)
+            assert await interactions(url) == 3
+            assert await current_state(url, asked_second) == "invalidated"
+
+            proxy.pause()  # a stop while the store stalls: the drain waits for it
+            await answered_in(bot, CHANNEL, DEV, "<@1300000000000000100> last one?")
+            asyncio.get_running_loop().call_later(1.0, proxy.resume)
+        assert await interactions(url) == 4
     claims = [r.getMessage() for r in caplog.records if "whether" in r.getMessage()]
     assert claims, "the claims did not wait on the stalled store"
+
+
+@pytest.mark.slow
+async def test_a_store_stalled_before_a_channel_first_answers_holds_none_of_its_answers(
+    postgres_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No warm-up: the store stalls before the channel's first answer, so its seal was never
+    read. The seal lookup waits a bounded time once, then not at all while the store stalls;
+    and a bulk deletion leaves the cache at once, all of it, while its writes wait."""
+    caplog.set_level(logging.INFO)
+    async with (
+        behind_a_proxy(postgres_server) as (store, proxy, _url),
+        running_bot(store=store) as bot,
+    ):
+        slips = [
+            await bot.discord.user_says(CHANNEL, DEV, f"the {which} token is tk-{which}")
+            for which in ("wifi", "vpn")
+        ]
+        proxy.pause()
+        first = await answered_in(bot, CHANNEL, BEN, "<@1300000000000000100> one?")
+        second = await answered_in(bot, CHANNEL, CHLOE, "<@1300000000000000100> two?")
+        print(f"answered in {first:.2f} s and {second:.2f} s while the store stalls")
+        await bot.discord.delete_messages(CHANNEL, [int(m["id"]) for m in slips])
+        await answered_in(bot, CHANNEL, BEN, "<@1300000000000000100> three?")
+        sent = str(bot.model.chat_requests[-1].messages)
+        assert "tk-wifi" not in sent and "tk-vpn" not in sent
+        proxy.resume()
+        await settled(bot)
+    assert second < first  # the second did not wait on the store again
+    seals = [r.getMessage() for r in caplog.records if "seal within" in r.getMessage()]
+    assert len(seals) == 1, seals
 
 
 @pytest.mark.slow
@@ -143,7 +184,7 @@ async def test_a_record_whose_connection_broke_is_written_on_the_retry(
             assert await interactions(url) == 2
     finally:
         await asyncio.to_thread(store.close)
-    retried = [r.getMessage() for r in caplog.records]
+    retried = [r.getMessage() for r in caplog.records if r.name.startswith("bot.")]
     assert len(retried) == 1 and "(attempt 1), retrying" in retried[0], retried
 
 
