@@ -197,8 +197,13 @@ class Answerer:
                 status.abandon()
             else:
                 status.failed()
-        if not ending.abandoned:  # the reaction's last change, before the next answer's
-            await status.settled()
+        stopped = ending.abandoned
+        if not stopped:  # the reaction's last change, before the next answer's
+            try:
+                await status.settled()
+            except asyncio.CancelledError:  # stopping now: the answer is posted, and recorded
+                status.abandon()
+                stopped = True
         result = AnswerResult(
             trigger=trigger,
             started_at=started,
@@ -209,8 +214,8 @@ class Answerer:
             posted_ids=reply.message_ids,
             overhead_seconds=overhead,
         )
-        await self._keep(result)  # the log, the store (after this turn), the metrics
-        if ending.abandoned:
+        self._keep(result)  # the log, the store (after this turn), the metrics
+        if stopped:
             raise asyncio.CancelledError
         return result
 
@@ -371,8 +376,9 @@ class Answerer:
         except Exception:
             log.exception("could not tell the user about a failure")
 
-    async def _keep(self, result: AnswerResult) -> None:
-        """The answer in the log, in line for the store (``record_line``), in the metrics."""
+    def _keep(self, result: AnswerResult) -> None:
+        """The answer in the log, in line for the store (``record_line``), in the metrics: no
+        wait, so a stop cannot come between the answer and its record."""
         self._log(result)
         if self.records is not None:
             self.records.put(result)

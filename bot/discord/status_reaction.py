@@ -46,6 +46,7 @@ class StatusReaction:
         self._settings = settings
         self._shown: str | None = None
         self._last: asyncio.Task[None] | None = None
+        self._pending: set[asyncio.Task[None]] = set()  # the changes not yet done
 
     @classmethod
     def for_trigger(cls, message: Any, settings: StatusSettings) -> StatusReaction:
@@ -76,9 +77,10 @@ class StatusReaction:
             await asyncio.wait([self._last], timeout=SETTLE_SECONDS)
 
     def abandon(self) -> None:
-        """The bot is stopping: whatever is not yet sent is not sent."""
-        if self._last is not None:
-            self._last.cancel()
+        """The bot is stopping: no change asked for and not yet done is sent (each waits for
+        the one before it, so every one still pending is cancelled, not only the last)."""
+        for change in list(self._pending):
+            change.cancel()
 
     def _show(self, emoji: str | None) -> None:
         if emoji == self._shown:
@@ -97,6 +99,8 @@ class StatusReaction:
                 await _quietly("add", emoji, lambda: message.add_reaction(emoji))
 
         self._last = asyncio.create_task(change())
+        self._pending.add(self._last)
+        self._last.add_done_callback(self._pending.discard)
 
 
 def _me(message: Any) -> Any:

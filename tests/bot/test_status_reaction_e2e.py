@@ -5,8 +5,11 @@ refuses the reaction, the answer is posted all the same."""
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.demo.discord_permissions import ADD_REACTIONS
 from bot.demo.openai_server import Answer, CallTools, Fail
+from bot.storage import Store
 from tests.bot.tools import test_tools_e2e
 from tests.fakes.harness import BOT_ID, CHANNEL, CHLOE, running_bot, settled
 
@@ -79,3 +82,26 @@ async def test_a_refused_reaction_never_stops_the_answer() -> None:
         assert reply["content"] == "Still here."
         assert bots_changes(bot, said) == []
         assert bot.discord.requests_to(pattern="*reactions*")  # it was tried, and refused
+
+
+async def test_a_stop_while_the_reaction_settles_still_records_the_posted_answer(
+    tmp_path,
+) -> None:
+    """The answer is posted and its reaction's removal is slow when the bot stops: the stop
+    cuts the wait for the reaction short, never the answer's record."""
+    store = Store.open(tmp_path / "store.sqlite3")
+    try:
+        async with running_bot(store=store, status=STATUS_ON) as bot:
+            bot.discord.add_latency("*/reactions/*", 4.0, method="DELETE")
+            bot.model.queue(Answer(text="Here you are."))
+            said = await bot.discord.user_says(CHANNEL, CHLOE, f"<@{BOT_ID}> what is new?")
+            await bot.discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=10)
+            for _ in range(100):  # the answer posted whole, its turn now waits on the reaction
+                if any(m["content"] == "Here you are." for m in bot.discord.messages(CHANNEL)):
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)
+            assert bot.client._tasks  # still settling when the bot stops
+        assert store.find_interaction(int(said["id"])) is not None
+    finally:
+        store.close()
