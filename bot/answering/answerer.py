@@ -271,13 +271,18 @@ class Answerer:
         if restriction is not None:
             return None
         memory, continuity = self.memory, Continuity(max_total=runtime.config.context.max_total)
+        now = ChannelNow.of_cache(cache)
         if moved:  # the whole thread is the conversation: its channel part is kept as sent
             memory = ThreadMemory(self.memory, channel.id, channel.parent_id)
             continuity = dataclasses.replace(continuity, keep_share=0.0)
+            # ...but not what was deleted (or edited) in the channel since the move.
+            home_cache = self.caches.get(channel.parent_id)
+            if home_cache is not None:
+                now = now.with_home(ChannelNow.of_cache(home_cache))
         asking.prepared, previous = await remembered_prompt(
             asking.prepared, memory, channel.id,
             continuity=continuity,
-            budget=budget, counter=counter, now=ChannelNow.of_cache(cache),
+            budget=budget, counter=counter, now=now,
             summaries=runtime.summaries,
         )  # fmt: skip
         return previous

@@ -120,6 +120,25 @@ class ChannelNow:
 
         return cls(deleted=cache.is_deleted, content=content, edited=edited, missing=missing)
 
+    def with_home(self, home: ChannelNow) -> ChannelNow:
+        """A thread's channel as it is now, with the ``home`` channel it was opened from: the
+        thread's request holds the home's messages (the request it continues), so a home
+        message deleted or edited after the move is known here too. Ids are unique across
+        channels: deleted in either is deleted; the home's text where the thread has none. What
+        is missing stays the thread's (the home's history never holds the thread's messages)."""
+        here = self
+
+        def content(message_id: int) -> str | None:
+            found = here.content(message_id)
+            return found if found is not None else home.content(message_id)
+
+        return replace(
+            self,
+            deleted=lambda message_id: here.deleted(message_id) or home.deleted(message_id),
+            content=content,
+            edited=lambda message_id: here.edited(message_id) or home.edited(message_id),
+        )
+
     def with_gone(self, gone: frozenset[int]) -> ChannelNow:
         """The same, with ``gone`` deleted too (what the store knows is deleted)."""
         if not gone:

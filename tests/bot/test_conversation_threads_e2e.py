@@ -86,3 +86,22 @@ async def test_off_by_default_and_without_create_public_threads() -> None:
             assert threads_from(bot, reply) is None
         assert bot.discord.requests_to("POST", "*/threads") == []  # not tried, and not said
         assert len(bot.discord.bot_messages(CHANNEL, after=0)) >= 3
+
+
+async def test_a_channel_message_deleted_after_the_move_leaves_the_thread_requests() -> None:
+    """The thread's requests continue the channel's, which held a member's message: deleted in
+    the channel after the move, it is sent in no thread request again."""
+    async with running_bot(threads=THREADS_ON) as bot:
+        slip = await bot.discord.user_says(CHANNEL, CHLOE, "my db password is hunter2-rosebud")
+        bot.model.queue(Answer(text="Dump and restore, or an in-place upgrade."))
+        await said_and_answered(bot, CHANNEL, f"<@{BOT_ID}> how do I upgrade postgres?")
+        bot.model.queue(Answer(text="With hard links it takes minutes."))
+        _, second = await said_and_answered(bot, CHANNEL, f"<@{BOT_ID}> and for 800 GB?")
+        assert "hunter2-rosebud" in json.dumps(bot.model.chat_requests[-1].body["messages"])
+        thread = threads_from(bot, second)
+        assert thread is not None
+        await bot.discord.delete_message(CHANNEL, slip["id"])
+        await settled(bot)
+        bot.model.queue(Answer(text="A failed upgrade leaves the old cluster as it was."))
+        await said_and_answered(bot, int(thread["id"]), "what if it fails?")
+        assert "hunter2-rosebud" not in json.dumps(bot.model.chat_requests[-1].body["messages"])
