@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -63,6 +64,7 @@ from conversation.memory import (
     PromptMemory,
     SentPrompt,
     answer_node,
+    discord_ids,
     remembered_prompt,
     sent_prompt,
 )
@@ -78,6 +80,9 @@ from conversation.sources import (
 
 log = logging.getLogger(__name__)
 
+MOVES_KEPT = 1024
+"""Answers a thread was opened from, remembered so their conversation moves once: far more
+conversations than a channel's memory continues at once."""
 SHUTDOWN_GRACE_SECONDS = 0.5
 """How long a stopping bot may spend telling a person their answer was cut short."""
 
@@ -131,6 +136,7 @@ class Answerer:
         # the store); None: not offered.
         self.catchup: Catchup | None = None
         self.metrics = metrics
+        self._moved: OrderedDict[int, None] = OrderedDict()  # answers a thread was opened from
         self.channels = ChannelRuntimes(
             config,
             clients=ModelClients(model, config.models),
@@ -189,8 +195,10 @@ class Answerer:
             ending = await self._post(reply, completion, asking.prepared, asking.images())
             status.answered()
             await self._remember(message, asking.prepared, previous, ending, reply.message_ids)
-            with contextlib.suppress(Exception):  # logged there; never the answer's failure
+            try:
                 await self._maybe_move(message, runtime, asking.prepared, reply)
+            except Exception:  # never the answer's failure
+                log.exception("could not move the conversation of %s into a thread", message.id)
         except (Exception, asyncio.CancelledError) as error:
             ending = await self._failed(error, message, reply, asking)
             if ending.abandoned:
@@ -327,22 +335,31 @@ class Answerer:
         except Exception:  # a memory that cannot keep it costs the next answer its prefix only
             log.exception("could not remember what the answer to %s sent", message.id)
 
-    @staticmethod
     async def _maybe_move(
+        self,
         message: TriggerMessage,
         runtime: ChannelRuntime,
         prepared: PreparedPrompt,
         reply: ReplyStreamer,
     ) -> None:
         """The conversation into a thread opened from this answer, when ``[threads]`` says
-        so (``bot.discord.conversation_threads``); a refusal leaves it in the channel."""
-        answers = 1 + sum(n.role == "assistant" for n in prepared.graph.snapshot().nodes())
+        so (``bot.discord.conversation_threads``); a refusal leaves it in the channel. Once:
+        a conversation that goes on in the channel after its move (its request holds the
+        answer a thread was opened from) is not moved again at every answer."""
+        answered = [n for n in prepared.graph.snapshot().nodes() if n.role == "assistant"]
         settings, channel = runtime.config.threads, message.channel
-        if not reply.sent or not should_move(settings, channel, answers, message.content):
+        if not reply.sent or not should_move(settings, channel, 1 + len(answered), message.content):
             return
-        name = thread_name(message.content, getattr(message.author, "display_name", "a member"))
-        thread = await open_thread(reply.sent[0], name)
+        if any(i in self._moved for node in answered for i in discord_ids(node)):
+            return
+        opened_from = reply.sent[0]
+        thread = await open_thread(
+            opened_from, thread_name(self.bot_name(channel), datetime.now(UTC))
+        )
         if thread is not None:
+            self._moved[opened_from.id] = None
+            while len(self._moved) > MOVES_KEPT:
+                self._moved.popitem(last=False)
             log.info("conversation of %s moved into thread %s", message.id, thread.id)
 
     async def _failed(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import nextcord
@@ -68,11 +69,14 @@ def should_move(settings: ThreadSettings, channel: Any, answers: int, trigger_te
     return (answers >= settings.after_answers or asked) and may_open_thread(channel)
 
 
-def thread_name(trigger_text: str, author: str) -> str:
-    """The thread's name: the start of what the member said, else whose conversation it is."""
-    words = " ".join(re.sub(r"<[@#!&]*\d+>", " ", trigger_text or "").split())
-    name = words[:THREAD_NAME_CHARS].rstrip() or f"Conversation with {author}"
-    return name[:100]
+def thread_name(bot_name: str, opened_at: datetime) -> str:
+    """The thread's name: whose conversation it is (the bot's) and when it moved, in UTC.
+
+    Never a member's words or name: a thread's name is public, shown in the channel list to
+    everyone, and outlives the member's message (a deletion, a forget-user). A name of the
+    bot's own is one nothing has to take back."""
+    name = " ".join((bot_name or "the bot").split())[:THREAD_NAME_CHARS]
+    return f"Conversation with {name}, {opened_at.astimezone(UTC):%d %b %H:%M} UTC"[:100]
 
 
 async def open_thread(answer: nextcord.Message, name: str) -> nextcord.Thread | None:

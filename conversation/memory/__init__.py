@@ -39,7 +39,7 @@ from conversation.memory.append import (
 )
 from conversation.memory.recall import BoundedMemory, PromptMemory
 from conversation.memory.record import OTHERS_REASON, MemoryRecord, memory_record
-from conversation.memory.sent import SentPrompt, answer_node
+from conversation.memory.sent import SentPrompt, answer_node, discord_ids
 from conversation.memory.summary import (
     SUMMARY_REASON,
     SummaryPolicy,
@@ -61,6 +61,7 @@ __all__ = [
     "SentPrompt",
     "SummaryPolicy",
     "answer_node",
+    "discord_ids",
     "memory_record",
     "parsed_summary",
     "refit_keeping_summary",

@@ -105,3 +105,22 @@ async def test_a_channel_message_deleted_after_the_move_leaves_the_thread_reques
         bot.model.queue(Answer(text="A failed upgrade leaves the old cluster as it was."))
         await said_and_answered(bot, int(thread["id"]), "what if it fails?")
         assert "hunter2-rosebud" not in json.dumps(bot.model.chat_requests[-1].body["messages"])
+
+
+async def test_a_conversation_moves_once_and_its_thread_is_named_without_the_members_words():
+    """Members who keep talking in the channel after the move are answered there, and no
+    second thread is opened from each later answer. The thread's name is public and outlives
+    what the member wrote: it names the bot and the time, never their words."""
+    async with running_bot(threads=THREADS_ON) as bot:
+        bot.model.queue(Answer(text="Dump and restore, or an in-place upgrade."))
+        await said_and_answered(bot, CHANNEL, f"<@{BOT_ID}> how do I upgrade postgres?")
+        bot.model.queue(Answer(text="With hard links it takes minutes."))
+        _, second = await said_and_answered(bot, CHANNEL, f"<@{BOT_ID}> and for 800 GB?")
+        thread = threads_from(bot, second)
+        assert thread is not None
+        bot.model.queue(Answer(text="Then plan a short downtime."))
+        _, third = await said_and_answered(bot, CHANNEL, f"<@{BOT_ID}> and with replicas?")
+        assert "and for 800 GB" in json.dumps(bot.model.chat_requests[-1].body["messages"])
+        assert threads_from(bot, third) is None  # moved once already
+    assert thread["name"].startswith("Conversation with Threadwise, ")
+    assert "upgrade" not in thread["name"] and "Chloe" not in thread["name"]
