@@ -22,6 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from bot.intake.store_wait import BoundedQuestions
 from bot.storage import Store, StoreError
 
 log = logging.getLogger(__name__)
@@ -43,37 +44,24 @@ class ChannelSeals:
         self, store: Store | None, *, wait: Callable[[], float] = lambda: SEAL_WAIT_SECONDS
     ) -> None:
         self.store = store
-        self._wait = wait  # read at each lookup: a reloaded config applies to the next one
+        # Each read waited on a bounded time (``wait()`` read at each: a reload applies).
+        self._store = BoundedQuestions(wait)
         self._latest: dict[int, int | None] = {}
-        # A read that outlived its wait, still out: while it is, the store is not asked.
-        self._stalled: asyncio.Future[int | None] | None = None
         self._ask_again_at: dict[int, float] = {}  # channel -> when a failed read may be retried
         self._deleted: OrderedDict[int, None] = OrderedDict()
 
     async def latest(self, channel_id: int) -> int | None:
-        if channel_id in self._latest or self.store is None or self._stalled is not None:
+        if channel_id in self._latest or self.store is None or self._store.stalled:
             return self._latest.get(channel_id)
         if time.monotonic() < self._ask_again_at.get(channel_id, 0.0):
             return None
         reading = asyncio.ensure_future(asyncio.to_thread(self.store.latest_seal, channel_id))
         reading.add_done_callback(functools.partial(self._read, channel_id))
-        wait = self._wait()
-        await asyncio.wait({reading}, timeout=wait)
-        if not reading.done():
-            log.warning(
-                "the store did not give channel %s's seal within %.1f s: answering by the "
-                "cache's seals, and without asking until it does",
-                channel_id,
-                wait,
-            )
-            self._stalled = reading
+        await self._store.ask(reading, f"channel {channel_id}'s seal")
         return self._latest.get(channel_id)
 
     def _read(self, channel_id: int, reading: asyncio.Future[int | None]) -> None:
         """A read came back (maybe after its asker went on): what it found is kept."""
-        if self._stalled is reading:
-            self._stalled = None
-            log.info("the store gives seals again")
         error = None if reading.cancelled() else reading.exception()
         if reading.cancelled() or error is not None:
             # Not only a StoreError: a driver's error raised mid-query must not fail the answer.

@@ -16,10 +16,11 @@ rare second answer to a replayed event is the price of never leaving a member un
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+
+from bot.intake.store_wait import BoundedQuestions
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +47,8 @@ class AnsweredOnce:
     ) -> None:
         self._in_store = in_store
         self._kept = kept
-        self._wait = wait  # read at each claim: a reloaded config applies to the next one
         self._claimed: OrderedDict[int, None] = OrderedDict()
-        # A question to the store that outlived its wait, still out: while it is, the store
-        # is not asked (a stalled one would hold a thread per message for its connect timeout).
-        self._stalled: asyncio.Future[bool] | None = None
+        self._store = BoundedQuestions(wait)  # wait() read at each claim: a reload applies
 
     async def claim(self, message_id: int) -> bool:
         """True when the message is this call's to answer; False when a copy of it was claimed
@@ -68,29 +66,16 @@ class AnsweredOnce:
             self._claimed.popitem(last=False)
         if self._in_store is None:
             return True
-        if self._stalled is not None:
+        if self._store.stalled:
             return True  # the store is known stalled: no second question queued behind it
-        asking = asyncio.ensure_future(self._in_store(message_id))
-        wait = self._wait()
-        await asyncio.wait({asking}, timeout=wait)
-        if not asking.done():
-            log.warning(
-                "the store did not say within %.1f s whether %s was answered: answering it, "
-                "and the next messages without asking until it does",
-                wait,
-                message_id,
-            )
-            self._stalled = asking
-            asking.add_done_callback(self._answered_again)
+        asking = await self._store.ask(
+            self._in_store(message_id),
+            f"whether {message_id} was answered (answering it)",
+        )
+        if asking is None:
             return True
         try:
             return not asking.result()
         except Exception as error:
             log.warning("could not ask the store whether %s was answered: %s", message_id, error)
             return True
-
-    def _answered_again(self, asking: asyncio.Future[bool]) -> None:
-        """The question that outlived its wait came back: the store is asked again."""
-        self._stalled = None
-        error = None if asking.cancelled() else asking.exception()
-        log.info("the store answers again%s", f" ({error})" if error else "")
