@@ -53,7 +53,9 @@ class ToolImage:
 
 
 class ImageShelf:
-    """The images of one answer, in the order its tools returned them, under its limits."""
+    """The images of one answer, in the order its tools returned them, under its limits. The
+    shelf lives as long as the answer, across its refits and retried rounds: the same image from
+    the same tool is kept once (a call run again would attach it twice)."""
 
     def __init__(self, max_images: int, max_bytes: int) -> None:
         self.max_images = max_images
@@ -71,6 +73,10 @@ class ImageShelf:
             return "[image not attached: not a PNG, JPEG, GIF or WebP image]"
         if len(raw) > self.max_bytes:
             return f"[image not attached: {len(raw)} bytes, over the limit of {self.max_bytes}]"
+        digest = hashlib.sha256(raw).hexdigest()
+        for kept in self.images:  # a call run again (a retried round): the image it kept
+            if kept.tool == tool and kept.sha256 == digest:
+                return kept.described()
         if len(self.images) >= self.max_images:
             return f"[image not attached: at most {self.max_images} images per answer]"
         if sum(image.size for image in self.images) + len(raw) > UPLOAD_LIMIT_BYTES:

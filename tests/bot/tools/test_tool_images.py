@@ -32,5 +32,14 @@ def test_size_and_count_are_bounded() -> None:
     assert "over the limit" in shelf.take("paint", b64(big))
     assert shelf.take("paint", b64(png(4, 4))).startswith("[image attached: paint-1.png")
     assert shelf.take("my tool!", b64(png(4, 4))).startswith("[image attached: my-tool-2.png")
-    assert "at most 2 images" in shelf.take("paint", b64(png(4, 4)))
+    assert "at most 2 images" in shelf.take("paint", b64(png(5, 5)))
     assert len(shelf.images) == 2 and shelf.images[0].size == len(png(4, 4))
+
+
+def test_the_same_image_from_the_same_tool_is_kept_once() -> None:
+    """A round run again (a retried request) returns the image again: attached once, and the
+    model reads the same line for it."""
+    shelf = ImageShelf(max_images=4, max_bytes=UPLOAD_LIMIT_BYTES)
+    first = shelf.take("paint", b64(png(4, 4)))
+    assert shelf.take("paint", b64(png(4, 4))) == first
+    assert len(shelf.images) == 1
