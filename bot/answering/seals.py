@@ -6,11 +6,12 @@ answers (the seals this process sees are added as they arrive); a seal deleted i
 The lookup is on every answer's path, so the store is asked for a bounded time only (``[storage]
 claim_wait_seconds``, as the answered-once claim is: ``bot.intake.once``): a stalled PostgreSQL
 must not hold the channel's turn for its connect timeout, nor hold one worker thread per answer.
-While a question that outlived its wait is out, no channel asks; once it comes back, what it
-read is kept. A store that cannot be read costs the answer the store's seal only (the cache's
-own seals still hold), and the channel is asked again after ``ASK_AGAIN_SECONDS``, not at every
-answer. A read answers with what the store held when it ran: a seal posted meanwhile is kept
-over it, and one deleted meanwhile is not taken from it.
+While a question that outlived its wait is out (this one's, or the claim's: the bot shares
+them), no channel asks; once it comes back, what it read is kept. A store that cannot be read
+costs the answer the store's seal only (the cache's own seals still hold), and the channel is
+asked again after ``ASK_AGAIN_SECONDS``, not at every answer. A read answers with what the
+store held when it ran: a seal posted meanwhile is kept over it, and one deleted meanwhile is
+not taken from it.
 """
 
 from __future__ import annotations
@@ -41,11 +42,15 @@ class ChannelSeals:
     """Channel id -> its latest standing seal's message id (None: none), as far as known."""
 
     def __init__(
-        self, store: Store | None, *, wait: Callable[[], float] = lambda: SEAL_WAIT_SECONDS
+        self,
+        store: Store | None,
+        *,
+        wait: Callable[[], float] = lambda: SEAL_WAIT_SECONDS,
+        questions: BoundedQuestions | None = None,
     ) -> None:
         self.store = store
         # Each read waited on a bounded time (``wait()`` read at each: a reload applies).
-        self._store = BoundedQuestions(wait)
+        self._store = questions or BoundedQuestions(wait)  # shared: the claim's stall counts
         self._latest: dict[int, int | None] = {}
         self._ask_again_at: dict[int, float] = {}  # channel -> when a failed read may be retried
         self._deleted: OrderedDict[int, None] = OrderedDict()

@@ -44,11 +44,14 @@ class AnsweredOnce:
         *,
         kept: int = CLAIMS_KEPT,
         wait: Callable[[], float] = lambda: CLAIM_WAIT_SECONDS,
+        questions: BoundedQuestions | None = None,
     ) -> None:
         self._in_store = in_store
         self._kept = kept
         self._claimed: OrderedDict[int, None] = OrderedDict()
-        self._store = BoundedQuestions(wait)  # wait() read at each claim: a reload applies
+        # wait() read at each claim (a reload applies); ``questions``: shared with the other
+        # questions to the same store, so a stall one of them met stops them all.
+        self._store = questions or BoundedQuestions(wait)
 
     async def claim(self, message_id: int) -> bool:
         """True when the message is this call's to answer; False when a copy of it was claimed

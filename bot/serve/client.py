@@ -37,6 +37,7 @@ from bot.intake.burst import BurstWindow
 from bot.intake.once import AnsweredOnce
 from bot.intake.queue import AnswerQueue, AnswerSlots
 from bot.intake.recall import longest_follow_minutes, recall_recent_answers
+from bot.intake.store_wait import BoundedQuestions
 from bot.intake.trigger import Trigger
 from bot.model.client import ModelClient
 from bot.serve.commands import register_commands
@@ -100,6 +101,9 @@ class ThreadwiseClient(nextcord.Client):
         )
         self.config = config
         self.store = store
+        # The questions on a message's way to its answer (answered already? the channel's
+        # seal?), each waited on a bounded time; a stall one meets stops them all until it ends.
+        self.store_questions = BoundedQuestions(lambda: self.config.storage.claim_wait_seconds)
         self.caches = CacheRegistry(
             max_channels=config.cache.max_channels,
             max_messages=config.cache.max_messages_per_channel,
@@ -133,7 +137,7 @@ class ThreadwiseClient(nextcord.Client):
                 else None
             ),
             forgotten=ForgottenPeople(store),
-            seals=ChannelSeals(store, wait=lambda: self.config.storage.claim_wait_seconds),
+            seals=ChannelSeals(store, questions=self.store_questions),
             meanings=self.meanings,
         )
         self._sessions = 0
@@ -159,7 +163,7 @@ class ThreadwiseClient(nextcord.Client):
             follower=Follower(),
             answered_once=AnsweredOnce(
                 store.answered_async if store is not None else None,
-                wait=lambda: self.config.storage.claim_wait_seconds,
+                questions=self.store_questions,
             ),
             dm_roles=DmRoles(lambda: self.guilds),
             permissions=lambda: self.config.permissions,
