@@ -5,7 +5,7 @@ and the model server's prompt cache holds."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from conversation.memory import PromptMemory, SentPrompt
 
@@ -26,3 +26,7 @@ class ThreadMemory:
 
     async def remember(self, sent: SentPrompt) -> None:
         await self.memory.remember(sent)
+
+    def drop(self, where: Callable[[SentPrompt], bool]) -> int:
+        """What the shared memory holds goes from it (a thread reads no memory of its own)."""
+        return self.memory.drop(where)

@@ -13,6 +13,7 @@ import nextcord
 
 from bot.answering.answerer import Answerer
 from bot.answering.catchup import Catchup, CatchupAsk
+from bot.answering.forgotten import CATCHUP_COMMAND
 from bot.config.validators import snowflake
 from bot.discord.limits import DISCORD_MESSAGE_LIMIT
 from bot.discord.visibility import may_view_channel
@@ -102,7 +103,7 @@ def _register_model(client: nextcord.Client, answerer: Answerer) -> None:
 
 def _register_catchup(client: nextcord.Client, catchup: Catchup) -> None:
     @client.slash_command(
-        name="catchup",
+        name=CATCHUP_COMMAND,
         description="What did I miss? The conversations here since you last spoke, with links.",
     )
     async def catchup_command(

@@ -158,3 +158,25 @@ async def test_catchup_does_not_retell_what_forget_user_took_back(tmp_path):
         assert said not in sent  # his, and the replies to him
     assert linked and linked <= truth["printer"] | truth["lunch"]
     assert not linked & truth["deploy"]
+
+
+async def test_a_public_catchup_written_before_a_forget_is_not_read_again(tmp_path):
+    """With ``ephemeral = false`` the catch-up is the bot's message in the channel, retelling
+    Ben, and it replies to no one: after Ben is forgotten, no answer sends it to the model."""
+    import asyncio
+
+    with Store.open(tmp_path / "store.sqlite3") as store:
+        async with running_bot(store=store, catchup={"ephemeral": False}) as bot:
+            bot.model.script(lambda request: Answer(text="- Ben said the deploy broke [1]"))
+            await bot.discord.user_says(CHANNEL, ELI, "morning all, off to meetings")
+            await three_conversations(bot)
+            shown = await catchup(bot, ELI)
+            assert not shown["flags"] & 64 and "Ben said the deploy broke" in shown["content"]
+            await store.forget_user(BEN)
+            for _ in range(100):
+                if BEN in bot.client.answerer.forgotten.at:
+                    break
+                await asyncio.sleep(0.1)
+            said = await bot.discord.user_says(CHANNEL, CHLOE, "<@1300000000000000100> hi?")
+            await bot.discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=10)
+    assert "Ben said the deploy broke" not in json.dumps(bot.model.chat_requests[-1].messages)
