@@ -179,7 +179,10 @@ class Catchup:
         except REQUEST_FAILED as error:
             log.warning("catch-up in %s: history not read: %s", ask.channel.id, error)
             return CaughtUp(refused=NOT_READ_NOW)
-        conversations = group_conversations(stretch.messages, runtime.builder)
+        # Off the event loop: it scores every message (0.8 s for 500, 7 s for 5,000).
+        conversations = await asyncio.to_thread(
+            group_conversations, stretch.messages, runtime.builder
+        )
         chosen = worth_summarising(conversations, settings.max_conversations)
         by_id = {m.id: m for m in stretch.messages}
         summaries = [

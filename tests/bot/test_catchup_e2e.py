@@ -180,3 +180,26 @@ async def test_a_public_catchup_written_before_a_forget_is_not_read_again(tmp_pa
             said = await bot.discord.user_says(CHANNEL, CHLOE, "<@1300000000000000100> hi?")
             await bot.discord.wait_for_bot_message(CHANNEL, after=int(said["id"]), timeout=10)
     assert "Ben said the deploy broke" not in json.dumps(bot.model.chat_requests[-1].messages)
+
+
+async def test_the_grouping_runs_off_the_event_loop(monkeypatch):
+    """Grouping scores every message read (seconds for thousands): never on the event loop,
+    where it would hold every channel's answers and the gateway."""
+    import threading
+
+    from bot.answering import catchup as catchup_module
+
+    grouped_on: list[threading.Thread] = []
+    real = catchup_module.group_conversations
+
+    def grouping(*args, **kwargs):
+        grouped_on.append(threading.current_thread())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(catchup_module, "group_conversations", grouping)
+    async with running_bot() as bot:
+        bot.model.script(summarise)
+        await three_conversations(bot)
+        shown = await catchup(bot, ELI)
+    assert LINK.search(shown["content"])
+    assert grouped_on and threading.main_thread() not in grouped_on
